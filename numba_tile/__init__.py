@@ -1,0 +1,55 @@
+"""numba_tile: safe, fast tile programming for GPUs in Python.
+
+A kernel is a Python function over tiles, decorated with :func:`jit`; parameters are
+read-only tensors, mutable :class:`Partition` parameters (the block's own tile of an
+array split on the host by :func:`partition`) and compile-time :class:`Constant` values.
+Before any GPU work runs, numba_tile checks that no two blocks write the same memory
+and that nothing writes an input; a launch keeps every argument alive until the GPU is
+done with it. See ``docs/`` and ``examples/``.
+
+Public API (everything else is private):
+
+* decorator and annotations: :func:`jit`, :class:`Tensor`, :class:`Partition`,
+  :class:`Constant`; host side: :func:`partition`, :func:`synchronize`,
+  :func:`gpu_available`;
+* ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`where`,
+  :func:`astype`, :func:`minimum`, :func:`maximum`, math functions (:func:`exp`,
+  :func:`exp2`, :func:`log`, :func:`log2`, :func:`sqrt`, :func:`rsqrt`, :func:`abs`,
+  :func:`tanh`, :func:`sigmoid`, :func:`sin`, :func:`cos`, :func:`floor`, :func:`ceil`),
+  constructors (:func:`full`, :func:`zeros`, :func:`arange`), :func:`bid`,
+  :func:`num_blocks`, and the operators on tiles;
+* dtypes: ``float16``, ``bfloat16``, ``float32``, ``float64``, ``int32``, ``int64``,
+  ``bool_`` (promotion table in :mod:`numba_tile.dtypes`);
+* errors: :mod:`numba_tile.errors`.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._registry import finalize as _finalize
+from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
+from .kernel import Constant, Kernel, Partition, Tensor, jit
+from .language import (abs_ as abs, arange, astype, bid, ceil, cos, exp, exp2, floor, full,
+                       load, load_like, log, log2, maximum, minimum, num_blocks, rsqrt,
+                       sigmoid, sin, sqrt, store, tanh, where, zeros)
+from .runtime.driver import gpu_available
+from .runtime.inflight import synchronize_all as synchronize
+from .runtime.partition import partition
+
+# The three rule sets of every op family; finalize() checks none is missing.
+from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
+from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
+from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
+
+_finalize()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "jit", "Kernel", "Tensor", "Partition", "Constant", "partition", "synchronize",
+    "gpu_available", "errors",
+    "load", "load_like", "store", "where", "astype", "minimum", "maximum",
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "sin", "cos",
+    "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks",
+    "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",
+]

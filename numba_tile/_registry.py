@@ -1,0 +1,195 @@
+"""The op registry: one definition per op, with its typing, lowering and interpreter rules.
+
+Each public op is declared once (its stub in :mod:`numba_tile.language`, with its
+docstring and Python signature) together with its *effects*: which arguments it
+reads and which it writes. Its three rules live in files of the same family name in
+``typing/``, ``lowering/`` and ``interpreter/``. :func:`finalize` checks at import
+that every op has all three rules, then registers the typing and lowering rules with
+numba-cuda's extension registries. The ownership pass (``typing/ownership.py``)
+reads only the effects, so a new op cannot bypass it.
+
+Operators (``+``, ``<`` ...) are ops keyed by the ``operator`` function; their
+interpreter rule is called by the interpreter's tile class.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+from numba.cuda import types
+from numba.cuda.core.errors import TypingError as NumbaTypingError
+from numba.cuda.typing.templates import AbstractTemplate, signature, fold_arguments
+
+from .errors import TileError
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What an op does to its operands, by positional index after binding.
+
+    Attributes:
+        reads: indices of array operands (tensors or partitions) the op reads.
+        writes: indices of array operands the op writes; each must be a partition.
+        store_index: index of an argument that selects *which* tile a write goes to;
+            anything but the default (the block's own tile) is refused until branded
+            indices exist.
+    """
+
+    reads: tuple = ()
+    writes: tuple = ()
+    store_index: int | None = None
+
+
+@dataclass
+class OpDef:
+    name: str
+    family: str
+    key: Callable                  # what Numba resolves: the stub or an operator function
+    pysig: inspect.Signature
+    effects: Effects
+    stub: Callable | None = None
+    typer: Callable | None = None
+    lower: Callable | None = None
+    interp: Callable | None = None
+    lower_types: tuple | None = None   # explicit lowering signature (operators)
+    extra: dict = field(default_factory=dict)
+
+
+OPS: dict[str, OpDef] = {}
+_BY_KEY: dict[int, OpDef] = {}
+_finalized = False
+
+
+def op_for_key(key) -> OpDef | None:
+    """The op whose Numba key is ``key`` (a stub or an ``operator`` function)."""
+    return _BY_KEY.get(id(key))
+
+
+def op(family: str, *, reads=(), writes=(), store_index=None, name=None):
+    """Declare a public op from its stub. The stub runs the interpreter rule when
+    called from Python (interpreter mode)."""
+
+    def deco(fn):
+        opname = name or fn.__name__
+        pysig = inspect.signature(fn)
+        d = OpDef(opname, family, key=None, pysig=pysig,
+                  effects=Effects(tuple(reads), tuple(writes), store_index))
+
+        def stub(*args, **kwargs):
+            if d.interp is None:
+                raise RuntimeError(f"{opname}() has no interpreter rule")
+            bound = pysig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return d.interp(*bound.args)
+
+        stub.__name__ = fn.__name__
+        stub.__qualname__ = fn.__qualname__
+        stub.__doc__ = fn.__doc__
+        stub.__module__ = fn.__module__
+        stub.__signature__ = pysig
+        stub.__wrapped__ = fn
+        d.key = stub
+        d.stub = stub
+        _add(d)
+        return stub
+
+    return deco
+
+
+def operator_op(name: str, family: str, key, nargs: int):
+    """Declare an op reached through a Python operator or builtin (``operator.add``)."""
+    params = [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(nargs)]
+    d = OpDef(name, family, key=key, pysig=inspect.Signature(params), effects=Effects())
+    _add(d)
+    return d
+
+
+def _add(d: OpDef):
+    if d.name in OPS:
+        raise RuntimeError(f"op {d.name!r} declared twice")
+    OPS[d.name] = d
+    _BY_KEY[id(d.key)] = d
+
+
+def _rule_setter(attr):
+    def register(name: str):
+        def deco(fn):
+            d = OPS.get(name)
+            if d is None:
+                raise RuntimeError(f"{attr} rule for unknown op {name!r}")
+            if getattr(d, attr) is not None:
+                raise RuntimeError(f"op {name!r} has two {attr} rules")
+            setattr(d, attr, fn)
+            return fn
+        return deco
+    return register
+
+
+typing_rule = _rule_setter("typer")
+lowering_rule = _rule_setter("lower")
+interp_rule = _rule_setter("interp")
+
+
+def _make_template(d: OpDef):
+    from . import compiler_context  # late: avoids an import cycle
+
+    class OpTemplate(AbstractTemplate):
+        key = d.key
+        prefer_literal = True   # static shapes and axes arrive as literals
+
+        def generic(self, args, kws):
+            if d.stub is not None:
+                try:
+                    folded = fold_arguments(
+                        d.pysig, args, kws,
+                        lambda index, param, value: value,
+                        lambda index, param, default: types.Omitted(default),
+                        lambda index, param, values: types.StarArgTuple(values))
+                except TypeError:
+                    return None
+            else:
+                if kws:
+                    return None
+                folded = tuple(args)
+            try:
+                ret = d.typer(*folded)
+            except TileError as exc:
+                # Numba attaches the user's line to its own TypingError; the compiler
+                # driver turns it back into this error (compiler._translate).
+                compiler_context.record_error(exc)
+                raise NumbaTypingError(exc.message) from exc
+            if ret is None:
+                return None
+            sig = signature(ret, *folded)
+            if d.stub is not None:
+                sig = sig.replace(pysig=d.pysig)
+            return sig
+
+    OpTemplate.__name__ = f"Template_{d.name}"
+    return OpTemplate
+
+
+def finalize():
+    """Check every op has typing, lowering and interpreter rules; register with Numba."""
+    global _finalized
+    if _finalized:
+        return
+    missing = [f"{d.name}: {', '.join(a for a in ('typer', 'lower', 'interp') if getattr(d, a) is None)}"
+               for d in OPS.values()
+               if d.typer is None or d.lower is None or d.interp is None]
+    if missing:
+        raise RuntimeError("numba_tile ops missing rules:\n  " + "\n  ".join(missing))
+
+    from numba.cuda.cudadecl import registry as typing_registry
+    from numba.cuda.cudaimpl import registry as lowering_registry
+
+    for d in OPS.values():
+        typing_registry.register_global(d.key, types.Function(_make_template(d)))
+        if d.lower_types is not None:
+            for tys in d.lower_types:
+                lowering_registry.lower(d.key, *tys)(d.lower)
+        else:
+            lowering_registry.lower(d.key, types.VarArg(types.Any))(d.lower)
+    _finalized = True

@@ -1,0 +1,195 @@
+"""The compile pipeline: Numba frontend -> typing -> ownership pass -> NVVM IR -> PTX.
+
+:func:`compile_kernel` runs numba-cuda's pipeline with the ownership pass
+(``typing/ownership.py``) inserted right after type inference, then lowers with the
+numba_tile rules to NVVM IR and PTX through libNVVM. :func:`check_kernel` runs the
+same pipeline up to and including the ownership pass, for interpreter mode, so the
+interpreter runs only kernels the compiler would accept.
+
+Errors raised by typing rules come back as :class:`TileTypingError` with the user's
+line (Numba's own TypingError is translated); ownership errors keep their class.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from llvmlite import ir as llvm_ir
+from numba.cuda import types
+from numba.cuda.core import errors as numba_errors
+from numba.cuda.core.compiler import _EarlyPipelineCompletion  # noqa: F401
+from numba.cuda.core.compiler_lock import global_compiler_lock
+from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
+from numba.cuda.core.typed_passes import NopythonTypeInference
+
+from . import compiler_context
+from .errors import TileError, TileTypingError
+from .typing.ownership import OwnershipPass
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A kernel compiled for one specialization.
+
+    Attributes:
+        ptx: PTX text.
+        entry: the ``.entry`` symbol in ``ptx``.
+        param_kinds: C types of the flattened kernel parameters, in order
+            (``'u64'`` pointers, ``'i64'``, ``'i32'``, ``'f32'``, ``'f64'``, ``'u8'``...).
+        num_threads: threads per block.
+        cc: compute capability compiled for.
+    """
+
+    ptx: str
+    entry: str
+    param_kinds: tuple
+    num_threads: int
+    cc: tuple
+
+
+def _make_compiler(typing_only: bool):
+    from numba.cuda.compiler import CUDACompiler
+
+    class TileCompiler(CUDACompiler):
+        def define_pipelines(self):
+            (pm,) = super().define_pipelines()
+            pm._finalized = False
+            pm.add_pass_after(OwnershipPass, NopythonTypeInference)
+            if typing_only:
+                idx = [p for p, _ in pm.passes].index(OwnershipPass)
+                pm.passes = pm.passes[: idx + 1]
+                pm.add_pass(_StopAfterChecks, "stop after the ownership pass")
+            pm.finalize()
+            return [pm]
+
+    return TileCompiler
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class _StopAfterChecks(AnalysisPass):
+    _name = "numba_tile_stop_after_checks"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        raise _EarlyPipelineCompletion(state.typemap)
+
+
+def _param_kind(t: llvm_ir.Type) -> str:
+    if isinstance(t, llvm_ir.PointerType):
+        return "u64"
+    if isinstance(t, llvm_ir.IntType):
+        return {1: "u8", 8: "u8", 16: "i16", 32: "i32", 64: "i64"}[t.width]
+    if isinstance(t, llvm_ir.FloatType):
+        return "f32"
+    if isinstance(t, llvm_ir.DoubleType):
+        return "f64"
+    if isinstance(t, llvm_ir.HalfType):
+        return "f16"
+    raise TileTypingError(f"unsupported kernel parameter type {t}")
+
+
+def _translate(exc: Exception, ctx) -> Exception:
+    """Numba's TypingError -> the numba_tile error a typing rule raised, with its line."""
+    if isinstance(exc, TileError):
+        return exc
+    loc = getattr(exc, "loc", None)
+    if ctx.errors:
+        err = ctx.errors[-1]
+        if loc is not None and err.lineno is None:
+            err = type(err)(err.message, filename=loc.filename, lineno=loc.line)
+        return err
+    if isinstance(exc, numba_errors.TypingError):
+        msg = str(exc).split("\n\nDuring:")[0]
+        kw = dict(filename=loc.filename, lineno=loc.line) if loc is not None else {}
+        return TileTypingError(f"kernel '{ctx.kernel_name}' failed to type: {msg}", **kw)
+    return exc
+
+
+def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
+    from numba.cuda import utils
+    from numba.cuda.compiler import CUDAFlags, compile_extra
+    from numba.cuda.descriptor import cuda_target
+    from numba.cuda.target import CUDACallConv
+
+    flags = CUDAFlags()
+    flags.no_compile = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    flags.error_model = "numpy"
+    flags.compute_capability = cc
+    flags.nvvm_options = {"fastmath": False, "opt": 3}
+    if lineinfo:
+        flags.debuginfo = True
+        flags.dbg_directives_only = True
+    targetctx = cuda_target.target_context
+    with utils.numba_target_override():
+        return compile_extra(
+            typingctx=cuda_target.typing_context, targetctx=targetctx, func=pyfunc,
+            args=tuple(argtypes), return_type=None, flags=flags, locals={},
+            pipeline_class=_make_compiler(typing_only), call_conv=CUDACallConv(targetctx),
+            abi_info={})
+
+
+def _context(pyfunc, argtypes, num_warps, grid_param):
+    return compiler_context.CompileContext(
+        num_warps=num_warps, kernel_name=pyfunc.__qualname__, argtypes=tuple(argtypes),
+        grid_param=grid_param, kernel_mangled=pyfunc.__name__)
+
+
+@global_compiler_lock
+def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None):
+    """Type the kernel and run the ownership pass, without lowering (interpreter mode).
+
+    Raises:
+        TileTypingError, OwnershipError: as :func:`compile_kernel`.
+    """
+    ctx = _context(pyfunc, argtypes, num_warps, grid_param)
+    with compiler_context.compiling(ctx):
+        try:
+            _run(pyfunc, argtypes, ctx, typing_only=True, cc=(8, 0))
+        except Exception as exc:  # noqa: BLE001 - translated or re-raised as is
+            raise _translate(exc, ctx) from None
+
+
+@global_compiler_lock
+def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
+                   cc: tuple = (9, 0), lineinfo: bool = False) -> CompiledKernel:
+    """Compile ``pyfunc`` for ``argtypes`` to PTX.
+
+    Args:
+        pyfunc: the kernel's Python function.
+        argtypes: Numba types, one per parameter (constants as ``types.Omitted(value)``).
+        num_warps: warps per block.
+        grid_param: index of the partition parameter that defines the grid.
+        cc: compute capability ``(major, minor)``.
+
+    Returns:
+        CompiledKernel.
+
+    Raises:
+        TileTypingError: an op used with invalid arguments.
+        OwnershipError: a broken ownership rule (its subclass says which).
+    """
+    from numba.cuda.compiler import kernel_fixup
+    from numba.cuda.cudadrv import nvvm
+
+    ctx = _context(pyfunc, argtypes, num_warps, grid_param)
+    with compiler_context.compiling(ctx):
+        try:
+            cres = _run(pyfunc, argtypes, ctx, typing_only=False, cc=cc, lineinfo=lineinfo)
+            lib = cres.library
+            lib.finalize()
+            kernel = lib.get_function(cres.fndesc.llvm_func_name)
+            lib._entry_name = cres.fndesc.llvm_func_name
+            kernel_fixup(kernel, False)
+            nvvm.set_launch_bounds(kernel, ctx.num_threads)
+            kinds = tuple(_param_kind(a.type) for a in kernel.args)
+            ptx = lib.get_asm_str(cc=cc)
+        except Exception as exc:  # noqa: BLE001
+            raise _translate(exc, ctx) from None
+    m = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx)
+    return CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
+                          num_threads=ctx.num_threads, cc=cc)

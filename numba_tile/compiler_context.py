@@ -1,0 +1,63 @@
+"""The explicit compile context: options of the kernel being compiled.
+
+Typing rules need the kernel's ``num_warps`` (tile types carry their register layout,
+which depends on the threads per block) and lowering rules need to know which kernel
+parameter defines the launch grid. :func:`compiling` sets them for the duration of one
+compilation; Numba compiles synchronously under its compiler lock.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+_CURRENT: contextvars.ContextVar = contextvars.ContextVar("numba_tile_compile", default=None)
+
+
+@dataclass
+class CompileContext:
+    """Per-compilation facts.
+
+    Attributes:
+        num_warps: warps per block (threads = 32 * num_warps).
+        kernel_name: qualified name of the kernel's Python function.
+        argtypes: Numba types of the kernel's parameters (constants as Omitted).
+        grid_param: index of the partition parameter that defines the grid.
+        kernel_mangled: the kernel function's name as it appears in its mangled LLVM
+            symbol (guards lowering rules that read the kernel's own arguments).
+        errors: numba_tile errors raised by typing rules, newest last.
+    """
+
+    num_warps: int = 4
+    kernel_name: str = ""
+    argtypes: tuple = ()
+    grid_param: int | None = None
+    kernel_mangled: str = ""
+    errors: list = field(default_factory=list)
+
+    @property
+    def num_threads(self) -> int:
+        return 32 * self.num_warps
+
+
+def current() -> CompileContext:
+    ctx = _CURRENT.get()
+    if ctx is None:
+        raise RuntimeError("numba_tile ops are only usable inside a @numba_tile.jit kernel")
+    return ctx
+
+
+@contextmanager
+def compiling(ctx: CompileContext):
+    token = _CURRENT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CURRENT.reset(token)
+
+
+def record_error(exc):
+    ctx = _CURRENT.get()
+    if ctx is not None:
+        ctx.errors.append(exc)

@@ -1,0 +1,177 @@
+"""Tile dtypes and the promotion table, shared by typing, lowering and the interpreter.
+
+Supported dtypes: ``float16``, ``bfloat16``, ``float32``, ``float64``, ``int32``,
+``int64``, ``bool``. The public names (``numba_tile.float32`` ...) are Numba types, so
+they can be used inside kernels (``astype(t, nt.float16)``); NumPy dtypes and their
+scalar types are accepted wherever a dtype is.
+
+Promotion of the two operands of a binary op (``promote(a, b)``):
+
+================  ==========================================================
+operands          result
+================  ==========================================================
+same dtype        that dtype
+bool, X           X
+int32, int64      int64
+int, float F      F (as Triton and PyTorch; NumPy would widen fp16 to fp64)
+float16, bfloat16 float32 (neither holds the other; as PyTorch)
+float F, float G  the wider of F and G
+================  ==========================================================
+
+A Python scalar next to a tile takes the tile's dtype when it is of the same kind
+(``int`` with an integer tile, ``float`` with a float tile, ``bool`` with anything);
+a Python ``float`` with an integer or bool tile gives ``float32``. True division
+``/`` of integer or bool tiles gives ``float32``. Nothing is ever narrowed
+implicitly: narrowing needs ``astype``.
+
+float16 and bfloat16 arithmetic is computed in float32 and rounded to the dtype
+after each op (results equal the correctly rounded half-precision op for ``+ - * /``
+since float32 has more than ``2p + 2`` significand bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.cuda import types
+
+try:  # bfloat16 for host (interpreter) arrays; optional at import for tooling
+    import ml_dtypes as _ml_dtypes
+    BFLOAT16_NP = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
+    BFLOAT16_NP = None
+
+float16 = types.float16
+bfloat16 = types.bfloat16
+float32 = types.float32
+float64 = types.float64
+int32 = types.int32
+int64 = types.int64
+bool_ = types.boolean
+
+SUPPORTED = (float16, bfloat16, float32, float64, int32, int64, bool_)
+
+_BY_NAME = {
+    "float16": float16, "half": float16,
+    "bfloat16": bfloat16,
+    "float32": float32, "float": float32,
+    "float64": float64, "double": float64,
+    "int32": int32, "int64": int64,
+    "bool": bool_, "bool_": bool_, "boolean": bool_,
+}
+
+_FLOAT_RANK = {float16: 16, bfloat16: 16, float32: 32, float64: 64}
+_INT_RANK = {int32: 32, int64: 64}
+
+
+def name(dt) -> str:
+    """Canonical name of a supported dtype (``'float32'``, ``'bool'`` ...)."""
+    return "bool" if dt == bool_ else str(dt)
+
+
+def is_float(dt) -> bool:
+    return dt in _FLOAT_RANK
+
+
+def is_int(dt) -> bool:
+    return dt in _INT_RANK
+
+
+def is_bool(dt) -> bool:
+    return dt == bool_
+
+
+def is_half(dt) -> bool:
+    """True for the 16-bit float dtypes, computed in float32."""
+    return dt in (float16, bfloat16)
+
+
+def itemsize(dt) -> int:
+    if dt == bool_:
+        return 1
+    if dt in (float16, bfloat16):
+        return 2
+    return dt.bitwidth // 8
+
+
+def from_any(obj):
+    """Map a dtype given as a Numba type, NumPy dtype or scalar type, or name.
+
+    Returns:
+        The Numba type, one of :data:`SUPPORTED`, or ``None`` when ``obj`` names no
+        supported dtype.
+    """
+    if isinstance(obj, types.NumberClass):
+        obj = obj.instance_type
+    if isinstance(obj, types.DType):
+        obj = obj.dtype
+    if isinstance(obj, types.Type):
+        return obj if obj in SUPPORTED else None
+    if isinstance(obj, str):
+        return _BY_NAME.get(obj)
+    try:
+        npdt = np.dtype(obj)
+    except TypeError:
+        return None
+    if BFLOAT16_NP is not None and npdt == BFLOAT16_NP:
+        return bfloat16
+    return _BY_NAME.get(npdt.name)
+
+
+def to_numpy(dt) -> np.dtype:
+    """NumPy dtype of a supported Numba dtype (bfloat16 through ``ml_dtypes``)."""
+    if dt == bfloat16:
+        if BFLOAT16_NP is None:  # pragma: no cover
+            raise ImportError("bfloat16 on the host needs the 'ml_dtypes' package")
+        return BFLOAT16_NP
+    return np.dtype(name(dt))
+
+
+def promote(a, b):
+    """Result dtype of a binary op on dtypes ``a`` and ``b`` (see the module table)."""
+    if a == b:
+        return a
+    if is_bool(a):
+        return b
+    if is_bool(b):
+        return a
+    if is_int(a) and is_int(b):
+        return a if _INT_RANK[a] >= _INT_RANK[b] else b
+    if is_int(a):
+        return b
+    if is_int(b):
+        return a
+    if {a, b} == {float16, bfloat16}:
+        return float32
+    return a if _FLOAT_RANK[a] >= _FLOAT_RANK[b] else b
+
+
+def scalar_kind(ty):
+    """Kind of a Numba scalar type: ``'bool'``, ``'int'``, ``'float'`` or ``None``."""
+    if isinstance(ty, types.Boolean):
+        return "bool"
+    if isinstance(ty, types.Integer):
+        return "int"
+    if isinstance(ty, types.Float):
+        return "float"
+    return None
+
+
+def promote_scalar(tile_dt, kind: str):
+    """Result dtype of a tile of ``tile_dt`` with a Python scalar of ``kind``."""
+    if kind == "bool":
+        return tile_dt
+    if kind == "int":
+        return int64 if is_bool(tile_dt) else tile_dt
+    if kind == "float":
+        return tile_dt if is_float(tile_dt) else float32
+    raise ValueError(kind)
+
+
+def true_divide_dtype(dt):
+    """Result dtype of ``/`` on operands promoted to ``dt``."""
+    return dt if is_float(dt) else float32
+
+
+def compute_type(dt):
+    """Numba type arithmetic on ``dt`` is computed in (float32 for 16-bit floats)."""
+    return float32 if is_half(dt) else dt

@@ -1,0 +1,137 @@
+"""Exception classes of numba_tile.
+
+Every error a user can act on derives from :class:`TileError`. Errors found while
+compiling a kernel carry the user's source location (``filename``, ``lineno``) and
+show the offending line; errors found at launch name the kernel parameter(s).
+
+Hierarchy::
+
+    TileError
+    +-- TileTypingError            bad op use inside a kernel (shape, dtype, argument)
+    +-- TileArgumentError          bad launch argument (type, device, dtype, rank)
+    |   +-- HostArrayError         a NumPy (host) array passed on the GPU path (case I1)
+    +-- OwnershipError             a broken ownership rule (DESIGN.md section 2)
+        +-- StoreToReadOnlyError   store to a parameter not declared mutable (typing, case A5)
+        +-- ForeignTileStoreError  store that is not to the block's own partition tile (typing)
+        +-- UnanalyzedCallError    a tensor or partition handed to a callee the pass cannot see
+        +-- MissingPartitionError  mutable parameter given a plain array (launch)
+        +-- UnexpectedPartitionError  partition given to a read-only parameter (launch)
+        +-- AliasingError          mutable argument overlaps another argument (launch, A1/A2)
+        +-- SelfOverlapError       mutable argument overlaps itself (launch, A3)
+        +-- ReadOnlyProducerError  producer marked the buffer read-only (launch, A4)
+        +-- PartitionShapeError    partition tile shape differs from the kernel's (launch)
+        +-- GridMismatchError      two partitions imply different launch grids (launch)
+"""
+
+from __future__ import annotations
+
+import linecache
+
+__all__ = [
+    "TileError",
+    "TileTypingError",
+    "TileArgumentError",
+    "HostArrayError",
+    "OwnershipError",
+    "StoreToReadOnlyError",
+    "ForeignTileStoreError",
+    "UnanalyzedCallError",
+    "MissingPartitionError",
+    "UnexpectedPartitionError",
+    "AliasingError",
+    "SelfOverlapError",
+    "ReadOnlyProducerError",
+    "PartitionShapeError",
+    "GridMismatchError",
+]
+
+
+class TileError(Exception):
+    """Base class of every numba_tile error.
+
+    Args:
+        message: what is wrong, naming the argument or parameter.
+        filename: source file of the user's line, if known.
+        lineno: 1-based line number of the user's line, if known.
+        col: 0-based column of the offending expression, if known.
+    """
+
+    rule: str = ""
+
+    def __init__(self, message: str, *, filename: str | None = None,
+                 lineno: int | None = None, col: int | None = None):
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = self.message
+        if self.rule:
+            text = f"{text}\n  rule: {self.rule}"
+        if self.filename and self.lineno:
+            text = f"{text}\n  at {self.filename}:{self.lineno}"
+            src = linecache.getline(self.filename, self.lineno).rstrip()
+            if src:
+                text = f"{text}\n    {src}"
+                if self.col is not None and self.col >= 0:
+                    stripped = len(src) - len(src.lstrip())
+                    text = f"{text}\n    {' ' * max(self.col - stripped + stripped, 0)}^"
+        return text
+
+
+class TileTypingError(TileError):
+    """An op inside a kernel was used with invalid arguments (shape, dtype, rank)."""
+
+
+class TileArgumentError(TileError, TypeError):
+    """A launch argument cannot be used (unsupported type, dtype, rank or device)."""
+
+
+class HostArrayError(TileArgumentError):
+    """A host (NumPy) array was passed to a kernel launched on the GPU (case I1)."""
+
+
+class OwnershipError(TileError):
+    """A kernel or a launch breaks one of numba_tile's ownership rules."""
+
+
+class StoreToReadOnlyError(OwnershipError):
+    rule = "a parameter is mutable only if the kernel signature declares it so"
+
+
+class ForeignTileStoreError(OwnershipError):
+    rule = "a store to a partition goes to the block's own tile"
+
+
+class UnanalyzedCallError(OwnershipError):
+    rule = "tensors and partitions may only be passed to numba_tile ops"
+
+
+class MissingPartitionError(OwnershipError):
+    rule = "a mutable parameter must receive a partition"
+
+
+class UnexpectedPartitionError(OwnershipError):
+    rule = "a read-only parameter must not receive a partition"
+
+
+class AliasingError(OwnershipError):
+    rule = "a mutable argument overlaps no other argument"
+
+
+class SelfOverlapError(OwnershipError):
+    rule = "a mutable array does not overlap itself"
+
+
+class ReadOnlyProducerError(OwnershipError):
+    rule = "an array its producer marked read-only cannot be written"
+
+
+class PartitionShapeError(OwnershipError):
+    rule = "partition tile shapes match the kernel's declared tile shape"
+
+
+class GridMismatchError(OwnershipError):
+    rule = "all partitions of one launch imply the same grid"

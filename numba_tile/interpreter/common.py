@@ -1,0 +1,41 @@
+"""Helpers of the interpreter rules: operand dtypes and compute arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .values import InterpTile
+
+
+def scalar_kind(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    raise TypeError(f"expected a tile or a scalar, got {type(v).__name__}")
+
+
+def operand_dtype(a, b):
+    """Promoted dtype of two operands, at least one an :class:`InterpTile`."""
+    ta, tb = isinstance(a, InterpTile), isinstance(b, InterpTile)
+    if ta and tb:
+        return dtypes.promote(a.dtype, b.dtype)
+    tile, other = (a, b) if ta else (b, a)
+    return dtypes.promote_scalar(tile.dtype, scalar_kind(other))
+
+
+def compute_array(v, dt) -> np.ndarray:
+    """Operand ``v`` cast to ``dt`` (rounding, as the GPU does), then widened to the
+    compute dtype (float32 for 16-bit floats)."""
+    np_dt = dtypes.to_numpy(dt)
+    ct = dtypes.to_numpy(dtypes.compute_type(dt))
+    if isinstance(v, InterpTile):
+        return v.data.astype(np_dt).astype(ct)
+    return np.asarray(np.asarray(v).astype(np_dt), dtype=ct)
+
+
+def result(values: np.ndarray, dt) -> InterpTile:
+    return InterpTile(np.asarray(values).astype(dtypes.to_numpy(dt)), dt)

@@ -1,0 +1,34 @@
+"""Interpreter rules of the tile constructors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .._registry import interp_rule
+from .common import scalar_kind
+from .values import InterpTile
+
+
+def _shape(shape):
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
+@interp_rule("full")
+def interp_full(shape, value, dtype=None):
+    if dtype is None:
+        dt = {"bool": dtypes.bool_, "int": dtypes.int32, "float": dtypes.float32}[scalar_kind(value)]
+    else:
+        dt = dtypes.from_any(dtype)
+    return InterpTile(np.full(_shape(shape), value).astype(dtypes.to_numpy(dt)), dt)
+
+
+@interp_rule("zeros")
+def interp_zeros(shape, dtype=None):
+    dt = dtypes.float32 if dtype is None else dtypes.from_any(dtype)
+    return InterpTile(np.zeros(_shape(shape), dtypes.to_numpy(dt)), dt)
+
+
+@interp_rule("arange")
+def interp_arange(n):
+    return InterpTile(np.arange(n, dtype=np.int32), dtypes.int32)

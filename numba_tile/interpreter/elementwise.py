@@ -1,0 +1,121 @@
+"""Interpreter rules of the elementwise ops (NumPy, same dtypes as the compiled kernel)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import dtypes
+from .._registry import interp_rule
+from ..language import MATH_FUNCTIONS
+from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
+from .common import compute_array, operand_dtype, result
+from .values import InterpTile
+
+_NUMPY_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal, "ne": np.not_equal,
+    "and_": np.bitwise_and, "or_": np.bitwise_or, "xor": np.bitwise_xor,
+}
+
+
+def _binary(name):
+    fn = _NUMPY_BINARY[name]
+
+    @interp_rule(name)
+    def rule(a, b):
+        if not isinstance(a, InterpTile) and not isinstance(b, InterpTile):
+            return getattr(operator, name)(a, b)
+        dt = operand_dtype(a, b)
+        if name == "truediv":
+            dt = dtypes.true_divide_dtype(dt)
+        with np.errstate(all="ignore"):
+            r = fn(compute_array(a, dt), compute_array(b, dt))
+        return result(r, dtypes.bool_ if name in COMPARISON else dt)
+
+    return rule
+
+
+for _n in ARITHMETIC + COMPARISON + BITWISE + ("truediv",):
+    _binary(_n)
+
+
+def _unary(name, fn):
+    @interp_rule(name)
+    def rule(a):
+        with np.errstate(all="ignore"):
+            return result(fn(compute_array(a, a.dtype)) if not (name == "invert" and dtypes.is_bool(a.dtype))
+                          else np.logical_not(a.data), a.dtype)
+
+    return rule
+
+
+_unary("neg", np.negative)
+_unary("pos", np.positive)
+_unary("invert", np.invert)
+_unary("builtin_abs", np.abs)
+_unary("abs", np.abs)
+
+
+@interp_rule("where")
+def interp_where(cond, x, y):
+    if isinstance(x, InterpTile) or isinstance(y, InterpTile):
+        dt = operand_dtype(x, y)
+    else:
+        from .common import scalar_kind
+        kinds = {scalar_kind(x), scalar_kind(y)}
+        dt = dtypes.float32 if "float" in kinds else dtypes.int32 if "int" in kinds else dtypes.bool_
+    np_dt = dtypes.to_numpy(dt)
+    xv = x.data.astype(np_dt) if isinstance(x, InterpTile) else np.asarray(x).astype(np_dt)
+    yv = y.data.astype(np_dt) if isinstance(y, InterpTile) else np.asarray(y).astype(np_dt)
+    return result(np.where(cond.data, xv, yv), dt)
+
+
+@interp_rule("astype")
+def interp_astype(x, dtype):
+    dt = dtypes.from_any(dtype)
+    src = x.data
+    if dtypes.is_half(x.dtype):
+        src = src.astype(np.float32)
+    with np.errstate(all="ignore"):
+        return result(src.astype(dtypes.to_numpy(dt)), dt)
+
+
+def _minmax(name, fn):
+    @interp_rule(name)
+    def rule(x, y):
+        dt = operand_dtype(x, y)
+        return result(fn(compute_array(x, dt), compute_array(y, dt)), dt)
+
+    return rule
+
+
+_minmax("minimum", np.minimum)
+_minmax("maximum", np.maximum)
+
+_NUMPY_MATH = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": lambda v: 1 / np.sqrt(v), "tanh": np.tanh,
+    "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "sin": np.sin, "cos": np.cos,
+    "floor": np.floor, "ceil": np.ceil,
+}
+assert set(_NUMPY_MATH) == set(MATH_FUNCTIONS)
+
+
+def _math(name):
+    fn = _NUMPY_MATH[name]
+
+    @interp_rule(name)
+    def rule(x):
+        dt = x.dtype if dtypes.is_float(x.dtype) else dtypes.float32
+        with np.errstate(all="ignore"):
+            return result(fn(compute_array(x, dt)), dt)
+
+    return rule
+
+
+for _n in MATH_FUNCTIONS:
+    _math(_n)

@@ -1,0 +1,16 @@
+"""Interpreter rules of the program ops."""
+
+from __future__ import annotations
+
+from .._registry import interp_rule
+from .values import current_block
+
+
+@interp_rule("bid")
+def interp_bid(axis=0):
+    return current_block().index[axis]
+
+
+@interp_rule("num_blocks")
+def interp_num_blocks(axis=0):
+    return current_block().grid[axis]

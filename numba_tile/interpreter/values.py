@@ -1,0 +1,138 @@
+"""Interpreter values: tensors, partitions and tiles as NumPy arrays, and the block context.
+
+The interpreter runs a kernel's Python function once per block. Kernel parameters
+become :class:`InterpTensor` (read-only) and :class:`InterpPartition` (the block's own
+tile of a mutable array); tiles are :class:`InterpTile`, a NumPy array with a numba_tile
+dtype whose operators call the same ops' interpreter rules.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+
+_BLOCK: contextvars.ContextVar = contextvars.ContextVar("numba_tile_block", default=None)
+
+
+@dataclass(frozen=True)
+class BlockContext:
+    """The block being interpreted: its linear id and the launch grid (tiles per axis)."""
+
+    linear: int
+    grid: tuple
+
+    @property
+    def index(self) -> tuple:
+        return tuple(int(i) for i in np.unravel_index(self.linear, self.grid))
+
+
+def current_block() -> BlockContext:
+    blk = _BLOCK.get()
+    if blk is None:
+        raise RuntimeError("numba_tile ops run only inside a kernel (launch it, or use "
+                           "interpret=True)")
+    return blk
+
+
+@contextmanager
+def running_block(blk: BlockContext):
+    token = _BLOCK.set(blk)
+    try:
+        yield blk
+    finally:
+        _BLOCK.reset(token)
+
+
+class InterpTensor:
+    """A read-only tensor parameter over a host array (``array`` is a NumPy array)."""
+
+    def __init__(self, name: str, array: np.ndarray, dtype):
+        self.name, self.array, self.dtype = name, array, dtype
+
+    @property
+    def ndim(self):
+        return self.array.ndim
+
+
+class InterpPartition(InterpTensor):
+    """A mutable partition parameter: the block's own tile of ``array``."""
+
+    def __init__(self, name: str, array: np.ndarray, dtype, tile_shape: tuple):
+        super().__init__(name, array, dtype)
+        self.tile_shape = tuple(tile_shape)
+
+    def own_index(self) -> tuple:
+        grid = tuple(-(-s // t) for s, t in zip(self.array.shape, self.tile_shape))
+        return tuple(int(i) for i in np.unravel_index(current_block().linear, grid))
+
+
+class InterpTile:
+    """A tile in the interpreter: ``data`` (NumPy array of the tile's shape) and ``dtype``
+    (a numba_tile dtype). Operators dispatch to the registered interpreter rules."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, data: np.ndarray, dtype):
+        self.dtype = dtype
+        self.data = np.asarray(data).astype(dtypes.to_numpy(dtype), copy=False)
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    def __repr__(self):
+        return f"InterpTile({dtypes.name(self.dtype)}, {self.data!r})"
+
+    def _op(name):
+        def binary(self, other):
+            from .._registry import OPS
+            return OPS[name].interp(self, other)
+
+        def rbinary(self, other):
+            from .._registry import OPS
+            return OPS[name].interp(other, self)
+
+        return binary, rbinary
+
+    __add__, __radd__ = _op("add")
+    __sub__, __rsub__ = _op("sub")
+    __mul__, __rmul__ = _op("mul")
+    __truediv__, __rtruediv__ = _op("truediv")
+    __floordiv__, __rfloordiv__ = _op("floordiv")
+    __mod__, __rmod__ = _op("mod")
+    __pow__, __rpow__ = _op("pow")
+    __and__, __rand__ = _op("and_")
+    __or__, __ror__ = _op("or_")
+    __xor__, __rxor__ = _op("xor")
+    __lt__, _ = _op("lt")
+    __le__, _ = _op("le")
+    __gt__, _ = _op("gt")
+    __ge__, _ = _op("ge")
+    __eq__, _ = _op("eq")
+    __ne__, _ = _op("ne")
+    del _op
+    __hash__ = None
+
+    def __neg__(self):
+        from .._registry import OPS
+        return OPS["neg"].interp(self)
+
+    def __pos__(self):
+        from .._registry import OPS
+        return OPS["pos"].interp(self)
+
+    def __invert__(self):
+        from .._registry import OPS
+        return OPS["invert"].interp(self)
+
+    def __abs__(self):
+        from .._registry import OPS
+        return OPS["builtin_abs"].interp(self)
+
+    def __bool__(self):
+        raise TypeError("a tile has no truth value; use where() or a reduction")

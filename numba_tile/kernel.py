@@ -1,0 +1,409 @@
+"""``@numba_tile.jit``: kernel objects, specialization, compilation cache and launch.
+
+A kernel is a Python function whose parameters are annotated to declare their roles:
+
+* ``x`` (no annotation) or ``x: numba_tile.Tensor``: a read-only array (or a runtime
+  scalar when given a Python number);
+* ``z: numba_tile.Partition`` or ``z: numba_tile.Partition["BLOCK"]``: a mutable array,
+  which must be given a host-side :func:`numba_tile.partition`; the subscript declares
+  the tile shape from constants or integers (``Partition[("BM", "BN")]``,
+  ``Partition[128]``), checked at launch;
+* ``BLOCK: numba_tile.Constant``: a compile-time constant (tile sizes): each value
+  compiles its own specialization.
+
+Calling the kernel launches it: one block per tile of the first partition (the grid),
+on ``stream`` (default: the legacy default stream, 0), asynchronously, and returns a
+:class:`~numba_tile.runtime.inflight.LaunchHandle`. Launch-time ownership checks run
+before anything is queued. With ``interpret=True`` (or ``NUMBA_TILE_INTERPRET=1``) the
+same kernel runs block by block on the CPU with NumPy, after the same typing and
+ownership pass.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from numba.cuda import types
+
+from . import dtypes
+from .compiler import check_kernel, compile_kernel
+from .errors import TileArgumentError
+from .layout import is_pow2
+from .runtime import driver, inflight
+from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid, user_call_site
+from .runtime.params import ParamBuffer
+from .runtime.streams import stream_handle
+from .typing.types import PartitionType, TensorType
+
+INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
+_MAX_GRID = 2**31 - 1
+
+
+# ----------------------------------------------------------------------------- annotations
+
+class Tensor:
+    """Annotation of a read-only array parameter (the default for unannotated ones)."""
+
+
+class Constant:
+    """Annotation of a compile-time constant parameter (``BLOCK: numba_tile.Constant``).
+
+    ``Constant[int]`` is accepted as a synonym.
+    """
+
+    def __class_getitem__(cls, item):
+        return cls
+
+
+@dataclass(frozen=True)
+class _PartitionAnnotation:
+    tile_shape: tuple   # entries: int or the name of a Constant parameter
+
+
+class Partition:
+    """Annotation of a mutable parameter that receives a partition.
+
+    ``Partition`` accepts any tile shape; ``Partition["BLOCK"]``, ``Partition[("BM", "BN")]``
+    or ``Partition[(64, 64)]`` declare it (names refer to Constant parameters), and a launch
+    with another tile shape raises :class:`~numba_tile.errors.PartitionShapeError`.
+    """
+
+    def __class_getitem__(cls, shape):
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        for s in shape:
+            if not isinstance(s, (int, str)):
+                raise TypeError(f"Partition[...] takes ints or constant parameter names, got {s!r}")
+        return _PartitionAnnotation(tuple(shape))
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    role: str                 # 'array' (tensor or scalar), 'partition', 'constant'
+    declared: tuple | None    # partition tile shape entries (int or constant name)
+    default: object
+
+
+def _parse_params(fn) -> list:
+    try:
+        sig = inspect.signature(fn, eval_str=True)
+    except NameError:
+        sig = inspect.signature(fn)
+    out = []
+    for p in sig.parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise TileArgumentError(f"kernel '{fn.__qualname__}': parameter '{p.name}' must be a "
+                                    f"plain positional parameter (no *args/**kwargs/keyword-only)")
+        ann = p.annotation
+        if isinstance(ann, str):
+            ann = {"Partition": Partition, "Constant": Constant, "Tensor": Tensor}.get(
+                ann.split(".")[-1], inspect.Parameter.empty)
+        default = p.default
+        if ann is Partition:
+            out.append(_Param(p.name, "partition", None, default))
+        elif isinstance(ann, _PartitionAnnotation):
+            out.append(_Param(p.name, "partition", ann.tile_shape, default))
+        elif ann is Constant:
+            out.append(_Param(p.name, "constant", None, default))
+        else:
+            out.append(_Param(p.name, "array", None, default))
+    return out
+
+
+# ----------------------------------------------------------------------------- launch handles
+
+class CompletedLaunch:
+    """Handle of a launch that queued no GPU work (zero-size grid, or interpreter mode)."""
+
+    def __init__(self, arrays: tuple):
+        self._arrays = arrays
+
+    def done(self) -> bool:
+        return True
+
+    def sync(self) -> tuple:
+        return self._arrays
+
+    def __repr__(self):
+        return "<CompletedLaunch>"
+
+
+# ----------------------------------------------------------------------------- kernel
+
+def _vec16(a) -> bool:
+    """16-byte vector accesses are legal for this array (see lowering/memory.py)."""
+    if a.size == 0 or a.ndim == 0:
+        return False
+    isz = a.itemsize
+    return (a.ptr % 16 == 0 and a.strides[-1] == isz and (a.shape[-1] * isz) % 16 == 0
+            and all(s % 16 == 0 for s in a.strides[:-1]))
+
+
+def _scalar_type(value, name):
+    if isinstance(value, (bool, np.bool_)):
+        return types.boolean
+    if isinstance(value, (int, np.integer)):
+        return types.int64
+    if isinstance(value, (float, np.floating)):
+        return types.float64
+    raise TileArgumentError(f"argument '{name}': expected an array or a Python number, "
+                            f"got {type(value).__name__}")
+
+
+class Kernel:
+    """A ``@numba_tile.jit`` kernel. Call it to launch.
+
+    Attributes:
+        fn: the Python function.
+        num_warps: warps per block (threads = 32 * num_warps).
+        interpret: run in the interpreter by default.
+    """
+
+    def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False):
+        if not (is_pow2(num_warps) and num_warps <= 32):
+            raise TileArgumentError(f"num_warps: expected a power of two from 1 to 32, got {num_warps!r}")
+        self.fn = fn
+        self.num_warps = num_warps
+        self.interpret = interpret
+        self.params = _parse_params(fn)
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self._compiled: dict = {}      # specialization key -> CompiledKernel
+        self._checked: set = set()     # specialization keys typed for the interpreter
+        self._loaded: dict = {}        # (key, device) -> (function, ParamBuffer)
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return f"<numba_tile kernel {self.__qualname__} num_warps={self.num_warps}>"
+
+    # -- argument binding -----------------------------------------------------------------
+
+    def _bind(self, args, kwargs):
+        names = [p.name for p in self.params]
+        if len(args) > len(names):
+            raise TileArgumentError(f"kernel '{self.__qualname__}' takes {len(names)} arguments "
+                                    f"({', '.join(names)}), got {len(args)}")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TileArgumentError(f"kernel '{self.__qualname__}' has no parameter '{k}'")
+            if k in values:
+                raise TileArgumentError(f"kernel '{self.__qualname__}': argument '{k}' given twice")
+            values[k] = v
+        out = []
+        for p in self.params:
+            if p.name in values:
+                out.append(values[p.name])
+            elif p.default is not inspect.Parameter.empty:
+                out.append(p.default)
+            else:
+                raise TileArgumentError(f"kernel '{self.__qualname__}': missing argument '{p.name}'")
+        return out
+
+    def _specs(self, values) -> list:
+        consts = {p.name: v for p, v in zip(self.params, values) if p.role == "constant"}
+        specs = []
+        for p, v in zip(self.params, values):
+            if p.role == "partition":
+                shape = None
+                if p.declared is not None:
+                    shape = []
+                    for s in p.declared:
+                        if isinstance(s, str):
+                            if s not in consts:
+                                raise TileArgumentError(
+                                    f"kernel '{self.__qualname__}': Partition[...] of '{p.name}' "
+                                    f"names '{s}', which is not a Constant parameter")
+                            s = consts[s]
+                        shape.append(s)
+                    shape = tuple(shape)
+                specs.append(ParamSpec(p.name, "partition", shape))
+            elif p.role == "constant":
+                specs.append(ParamSpec(p.name, "constant"))
+            elif isinstance(v, (bool, int, float, np.number, np.bool_)):
+                specs.append(ParamSpec(p.name, "scalar"))
+            else:
+                specs.append(ParamSpec(p.name, "tensor"))
+        return specs
+
+    def _signature(self, bound):
+        """Specialization key and Numba argument types of a bound launch."""
+        key, argtypes, grid_param = [], [], None
+        for i, (p, b) in enumerate(zip(self.params, bound)):
+            if isinstance(b, BoundArray):
+                a = b.array
+                dt = dtypes.from_any(a.dtype)
+                v16 = _vec16(a)
+                if b.mutable:
+                    if grid_param is None:
+                        grid_param = i
+                    key.append(("P", dtypes.name(dt), a.ndim, tuple(b.tile_shape), v16))
+                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, v16, p.name))
+                else:
+                    key.append(("T", dtypes.name(dt), a.ndim, v16))
+                    argtypes.append(TensorType(dt, a.ndim, v16, p.name))
+            elif p.role == "constant":
+                try:
+                    hash(b)
+                except TypeError:
+                    raise TileArgumentError(f"constant '{p.name}' must be hashable, got "
+                                            f"{type(b).__name__}") from None
+                key.append(("C", type(b).__name__, b))
+                argtypes.append(types.Omitted(b))
+            else:
+                t = _scalar_type(b, p.name)
+                key.append(("S", str(t)))
+                argtypes.append(t)
+        if grid_param is None:
+            raise TileArgumentError(
+                f"kernel '{self.__qualname__}' has no Partition parameter: a safe kernel writes "
+                f"only through partitions, and the first one defines the launch grid")
+        return tuple(key), tuple(argtypes), grid_param
+
+    # -- compilation ---------------------------------------------------------------------
+
+    def compile(self, key, argtypes, grid_param, cc=(9, 0)):
+        """The compiled kernel of a specialization, compiling it on first use."""
+        ck = self._compiled.get((key, cc))
+        if ck is None:
+            with self._lock:
+                ck = self._compiled.get((key, cc))
+                if ck is None:
+                    ck = compile_kernel(self.fn, argtypes, num_warps=self.num_warps,
+                                        grid_param=grid_param, cc=cc)
+                    self._compiled[(key, cc)] = ck
+        return ck
+
+    def check(self, key, argtypes, grid_param):
+        if key not in self._checked:
+            check_kernel(self.fn, argtypes, num_warps=self.num_warps, grid_param=grid_param)
+            self._checked.add(key)
+
+    # -- launch --------------------------------------------------------------------------
+
+    def __call__(self, *args, stream=None, interpret=None, **kwargs):
+        """Launch the kernel.
+
+        Args:
+            *args, **kwargs: one argument per kernel parameter: device arrays (CuPy, Numba,
+                PyTorch, any ``__cuda_array_interface__`` or DLPack producer) for tensors,
+                :func:`numba_tile.partition` objects for partitions, Python values for
+                constants and scalars. NumPy arrays only in interpreter mode.
+            stream: CuPy/Numba/PyTorch stream, raw ``CUstream`` handle, or None for the
+                legacy default stream.
+            interpret: run in the interpreter; default: the kernel's ``interpret`` option
+                or the ``NUMBA_TILE_INTERPRET`` environment variable.
+
+        Returns:
+            A launch handle: ``sync()`` waits and returns the arguments' arrays; dropping it
+            releases nothing before the GPU is done.
+
+        Raises:
+            TileArgumentError, HostArrayError: unusable arguments.
+            OwnershipError: a launch-time ownership rule is broken (nothing is queued).
+            TileTypingError: the kernel does not type for these arguments.
+        """
+        if interpret is None:
+            interpret = self.interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
+        values = self._bind(args, kwargs)
+        specs = self._specs(values)
+        site = user_call_site()
+        handle = None if interpret else stream_handle(stream)
+        bound = bind_arrays(self.__qualname__, specs, values, allow_host=bool(interpret),
+                            call_site=site, stream=handle)
+        key, argtypes, grid_param = self._signature(bound)
+        grid = launch_grid(bound)
+        if interpret:
+            self.check(key, argtypes, grid_param)
+            from .interpreter.runner import run_blocks
+            run_blocks(self.fn, self.params, bound, argtypes, grid)
+            return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
+                                         for b in bound))
+        return self._launch(key, argtypes, grid_param, bound, grid, handle)
+
+    def _launch(self, key, argtypes, grid_param, bound, grid, stream):
+        arrays = [b for b in bound if isinstance(b, BoundArray)]
+        device = next((b.array.device for b in arrays if b.array.device is not None), 0)
+        driver.ensure_context(device)
+        cc = driver.compute_capability(device)
+        ck = self.compile(key, argtypes, grid_param, cc)
+        nblocks = int(np.prod(grid)) if grid else 0
+        objs = tuple(b.array.obj if isinstance(b, BoundArray) else b for b in bound)
+        if nblocks == 0:
+            return CompletedLaunch(objs)          # case E3: nothing reaches the driver
+        if nblocks > _MAX_GRID:
+            raise TileArgumentError(f"kernel '{self.__qualname__}': {nblocks} tiles exceed the "
+                                    f"{_MAX_GRID} blocks of a launch; use larger tiles")
+        loaded = self._loaded.get((key, cc, device))
+        if loaded is None:
+            module = driver.load_module(ck.ptx, device)
+            loaded = (module, driver.get_function(module, ck.entry), ParamBuffer(ck.param_kinds))
+            self._loaded[(key, cc, device)] = loaded
+        _module, func, params = loaded
+        flat = self._flatten(bound)
+        registry = inflight.default_registry()
+        writes = [b.array for b in arrays if b.mutable]
+        reads = [b.array for b in arrays]
+        registry.order_after_conflicts(stream, reads, writes)
+        registry.wait_for_streams(stream, {b.array.stream for b in arrays
+                                           if b.array.stream not in (None, stream)})
+        with self._lock:
+            ptr = params.pack(flat)
+            driver.launch(func, (nblocks, 1, 1), (ck.num_threads, 1, 1), 0, stream, ptr)
+        refs = tuple(arrays) + (self,)
+        return registry.register(stream, refs, writes=writes, arrays=objs)
+
+    def _flatten(self, bound):
+        flat = []
+        for p, b in zip(self.params, bound):
+            if isinstance(b, BoundArray):
+                a = b.array
+                flat.append(a.ptr)
+                flat.extend(a.shape)
+                flat.extend(a.element_strides)
+            elif p.role != "constant":
+                flat.append(b)
+        return flat
+
+    # -- inspection ----------------------------------------------------------------------
+
+    def ptx(self, *args, cc=(9, 0), **kwargs) -> str:
+        """PTX of the specialization these arguments select (compiles, launches nothing).
+
+        Arguments may be device arrays, host arrays or fake ``__cuda_array_interface__``
+        objects: only their dtype, rank, alignment and strides matter.
+        """
+        values = self._bind(args, kwargs)
+        specs = self._specs(values)
+        bound = bind_arrays(self.__qualname__, specs, values, allow_host=True,
+                            call_site=user_call_site())
+        key, argtypes, grid_param = self._signature(bound)
+        return self.compile(key, argtypes, grid_param, cc).ptx
+
+
+def jit(fn=None, *, num_warps: int = 4, interpret: bool = False):
+    """Decorate a tile kernel.
+
+    Args:
+        fn: the kernel function (parameters annotated as in :mod:`numba_tile.kernel`).
+        num_warps: warps per block (a power of two, 1 to 32; default 4, as Triton).
+        interpret: run in the interpreter by default (CPU, NumPy).
+
+    Returns:
+        Kernel.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> @nt.jit
+        ... def add(x, y, z: nt.Partition["BLOCK"], BLOCK: nt.Constant):
+        ...     nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+    """
+    if fn is None:
+        return lambda f: Kernel(f, num_warps=num_warps, interpret=interpret)
+    return Kernel(fn, num_warps=num_warps, interpret=interpret)

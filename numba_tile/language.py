@@ -1,0 +1,226 @@
+"""The tile language: every op usable inside a ``@numba_tile.jit`` kernel.
+
+Each function here is the op's public stub: its signature and docstring. Inside a
+kernel Numba types and lowers the call through the op's rules; called from Python
+(interpreter mode) it runs the op's NumPy rule. Operators on tiles (``+ - * / // %
+** < <= > >= == != & | ^ ~``, unary ``-``, ``abs()``) are ops too and follow the
+promotion table of :mod:`numba_tile.dtypes`.
+
+Shapes are static: a tuple of integer literals or constant parameters, each a power of
+two. Indices are in tile units: tile ``index`` of shape ``shape`` covers elements
+``index[d] * shape[d] ... (index[d] + 1) * shape[d] - 1`` along each axis ``d``.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ._registry import op, operator_op
+
+# --------------------------------------------------------------------------- memory
+
+
+@op("memory", reads=(0,))
+def load(x, index=None, shape=None, padding=0):
+    """Load a tile from a tensor, or a partition's own tile.
+
+    Args:
+        x (Tensor[dtype, ndim] | Partition): a read-only tensor parameter, or a
+            partition parameter (then ``index`` and ``shape`` are left out and the
+            block's own tile is loaded).
+        index (tuple of ndim int): tile index, in tile units (not elements).
+        shape (tuple of ndim int, static): tile shape, powers of two.
+        padding (number, static or runtime scalar): value of elements outside the
+            array (zero by default; ``float('nan')``, ``float('inf')`` ... allowed).
+
+    Returns:
+        Tile[shape] of x's dtype. Elements outside the array hold ``padding``.
+
+    Raises:
+        TileTypingError: missing or non-static shape, rank mismatch, or an
+            ``index`` given for a partition (another block's tile of an array being
+            written cannot be read: that would race).
+    """
+
+
+@op("memory", reads=(0,))
+def load_like(x, like, padding=0):
+    """Load the tile of ``x`` that sits where the block's own tile of ``like`` sits.
+
+    Args:
+        x (Tensor[dtype, ndim] | Partition): the array to read; same rank as ``like``.
+        like (Partition): the partition whose own tile index and tile shape are used.
+        padding (number): value of elements outside ``x``.
+
+    Returns:
+        Tile[like.tile_shape] of x's dtype.
+
+    Raises:
+        TileTypingError: ``like`` is not a partition, or the ranks differ.
+    """
+
+
+@op("memory", writes=(0,), store_index=2)
+def store(z, tile, index=None):
+    """Store ``tile`` into the block's own tile of partition ``z``.
+
+    Elements outside the array are masked off. The tile is cast to ``z``'s dtype
+    when that is no narrowing (a float tile into an integer array is refused).
+
+    Args:
+        z (Partition): a mutable parameter (declared ``numba_tile.Partition``).
+        tile (Tile[z.tile_shape]): the values; a scalar is broadcast.
+        index: reserved for branded partition indices; a store to any tile but the
+            block's own is refused.
+
+    Raises:
+        StoreToReadOnlyError: ``z`` is a read-only tensor (typing).
+        ForeignTileStoreError: ``index`` is given (typing).
+        TileTypingError: shape or dtype mismatch.
+    """
+
+
+# ---------------------------------------------------------------------- elementwise
+
+for _name, _key, _n in [
+    ("add", operator.add, 2), ("sub", operator.sub, 2), ("mul", operator.mul, 2),
+    ("truediv", operator.truediv, 2), ("floordiv", operator.floordiv, 2),
+    ("mod", operator.mod, 2), ("pow", operator.pow, 2),
+    ("lt", operator.lt, 2), ("le", operator.le, 2), ("gt", operator.gt, 2),
+    ("ge", operator.ge, 2), ("eq", operator.eq, 2), ("ne", operator.ne, 2),
+    ("and_", operator.and_, 2), ("or_", operator.or_, 2), ("xor", operator.xor, 2),
+    ("neg", operator.neg, 1), ("pos", operator.pos, 1), ("invert", operator.invert, 1),
+    ("builtin_abs", abs, 1),
+]:
+    operator_op(_name, "elementwise", _key, _n)
+
+
+@op("elementwise")
+def where(cond, x, y):
+    """Elementwise ``x if cond else y``.
+
+    Args:
+        cond (Tile[S] of bool): the condition.
+        x, y (Tile[S] or scalar): values; promoted together (promotion table).
+
+    Returns:
+        Tile[S] of the promoted dtype.
+    """
+
+
+@op("elementwise")
+def astype(x, dtype):
+    """Cast a tile to ``dtype`` (float to int truncates toward zero, as NumPy).
+
+    Args:
+        x (Tile[S]): the tile.
+        dtype: a numba_tile dtype (``numba_tile.float16`` ...) or NumPy type.
+
+    Returns:
+        Tile[S] of ``dtype``.
+    """
+
+
+@op("elementwise")
+def minimum(x, y):
+    """Elementwise minimum; NaN propagates (as ``numpy.minimum``)."""
+
+
+@op("elementwise")
+def maximum(x, y):
+    """Elementwise maximum; NaN propagates (as ``numpy.maximum``)."""
+
+
+def _math(name, doc):
+    def fn(x):
+        pass
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise {doc}.\n\n    Args:\n        x (Tile[S] of float): the tile; "
+                  f"integer tiles are computed in float32.\n\n    Returns:\n        Tile[S] of "
+                  f"x's float dtype (float16 and bfloat16 are computed in float32 and rounded).\n"
+                  f"\n    Lowered to libdevice (``__nv_*``), as CUDA C++'s math library.\n")
+    fn.__module__ = __name__
+    return op("elementwise")(fn)
+
+
+#: Unary math functions: name -> (description, libdevice base name).
+MATH_FUNCTIONS = {
+    "exp": ("e**x", "exp"),
+    "exp2": ("2**x", "exp2"),
+    "log": ("natural logarithm", "log"),
+    "log2": ("base-2 logarithm", "log2"),
+    "sqrt": ("square root", "sqrt"),
+    "rsqrt": ("1 / sqrt(x)", "rsqrt"),
+    "tanh": ("hyperbolic tangent", "tanh"),
+    "sigmoid": ("logistic sigmoid 1 / (1 + exp(-x))", None),
+    "sin": ("sine", "sin"),
+    "cos": ("cosine", "cos"),
+    "floor": ("floor", "floor"),
+    "ceil": ("ceiling", "ceil"),
+}
+
+exp = _math("exp", MATH_FUNCTIONS["exp"][0])
+exp2 = _math("exp2", MATH_FUNCTIONS["exp2"][0])
+log = _math("log", MATH_FUNCTIONS["log"][0])
+log2 = _math("log2", MATH_FUNCTIONS["log2"][0])
+sqrt = _math("sqrt", MATH_FUNCTIONS["sqrt"][0])
+rsqrt = _math("rsqrt", MATH_FUNCTIONS["rsqrt"][0])
+tanh = _math("tanh", MATH_FUNCTIONS["tanh"][0])
+sigmoid = _math("sigmoid", MATH_FUNCTIONS["sigmoid"][0])
+sin = _math("sin", MATH_FUNCTIONS["sin"][0])
+cos = _math("cos", MATH_FUNCTIONS["cos"][0])
+floor = _math("floor", MATH_FUNCTIONS["floor"][0])
+ceil = _math("ceil", MATH_FUNCTIONS["ceil"][0])
+
+
+@op("elementwise", name="abs")
+def abs_(x):
+    """Elementwise absolute value; keeps the dtype (same as builtin ``abs(tile)``)."""
+
+
+# ------------------------------------------------------------------------- creation
+
+
+@op("creation")
+def full(shape, value, dtype=None):
+    """A tile of ``shape`` filled with ``value``.
+
+    Args:
+        shape (tuple of int, static): powers of two.
+        value (scalar): the fill value (runtime or constant).
+        dtype: element dtype; by default float32 for a float ``value``, int32 for an
+            int, bool for a bool.
+
+    Returns:
+        Tile[shape] of ``dtype``.
+    """
+
+
+@op("creation")
+def zeros(shape, dtype=None):
+    """A tile of ``shape`` of zeros, float32 unless ``dtype`` is given."""
+
+
+@op("creation")
+def arange(n):
+    """The 1-D tile ``[0, 1, ..., n - 1]`` of int32 (``n`` static, a power of two)."""
+
+
+# -------------------------------------------------------------------------- program
+
+
+@op("program")
+def bid(axis=0):
+    """Index of this block along ``axis`` of the launch grid (the partition's tile grid).
+
+    Args:
+        axis (int, static): grid axis, ``0 <= axis < ndim`` of the grid partition.
+
+    Returns:
+        int64.
+    """
+
+
+@op("program")
+def num_blocks(axis=0):
+    """Number of blocks along ``axis`` of the launch grid (int64)."""

@@ -1,0 +1,197 @@
+"""Lowering of the elementwise ops: every op is per-thread register arithmetic.
+
+Each thread applies the op to the ``elems_per_thread`` elements of its fragment; no
+data moves between threads. Scalar semantics are Numba's own (``context.get_function``
+on the compute type), so integer division, modulo and casts follow Python/NumPy.
+Math functions call libdevice (``__nv_expf``, ``__nv_exp``, ...).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.typing.templates import signature
+
+from .. import dtypes
+from .._registry import OPS, lowering_rule
+from ..language import MATH_FUNCTIONS
+from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
+from ..typing.types import TileType
+from .common import convert, from_compute, make_fragment, scalar_to, to_compute
+
+
+class Operand:
+    """A tile or scalar operand, read element by element as dtype ``dt``."""
+
+    def __init__(self, context, builder, ty, value, dt):
+        self.context, self.builder, self.ty, self.value, self.dt = context, builder, ty, value, dt
+        if isinstance(ty, TileType):
+            self.count = ty.layout.elems_per_thread
+            self._elems = [builder.extract_value(value, i) for i in range(self.count)]
+        else:
+            self._scalar = scalar_to(context, builder, value, ty, dt)
+
+    def element(self, i):
+        """Element ``i`` as a register element of ``dt``."""
+        if isinstance(self.ty, TileType):
+            return convert(self.context, self.builder, self._elems[i], self.ty.dtype, self.dt)
+        return self._scalar
+
+    def compute(self, i):
+        """Element ``i`` as a value of ``compute_type(dt)``."""
+        return to_compute(self.context, self.builder, self.element(i), self.dt)
+
+
+def _tile_of(*tys):
+    return next(t for t in tys if isinstance(t, TileType))
+
+
+def _operand_dtype(a, b):
+    from ..typing.elementwise import operand_dtype
+    return operand_dtype(a, b, "")[0]
+
+
+def _binary_lowering(name, key):
+    def lower(context, builder, sig, args):
+        aty, bty = sig.args
+        res = sig.return_type
+        dt = _operand_dtype(aty, bty)
+        if name == "truediv":
+            dt = dtypes.true_divide_dtype(dt)
+        ct = dtypes.compute_type(dt)
+        a = Operand(context, builder, aty, args[0], dt)
+        b = Operand(context, builder, bty, args[1], dt)
+        rct = types.boolean if name in COMPARISON else ct
+        impl = context.get_function(key, signature(rct, ct, ct))
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            v = impl(builder, (a.compute(i), b.compute(i)))
+            out.append(v if name in COMPARISON else from_compute(context, builder, v, res.dtype))
+        return make_fragment(builder, res, out)
+
+    return lower
+
+
+def _register_operator(name):
+    d = OPS[name]
+    key = d.key
+    d.lower_types = ((TileType, TileType), (TileType, types.Number), (types.Number, TileType),
+                     (TileType, types.Boolean), (types.Boolean, TileType))
+    lowering_rule(name)(_binary_lowering(name, key))
+
+
+for _n in ARITHMETIC + COMPARISON + BITWISE + ("truediv",):
+    _register_operator(_n)
+
+
+def _unary_lowering(name, key):
+    def lower(context, builder, sig, args):
+        (aty,) = sig.args
+        res = sig.return_type
+        ct = dtypes.compute_type(aty.dtype)
+        a = Operand(context, builder, aty, args[0], aty.dtype)
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            x = a.compute(i)
+            if name == "pos":
+                v = x
+            elif name == "invert" and dtypes.is_bool(aty.dtype):
+                v = builder.xor(x, ir.Constant(x.type, 1))
+            else:
+                v = context.get_function(key, signature(ct, ct))(builder, (x,))
+            out.append(from_compute(context, builder, v, res.dtype))
+        return make_fragment(builder, res, out)
+
+    return lower
+
+
+for _n, _k in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator.invert),
+               ("builtin_abs", abs), ("abs", abs)):
+    OPS[_n].lower_types = ((TileType,),) if _n != "abs" else None
+    lowering_rule(_n)(_unary_lowering(_n, _k))
+
+
+@lowering_rule("where")
+def lower_where(context, builder, sig, args):
+    cty, xty, yty = sig.args
+    res = sig.return_type
+    c = Operand(context, builder, cty, args[0], dtypes.bool_)
+    x = Operand(context, builder, xty, args[1], res.dtype)
+    y = Operand(context, builder, yty, args[2], res.dtype)
+    out = [builder.select(c.element(i), x.element(i), y.element(i))
+           for i in range(res.layout.elems_per_thread)]
+    return make_fragment(builder, res, out)
+
+
+@lowering_rule("astype")
+def lower_astype(context, builder, sig, args):
+    xty = sig.args[0]
+    res = sig.return_type
+    x = Operand(context, builder, xty, args[0], xty.dtype)
+    out = [convert(context, builder, x.element(i), xty.dtype, res.dtype)
+           for i in range(res.layout.elems_per_thread)]
+    return make_fragment(builder, res, out)
+
+
+def _minmax_lowering(is_min):
+    def lower(context, builder, sig, args):
+        xty, yty = sig.args
+        res = sig.return_type
+        dt = res.dtype
+        x = Operand(context, builder, xty, args[0], dt)
+        y = Operand(context, builder, yty, args[1], dt)
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            a, b = x.compute(i), y.compute(i)
+            if dtypes.is_float(dt):
+                pick_a = builder.fcmp_ordered("<" if is_min else ">", a, b)
+                v = builder.select(pick_a, a, b)
+                # NaN propagates, as numpy.minimum / numpy.maximum
+                v = builder.select(builder.fcmp_unordered("uno", a, a), a, v)
+                v = builder.select(builder.fcmp_unordered("uno", b, b), b, v)
+            elif dtypes.is_bool(dt):
+                v = builder.and_(a, b) if is_min else builder.or_(a, b)
+            else:
+                v = builder.select(builder.icmp_signed("<" if is_min else ">", a, b), a, b)
+            out.append(from_compute(context, builder, v, dt))
+        return make_fragment(builder, res, out)
+
+    return lower
+
+
+lowering_rule("minimum")(_minmax_lowering(True))
+lowering_rule("maximum")(_minmax_lowering(False))
+
+
+def _libdevice(builder, base, value):
+    fty = value.type
+    name = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty]), name)
+    return builder.call(fn, [value])
+
+
+def _math_lowering(name):
+    base = MATH_FUNCTIONS[name][1]
+
+    def lower(context, builder, sig, args):
+        (xty,) = sig.args
+        res = sig.return_type
+        x = Operand(context, builder, xty, args[0], res.dtype)
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            v = x.compute(i)
+            if base is not None:
+                r = _libdevice(builder, base, v)
+            else:  # sigmoid = 1 / (1 + exp(-x))
+                one = ir.Constant(v.type, 1.0)
+                r = builder.fdiv(one, builder.fadd(one, _libdevice(builder, "exp", builder.fneg(v))))
+            out.append(from_compute(context, builder, r, res.dtype))
+        return make_fragment(builder, res, out)
+
+    return lower
+
+
+for _n in MATH_FUNCTIONS:
+    lowering_rule(_n)(_math_lowering(_n))

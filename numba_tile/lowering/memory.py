@@ -1,0 +1,247 @@
+"""Lowering of the memory ops: tile loads and stores between global memory and registers.
+
+For each chunk of ``vec`` consecutive elements a thread holds (``layout.py``), a load
+computes the chunk's global coordinates ``index[d] * shape[d] + coord[d]`` in 64-bit
+integers, masks them against the array's extents, and reads either
+
+* with 16-byte (or narrower, ``vec * itemsize``) vector accesses
+  (``ld.global.v4.f32``, ``ld.global.v4.b32`` ...) when the tensor's specialization
+  says it is legal (``vec16``: 16-byte aligned base, contiguous last axis, other
+  strides and the last extent multiples of 16 bytes), one predicate per access; or
+* element by element with a predicate each, for any strided or unaligned view.
+
+Loads from read-only tensors are marked ``!invariant.load``: the launch has proven no
+argument of the kernel writes them, so NVVM may use the non-coherent read-only path
+(``ld.global.nc``). Stores go only to the block's own partition tile, are masked the
+same way, and are skipped by replicating threads.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import cgutils, types
+
+from .. import dtypes
+from .._registry import lowering_rule
+from ..typing.types import PartitionType, TensorType, TileType, element_llvm_type
+from .common import (I1, I64, block_index, chunk_coords, const_i64, convert, is_storing_thread,
+                     make_fragment, padding_element, scalar_to, constant_element)
+
+
+class ArrayView:
+    """Unpacked Tensor/Partition parameter: data pointer, extents and strides (i64)."""
+
+    def __init__(self, context, builder, ty, value):
+        s = cgutils.create_struct_proxy(ty)(context, builder, value=value)
+        self.ty = ty
+        self.data = s.data
+        self.shape = cgutils.unpack_tuple(builder, s.shape, ty.ndim)
+        self.strides = cgutils.unpack_tuple(builder, s.strides, ty.ndim)
+        self.storage_llvm = context.get_data_type(ty.storage)
+        self.itemsize = dtypes.itemsize(ty.dtype)
+
+    def global_ptr(self, builder, offset, lanes: int):
+        """Pointer into address space 1 at element ``offset``, as ``lanes``-vector."""
+        p = builder.gep(self.data, [offset])
+        elem = self.storage_llvm if lanes == 1 else ir.VectorType(self.storage_llvm, lanes)
+        p = builder.bitcast(p, elem.as_pointer())
+        return builder.addrspacecast(p, elem.as_pointer(1))
+
+
+def tile_grid(builder, view: ArrayView, tile_shape):
+    """Tiles per axis, ``ceil(extent / tile)``, as i64 values."""
+    out = []
+    for ext, s in zip(view.shape, tile_shape):
+        out.append(builder.lshr(builder.add(ext, const_i64(s - 1)), const_i64(s.bit_length() - 1)))
+    return out
+
+
+def own_tile_index(builder, view: ArrayView, tile_shape):
+    """The block's tile of a partition: ``ctaid.x`` unravelled row-major over its grid."""
+    lin = block_index(builder)
+    if view.ty.ndim == 1:
+        return [lin]
+    grid = tile_grid(builder, view, tile_shape)
+    idx = []
+    for n in reversed(grid[1:]):
+        idx.append(builder.urem(lin, n))
+        lin = builder.udiv(lin, n)
+    idx.append(lin)
+    return list(reversed(idx))
+
+
+def _storage_to_reg(builder, v, dt):
+    if dt == dtypes.bool_:
+        return builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+    return v
+
+
+def _reg_to_storage(builder, v, dt):
+    if dt == dtypes.bool_:
+        return builder.zext(v, ir.IntType(8))
+    return v
+
+
+def _masked_load(builder, mask, ptr, fallback, align, invariant):
+    if isinstance(mask, ir.Constant) and mask.constant == 1:
+        ld = builder.load(ptr, align=align)
+        if invariant:
+            ld.set_metadata("invariant.load", builder.module.add_metadata([]))
+        return ld
+    entry = builder.block
+    with builder.if_then(mask, likely=True):
+        then_block = builder.block
+        ld = builder.load(ptr, align=align)
+        if invariant:
+            ld.set_metadata("invariant.load", builder.module.add_metadata([]))
+    phi = builder.phi(ptr.type.pointee)
+    phi.add_incoming(ld, then_block)
+    phi.add_incoming(fallback, entry)
+    return phi
+
+
+def _and_all(builder, bits):
+    out = ir.Constant(I1, 1)
+    for b in bits:
+        out = b if (isinstance(out, ir.Constant) and out.constant == 1) else builder.and_(out, b)
+    return out
+
+
+def _chunk_geometry(builder, view, index, tile_shape, layout, rep):
+    """Global coordinates of the chunk's first element, the mask of all axes but the last,
+    and the element offset of the chunk start along all axes but the last."""
+    coords = chunk_coords(builder, layout, rep)
+    g = [builder.add(builder.mul(index[d], const_i64(tile_shape[d])), coords[d])
+         for d in range(view.ty.ndim)]
+    outer_mask = [builder.icmp_unsigned("<", g[d], view.shape[d]) for d in range(view.ty.ndim - 1)]
+    base = const_i64(0)
+    for d in range(view.ty.ndim - 1):
+        base = builder.add(base, builder.mul(g[d], view.strides[d]))
+    return g, outer_mask, base
+
+
+def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad):
+    """Load tile ``index`` (list of i64) of ``tile.shape`` from ``view`` into a fragment.
+
+    ``pad`` is the padding as a register element of the tile's dtype.
+    """
+    layout, dt = tile.layout, tile.dtype
+    invariant = isinstance(view.ty, TensorType)
+    last = view.ty.ndim - 1
+    lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
+    pad_storage = _reg_to_storage(builder, pad, dt)
+    elems = []
+    for rep in range(layout.reps):
+        g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
+        for a in range(layout.vec // lanes):
+            col = builder.add(g[last], const_i64(a * lanes))
+            mask = _and_all(builder, outer_mask + [builder.icmp_unsigned("<", col, view.shape[last])])
+            if lanes > 1:
+                off = builder.add(base, col)           # vec16 implies stride[last] == 1
+                ptr = view.global_ptr(builder, off, lanes)
+                vty = ptr.type.pointee
+                fallback = ir.Constant(vty, [pad_storage] * lanes) if isinstance(pad_storage, ir.Constant) \
+                    else _splat(builder, pad_storage, vty)
+                vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize, invariant)
+                for lane in range(lanes):
+                    elems.append(_storage_to_reg(builder, builder.extract_element(vec, ir.Constant(ir.IntType(32), lane)), dt))
+            else:
+                off = builder.add(base, builder.mul(col, view.strides[last]))
+                ptr = view.global_ptr(builder, off, 1)
+                v = _masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant)
+                elems.append(_storage_to_reg(builder, v, dt))
+    return make_fragment(builder, tile, elems)
+
+
+def _splat(builder, scalar, vty):
+    out = ir.Constant(vty, ir.Undefined)
+    for i in range(vty.count):
+        out = builder.insert_element(out, scalar, ir.Constant(ir.IntType(32), i))
+    return out
+
+
+def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_elems):
+    """Store register elements ``frag_elems`` (tile dtype == view dtype) to tile ``index``."""
+    layout, dt = tile.layout, tile.dtype
+    last = view.ty.ndim - 1
+    lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
+    owner = is_storing_thread(builder, layout)
+    k = 0
+    for rep in range(layout.reps):
+        g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
+        for a in range(layout.vec // lanes):
+            col = builder.add(g[last], const_i64(a * lanes))
+            mask = _and_all(builder, [owner] + outer_mask
+                            + [builder.icmp_unsigned("<", col, view.shape[last])])
+            if lanes > 1:
+                off = builder.add(base, col)
+                ptr = view.global_ptr(builder, off, lanes)
+                vec = ir.Constant(ptr.type.pointee, ir.Undefined)
+                for lane in range(lanes):
+                    vec = builder.insert_element(vec, _reg_to_storage(builder, frag_elems[k + lane], dt),
+                                                 ir.Constant(ir.IntType(32), lane))
+                k += lanes
+                with builder.if_then(mask, likely=True):
+                    builder.store(vec, ptr, align=lanes * view.itemsize)
+            else:
+                off = builder.add(base, builder.mul(col, view.strides[last]))
+                ptr = view.global_ptr(builder, off, 1)
+                val = _reg_to_storage(builder, frag_elems[k], dt)
+                k += 1
+                with builder.if_then(mask, likely=True):
+                    builder.store(val, ptr, align=view.itemsize)
+
+
+def _index_values(context, builder, ty, val, ndim):
+    if isinstance(ty, types.BaseTuple):
+        vals = cgutils.unpack_tuple(builder, val, ndim)
+        return [context.cast(builder, v, t, types.int64) for v, t in zip(vals, ty.types)]
+    return [context.cast(builder, val, ty, types.int64)]
+
+
+@lowering_rule("load")
+def lower_load(context, builder, sig, args):
+    xty, idxty, _shape, padty = sig.args
+    x, idx, _s, pad = args
+    tile = sig.return_type
+    view = ArrayView(context, builder, xty, x)
+    if isinstance(xty, PartitionType):
+        index = own_tile_index(builder, view, xty.tile_shape)
+    else:
+        index = _index_values(context, builder, idxty, idx, xty.ndim)
+    padv = padding_element(context, builder, padty, pad, tile.dtype)
+    return emit_load(context, builder, view, index, tile, padv)
+
+
+@lowering_rule("load_like")
+def lower_load_like(context, builder, sig, args):
+    xty, likety, padty = sig.args
+    x, like, pad = args
+    tile = sig.return_type
+    view = ArrayView(context, builder, xty, x)
+    like_view = ArrayView(context, builder, likety, like)
+    index = own_tile_index(builder, like_view, likety.tile_shape)
+    padv = padding_element(context, builder, padty, pad, tile.dtype)
+    return emit_load(context, builder, view, index, tile, padv)
+
+
+@lowering_rule("store")
+def lower_store(context, builder, sig, args):
+    zty, tty, _ = sig.args
+    z, t, _ = args
+    view = ArrayView(context, builder, zty, z)
+    from ..typing.common import make_tile  # noqa: F401  (types only)
+    from ..layout import BlockedLayout
+    from .. import compiler_context
+    if isinstance(tty, TileType):
+        tile = tty
+        elems = [convert(context, builder, builder.extract_value(t, i), tty.dtype, zty.dtype)
+                 for i in range(tty.layout.elems_per_thread)]
+    else:
+        layout = BlockedLayout(zty.tile_shape, compiler_context.current().num_threads)
+        tile = TileType(zty.dtype, zty.tile_shape, layout)
+        e = scalar_to(context, builder, t, tty, zty.dtype)
+        elems = [e] * layout.elems_per_thread
+    index = own_tile_index(builder, view, zty.tile_shape)
+    emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems)
+    return context.get_dummy_value()

@@ -1,0 +1,45 @@
+"""Lowering of the program ops: bid, num_blocks.
+
+The launch grid is one-dimensional: block ``ctaid.x`` handles the tile of the grid
+partition (the kernel's first partition parameter) at the row-major unravelling of
+``ctaid.x`` over that partition's tile grid. ``bid``/``num_blocks`` read that
+parameter's extents from the kernel's own arguments.
+"""
+
+from __future__ import annotations
+
+from .. import compiler_context
+from .._registry import lowering_rule
+from ..errors import TileTypingError
+from .common import const_i64
+from .memory import ArrayView, own_tile_index, tile_grid
+
+
+def _grid_view(context, builder):
+    ctx = compiler_context.current()
+    fn = builder.function
+    if ctx.kernel_mangled and ctx.kernel_mangled not in fn.name:
+        raise TileTypingError("bid() and num_blocks() are usable only in the kernel's own body")
+    args = context.call_conv.get_arguments(fn)
+    values = context.get_arg_packer(ctx.argtypes).from_arguments(builder, args)
+    ty = ctx.argtypes[ctx.grid_param]
+    return ArrayView(context, builder, ty, values[ctx.grid_param]), ty
+
+
+def _axis(sig):
+    from ..typing.common import literal_int
+    from numba.cuda import types
+    a = sig.args[0]
+    return a.value if isinstance(a, types.Omitted) else literal_int(a)
+
+
+@lowering_rule("bid")
+def lower_bid(context, builder, sig, args):
+    view, ty = _grid_view(context, builder)
+    return own_tile_index(builder, view, ty.tile_shape)[_axis(sig)]
+
+
+@lowering_rule("num_blocks")
+def lower_num_blocks(context, builder, sig, args):
+    view, ty = _grid_view(context, builder)
+    return tile_grid(builder, view, ty.tile_shape)[_axis(sig)]

@@ -1,0 +1,299 @@
+"""Thin layer over ``cuda.bindings.driver``: contexts, modules, launches, events, streams.
+
+``cuda.bindings`` is imported inside the functions, so this module imports on machines without a GPU
+or without ``libcuda``; only :func:`gpu_available` may be called there (it answers False). Every
+``CUresult`` is checked; a failure raises :class:`CudaDriverError` with the result's name.
+
+Handles (modules, functions, events) are the ``cuda.bindings`` objects; streams are plain ints (see
+:mod:`numba_tile.runtime.streams`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from numba_tile.runtime.params import ParamBuffer
+
+__all__ = [
+    "CudaDriverError",
+    "ParamBuffer",
+    "gpu_available",
+    "ensure_context",
+    "current_device",
+    "pointer_device",
+    "load_module",
+    "get_function",
+    "launch",
+    "event_create",
+    "event_record",
+    "event_query",
+    "event_synchronize",
+    "event_destroy",
+    "stream_wait_event",
+    "synchronize_stream",
+]
+
+
+class CudaDriverError(RuntimeError):
+    """A CUDA driver call returned an error.
+
+    Attributes:
+        function: the driver function, e.g. ``"cuLaunchKernel"``.
+        result: the ``CUresult`` value (int).
+        name: the ``CUresult`` name, e.g. ``"CUDA_ERROR_INVALID_VALUE"``.
+    """
+
+    def __init__(self, function: str, result: int, name: str, detail: str = ""):
+        self.function = function
+        self.result = int(result)
+        self.name = name
+        text = f"{function} failed: {name} ({self.result})"
+        if detail:
+            text = f"{text}: {detail}"
+        super().__init__(text)
+
+
+def _cu():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _raise(function: str, err) -> None:
+    name = getattr(err, "name", None) or f"CUresult {int(err)}"
+    detail = ""
+    try:
+        res, text = _cu().cuGetErrorString(err)
+        if int(res) == 0 and text:
+            detail = text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:  # the description is a courtesy; the name is what matters
+        pass
+    raise CudaDriverError(function, int(err), name, detail)
+
+
+def _check(function: str, result: tuple):
+    """Checks a ``cuda.bindings`` result tuple ``(err, *values)``; returns the value(s)."""
+    err = result[0]
+    if err:
+        _raise(function, err)
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+_lock = threading.Lock()
+_initialised = False
+_available: bool | None = None
+_contexts: dict[int, object] = {}
+
+
+def _init() -> None:
+    global _initialised
+    if _initialised:
+        return
+    with _lock:
+        if not _initialised:
+            _check("cuInit", _cu().cuInit(0))
+            _initialised = True
+
+
+def gpu_available() -> bool:
+    """True when ``cuda.bindings`` imports, ``cuInit`` succeeds and at least one device exists.
+
+    The answer is computed once and cached. Never raises.
+    """
+    global _available
+    if _available is None:
+        try:
+            _init()
+            _available = _check("cuDeviceGetCount", _cu().cuDeviceGetCount()) > 0
+        except Exception:
+            _available = False
+    return _available
+
+
+def ensure_context(device: int):
+    """Makes the primary context of ``device`` current on the calling thread.
+
+    The primary context is retained once per device and cached (it is shared with CuPy, Numba and
+    PyTorch, which also use primary contexts). Contexts are per thread, so the current context is
+    compared (cheaply) on each call and set when it differs.
+
+    Args:
+        device: CUDA device ordinal.
+
+    Returns:
+        the ``CUcontext``.
+
+    Raises:
+        CudaDriverError: no driver, an invalid ordinal, or a failing context call.
+    """
+    cu = _cu()
+    ctx = _contexts.get(device)
+    if ctx is None:
+        _init()
+        with _lock:
+            ctx = _contexts.get(device)
+            if ctx is None:
+                dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
+                ctx = _check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(dev))
+                _contexts[device] = ctx
+    current = _check("cuCtxGetCurrent", cu.cuCtxGetCurrent())
+    if current is None or int(current) != int(ctx):
+        _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(ctx))
+    return ctx
+
+
+def current_device() -> int | None:
+    """Ordinal of the current context's device on this thread, or None if no context is current."""
+    cu = _cu()
+    _init()
+    err, dev = cu.cuCtxGetDevice()
+    if err:
+        if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+            return None
+        _raise("cuCtxGetDevice", err)
+    return int(dev)
+
+
+def pointer_device(ptr: int) -> int | None:
+    """Ordinal of the device that owns the allocation at ``ptr`` (bytes address).
+
+    Returns:
+        int | None: the ordinal, or None when the driver does not know the pointer (not allocated,
+        mapped or registered through CUDA).
+
+    Raises:
+        CudaDriverError: any other driver failure.
+    """
+    cu = _cu()
+    _init()
+    err, value = cu.cuPointerGetAttribute(
+        cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    if err:
+        if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:
+            return None
+        _raise("cuPointerGetAttribute", err)
+    return int(value)
+
+
+def load_module(image: str | bytes, device: int):
+    """Loads PTX (or a cubin) into the primary context of ``device``.
+
+    Args:
+        image: PTX text (``str`` or ASCII ``bytes``; a terminating NUL is added when missing, as
+            ``cuModuleLoadData`` requires) or an ELF cubin (``bytes`` starting with ``\\x7fELF``).
+        device: CUDA device ordinal.
+
+    Returns:
+        the ``CUmodule``.
+
+    Raises:
+        CudaDriverError: the driver refused the image (e.g. ``CUDA_ERROR_INVALID_PTX``).
+    """
+    if isinstance(image, str):
+        image = image.encode()
+    if not image.startswith(b"\x7fELF") and not image.endswith(b"\0"):
+        image = image + b"\0"
+    ensure_context(device)
+    return _check("cuModuleLoadData", _cu().cuModuleLoadData(image))
+
+
+def get_function(module, name: str):
+    """Looks up the kernel ``name`` (the mangled entry name in the PTX) in ``module``.
+
+    Raises:
+        CudaDriverError: ``CUDA_ERROR_NOT_FOUND`` when no such entry exists.
+    """
+    return _check("cuModuleGetFunction", _cu().cuModuleGetFunction(module, name.encode()))
+
+
+def launch(func, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
+           stream: int, params_ptr: int) -> None:
+    """Queues one kernel launch (``cuLaunchKernel``) on ``stream``; returns without waiting.
+
+    Args:
+        func: the ``CUfunction`` from :func:`get_function`.
+        grid: blocks per axis (x, y, z), each >= 1.
+        block: threads per block (x, y, z).
+        shared_mem: dynamic shared memory per block, in bytes.
+        stream: stream handle (int; 0 is the legacy default stream).
+        params_ptr: address of a ``void*[n]`` array whose i-th entry points at the i-th parameter's
+            value (:meth:`ParamBuffer.pack`), or 0 for a kernel without parameters. The values are
+            copied by the driver during this call, so the buffer may be reused right after it.
+
+    Raises:
+        CudaDriverError: the launch was refused.
+    """
+    err, = _cu().cuLaunchKernel(
+        func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
+        params_ptr, 0)
+    if err:
+        _raise("cuLaunchKernel", err)
+
+
+def event_create():
+    """Creates an event with ``CU_EVENT_DISABLE_TIMING`` (cheapest to record and query)."""
+    cu = _cu()
+    return _check("cuEventCreate",
+                  cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+
+
+def event_record(event, stream: int) -> None:
+    """Records ``event`` on ``stream`` after the work queued so far."""
+    err, = _cu().cuEventRecord(event, stream)
+    if err:
+        _raise("cuEventRecord", err)
+
+
+def event_query(event) -> bool:
+    """True when all work captured by ``event`` has completed (``CUDA_ERROR_NOT_READY``: False)."""
+    cu = _cu()
+    err, = cu.cuEventQuery(event)
+    if not err:
+        return True
+    if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+        return False
+    _raise("cuEventQuery", err)
+
+
+def event_synchronize(event) -> None:
+    """Blocks the calling thread until the work captured by ``event`` has completed."""
+    _check("cuEventSynchronize", _cu().cuEventSynchronize(event))
+
+
+def event_destroy(event) -> None:
+    """Destroys ``event`` (safe while work it captured is still pending)."""
+    _check("cuEventDestroy", _cu().cuEventDestroy(event))
+
+
+def stream_wait_event(stream: int, event) -> None:
+    """Makes future work on ``stream`` wait for the work ``event`` captured at the time of the call."""
+    _check("cuStreamWaitEvent", _cu().cuStreamWaitEvent(stream, event, 0))
+
+
+def synchronize_stream(stream: int) -> None:
+    """Blocks the calling thread until all work queued on ``stream`` has completed."""
+    _check("cuStreamSynchronize", _cu().cuStreamSynchronize(stream))
+
+
+_CC_CACHE: dict = {}
+
+
+def compute_capability(device: int) -> tuple[int, int]:
+    """``(major, minor)`` compute capability of CUDA device ``device`` (cached).
+
+    Raises:
+        CudaDriverError: the driver call failed.
+    """
+    cc = _CC_CACHE.get(device)
+    if cc is None:
+        cu = _cu()
+        _init()
+        dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
+        major = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+        minor = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+        cc = _CC_CACHE[device] = (int(major), int(minor))
+    return cc

@@ -1,0 +1,349 @@
+"""Process-wide registry of in-flight launches: keeps arguments alive until the GPU is done.
+
+After each launch the launcher calls :func:`register` with everything the kernel uses (the
+:class:`~numba_tile.runtime.arrays.ArrayArg` of each argument, whose ``obj`` and ``owner`` keep the
+memory alive, and anything else). The registry records a CUDA event on the launch stream right after
+the kernel and holds those references until the event has completed. The returned
+:class:`LaunchHandle` is a view on that entry: dropping it releases nothing (case T1).
+
+Completed entries are released on every :func:`register` call and by :func:`collect`. Events recorded
+on one stream complete in order, so polling stops at the first pending entry of each stream: the cost
+per launch is one event query per active stream, not per pending launch.
+
+The event backend is an object with ``create``, ``record``, ``query``, ``synchronize``, ``wait`` and
+``destroy`` (:class:`DriverEventBackend` uses the CUDA driver); tests pass a fake one to an
+:class:`InflightRegistry` of their own.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Iterable, Protocol, Sequence
+
+from numba_tile.runtime.arrays import ArrayArg
+
+__all__ = [
+    "EventBackend",
+    "DriverEventBackend",
+    "InflightRegistry",
+    "LaunchHandle",
+    "default_registry",
+    "register",
+    "collect",
+    "synchronize_all",
+]
+
+
+class EventBackend(Protocol):
+    """Events as the registry needs them; streams are int handles."""
+
+    def create(self) -> object:
+        """Returns a new event."""
+
+    def record(self, event: object, stream: int) -> None:
+        """Records ``event`` on ``stream`` after the work queued so far."""
+
+    def query(self, event: object) -> bool:
+        """True when the work captured by ``event`` has completed."""
+
+    def synchronize(self, event: object) -> None:
+        """Blocks until the work captured by ``event`` has completed."""
+
+    def wait(self, stream: int, event: object) -> None:
+        """Makes later work on ``stream`` wait for the work ``event`` has captured."""
+
+    def destroy(self, event: object) -> None:
+        """Frees ``event``."""
+
+
+class DriverEventBackend:
+    """:class:`EventBackend` over the CUDA driver (events created with timing disabled)."""
+
+    def __init__(self):
+        from numba_tile.runtime import driver
+
+        self.create = driver.event_create
+        self.record = driver.event_record
+        self.query = driver.event_query
+        self.synchronize = driver.event_synchronize
+        self.wait = driver.stream_wait_event
+        self.destroy = driver.event_destroy
+
+
+class _Entry:
+    __slots__ = ("event", "stream", "refs", "writes", "done")
+
+    def __init__(self, event: object, stream: int, refs: tuple, writes: tuple):
+        self.event = event
+        self.stream = stream
+        self.refs = refs
+        self.writes = writes
+        self.done = False
+
+
+class LaunchHandle:
+    """Handle of one asynchronous launch.
+
+    Holds the user's arrays (what :meth:`sync` returns). The registry, not the handle, holds the
+    references that keep the launch's memory alive, so dropping the handle releases nothing early.
+    """
+
+    __slots__ = ("_registry", "_entry", "_arrays", "__weakref__")
+
+    def __init__(self, registry: "InflightRegistry", entry: _Entry, arrays: tuple):
+        self._registry = registry
+        self._entry = entry
+        self._arrays = arrays
+
+    @property
+    def stream(self) -> int:
+        """Handle of the stream the kernel was queued on."""
+        return self._entry.stream
+
+    def done(self) -> bool:
+        """True when the kernel (and all work before it on its stream) has completed. Does not block."""
+        return self._registry._poll(self._entry)
+
+    def sync(self) -> tuple:
+        """Waits until the kernel has completed; returns the arrays given at launch.
+
+        Returns:
+            tuple: the user's objects, in the order given to :func:`register`.
+
+        Raises:
+            CudaDriverError: the event wait failed (e.g. the kernel faulted).
+        """
+        self._registry._wait(self._entry)
+        return self._arrays
+
+    def __repr__(self) -> str:
+        state = "done" if self._entry.done else "in flight"
+        return f"<LaunchHandle stream={self._entry.stream} {state}>"
+
+
+def _touches(a: Sequence[ArrayArg], b: Sequence[ArrayArg]) -> bool:
+    from numba_tile.runtime.overlap import shares_memory
+
+    return any(shares_memory(x, y) for x in a for y in b)
+
+
+class InflightRegistry:
+    """Registry of launches whose completion has not been observed yet.
+
+    Args:
+        backend: the event backend; None creates a :class:`DriverEventBackend` on first use.
+        pool_size: completed events kept for reuse (the rest are destroyed).
+    """
+
+    def __init__(self, backend: EventBackend | None = None, pool_size: int = 64):
+        self._backend = backend
+        self._pool_size = pool_size
+        self._pool: list = []
+        self._streams: dict[int, collections.deque[_Entry]] = {}
+        self._lock = threading.RLock()
+
+    @property
+    def backend(self) -> EventBackend:
+        if self._backend is None:
+            self._backend = DriverEventBackend()
+        return self._backend
+
+    def pending(self) -> int:
+        """Number of launches still held (not yet observed complete)."""
+        with self._lock:
+            return sum(len(q) for q in self._streams.values())
+
+    # -- registration ----------------------------------------------------------------------------
+
+    def register(self, stream: int, refs: tuple, *, writes: Sequence[ArrayArg] = (),
+                 arrays: tuple | None = None) -> LaunchHandle:
+        """Records an event after the kernel just queued on ``stream``; holds ``refs`` until it completes.
+
+        Call right after the launch, before anything else is queued on ``stream``.
+
+        Args:
+            stream: handle of the launch stream.
+            refs: everything the kernel uses: :class:`ArrayArg` objects (their ``obj`` and ``owner``
+                are kept alive through them) and any other object to keep alive.
+            writes: the :class:`ArrayArg` objects the kernel may write (a subset of ``refs``), used by
+                :meth:`order_after_conflicts`.
+            arrays: what :meth:`LaunchHandle.sync` returns; by default ``refs`` with every
+                :class:`ArrayArg` replaced by its ``obj``.
+
+        Returns:
+            LaunchHandle: the handle; dropping it releases nothing.
+
+        Raises:
+            CudaDriverError: creating or recording the event failed.
+        """
+        backend = self.backend
+        with self._lock:
+            self._collect_locked()
+            event = self._pool.pop() if self._pool else backend.create()
+            try:
+                backend.record(event, stream)
+            except BaseException:
+                self._pool.append(event)
+                raise
+            entry = _Entry(event, stream, tuple(refs), tuple(writes))
+            queue = self._streams.get(stream)
+            if queue is None:
+                queue = self._streams[stream] = collections.deque()
+            queue.append(entry)
+        if arrays is None:
+            arrays = tuple(r.obj if isinstance(r, ArrayArg) else r for r in refs)
+        return LaunchHandle(self, entry, tuple(arrays))
+
+    # -- completion ------------------------------------------------------------------------------
+
+    def _release_locked(self, entry: _Entry) -> None:
+        entry.done = True
+        entry.refs = ()
+        entry.writes = ()
+        event, entry.event = entry.event, None
+        if len(self._pool) < self._pool_size:
+            self._pool.append(event)
+        else:
+            self.backend.destroy(event)
+
+    def _complete_through_locked(self, entry: _Entry) -> None:
+        """Releases ``entry`` and every earlier entry of its stream (stream order)."""
+        queue = self._streams.get(entry.stream)
+        while queue and not entry.done:
+            self._release_locked(queue.popleft())
+        if queue is not None and not queue:
+            del self._streams[entry.stream]
+
+    def _collect_locked(self) -> int:
+        released = 0
+        backend = self.backend
+        for stream in list(self._streams):
+            queue = self._streams[stream]
+            while queue and backend.query(queue[0].event):
+                self._release_locked(queue.popleft())
+                released += 1
+            if not queue:
+                del self._streams[stream]
+        return released
+
+    def collect(self) -> int:
+        """Releases every launch whose event has completed (non-blocking).
+
+        Returns:
+            int: number of launches released.
+        """
+        with self._lock:
+            return self._collect_locked()
+
+    def _poll(self, entry: _Entry) -> bool:
+        with self._lock:
+            if entry.done:
+                return True
+            if self.backend.query(entry.event):
+                self._complete_through_locked(entry)
+                return True
+            return False
+
+    def _wait(self, entry: _Entry) -> None:
+        with self._lock:
+            if entry.done:
+                return
+            event = entry.event
+        # Blocking outside the lock; if the entry completes meanwhile and its event is reused, this
+        # waits at most for later work, never too little.
+        self.backend.synchronize(event)
+        with self._lock:
+            if not entry.done:
+                self._complete_through_locked(entry)
+
+    def synchronize_all(self) -> None:
+        """Waits for every registered launch and releases them all."""
+        with self._lock:
+            lasts = [q[-1] for q in self._streams.values() if q]
+        for entry in lasts:
+            self._wait(entry)
+        self.collect()
+
+    # -- cross-stream ordering -------------------------------------------------------------------
+
+    def order_after_conflicts(self, stream: int, args: Sequence[ArrayArg],
+                              writes: Sequence[ArrayArg]) -> int:
+        """Makes ``stream`` wait for in-flight launches on other streams that touch the same memory.
+
+        A conflict is an in-flight launch on another stream that writes memory of any of ``args``, or
+        that uses memory ``writes`` will write. Launches on the same stream are ordered already.
+
+        Args:
+            stream: handle of the stream of the launch about to be queued.
+            args: every array argument of that launch.
+            writes: its mutable array arguments (a subset of ``args``).
+
+        Returns:
+            int: number of launches waited on (``wait`` calls made).
+        """
+        from numba_tile.runtime.streams import same_stream
+
+        with self._lock:
+            if not self._streams or (len(self._streams) == 1 and stream in self._streams):
+                return 0
+            self._collect_locked()
+            waited = 0
+            for other, queue in self._streams.items():
+                if same_stream(other, stream):
+                    continue
+                # The newest conflicting entry of a stream covers all earlier ones on it.
+                for entry in reversed(queue):
+                    reads = [r for r in entry.refs if isinstance(r, ArrayArg)]
+                    if _touches(entry.writes, args) or _touches(writes, reads):
+                        self.backend.wait(stream, entry.event)
+                        waited += 1
+                        break
+            return waited
+
+    def wait_for_streams(self, stream: int, producers: Iterable[int]) -> None:
+        """Makes ``stream`` wait for the work queued so far on each producer stream.
+
+        Used for the CUDA Array Interface v3 ``stream`` field (see
+        :func:`numba_tile.runtime.streams.producer_streams`). Each wait uses a pooled event, which
+        may be reused right away: a stream wait captures the event's state at the time of the call.
+        """
+        backend = self.backend
+        with self._lock:
+            for producer in producers:
+                event = self._pool.pop() if self._pool else backend.create()
+                try:
+                    backend.record(event, producer)
+                    backend.wait(stream, event)
+                finally:
+                    self._pool.append(event)
+
+
+_default: InflightRegistry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry() -> InflightRegistry:
+    """The process-wide registry (driver-backed), created on first use."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = InflightRegistry()
+    return _default
+
+
+def register(stream: int, refs: tuple, *, writes: Sequence[ArrayArg] = (),
+             arrays: tuple | None = None) -> LaunchHandle:
+    """:meth:`InflightRegistry.register` on the process-wide registry."""
+    return default_registry().register(stream, refs, writes=writes, arrays=arrays)
+
+
+def collect() -> int:
+    """:meth:`InflightRegistry.collect` on the process-wide registry."""
+    return default_registry().collect()
+
+
+def synchronize_all() -> None:
+    """:meth:`InflightRegistry.synchronize_all` on the process-wide registry."""
+    return default_registry().synchronize_all()

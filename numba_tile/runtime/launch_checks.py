@@ -1,0 +1,293 @@
+"""Launch-time ownership checks (DESIGN.md section 2), run before anything is queued.
+
+:func:`bind_arrays` turns a launch's arguments into :class:`BoundArray` descriptions and enforces, for
+each kernel parameter and between parameters:
+
+* a mutable (``'partition'``) parameter receives a :class:`Partition` (:class:`MissingPartitionError`),
+  a read-only (``'tensor'``) one does not (:class:`UnexpectedPartitionError`);
+* host arrays only in interpreter mode and device arrays only on the GPU path
+  (:class:`HostArrayError`, :class:`TileArgumentError`), all device arrays on one device;
+* a mutable array does not overlap itself (:class:`SelfOverlapError`) and was not marked read-only by
+  its producer (:class:`ReadOnlyProducerError`);
+* a partition's tile shape has the array's rank and the kernel's declared shape
+  (:class:`PartitionShapeError`), and all partitions imply one grid (:class:`GridMismatchError`);
+* a mutable argument overlaps no other argument, read-only or mutable (:class:`AliasingError`).
+
+Every error names the kernel, the parameter(s) and the rule (the class's ``rule``), and points at the
+user's call site.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+from numba_tile.errors import (
+    AliasingError,
+    GridMismatchError,
+    HostArrayError,
+    MissingPartitionError,
+    PartitionShapeError,
+    ReadOnlyProducerError,
+    SelfOverlapError,
+    TileArgumentError,
+    TileError,
+    UnexpectedPartitionError,
+)
+from numba_tile.runtime.arrays import ArrayArg, as_array_arg
+from numba_tile.runtime.overlap import has_internal_overlap, shares_memory
+from numba_tile.runtime.partition import Partition
+
+__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_site", "PARAM_KINDS"]
+
+#: parameter kinds: array kinds first.
+PARAM_KINDS = ("tensor", "partition", "constant", "scalar")
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter as the launch checks see it.
+
+    Attributes:
+        name: the parameter's name in the kernel signature.
+        kind: ``'tensor'`` (read-only array), ``'partition'`` (mutable array, receives a
+            :class:`Partition`), ``'constant'`` (compile-time value) or ``'scalar'`` (runtime number).
+        tile_shape: for a partition, the tile shape the kernel declares (ints, resolved); None accepts
+            any tile shape of the right rank.
+    """
+
+    name: str
+    kind: str
+    tile_shape: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class BoundArray:
+    """An array argument bound to its parameter, after conversion.
+
+    Attributes:
+        spec: the parameter.
+        array: the argument's description (address, shape, byte strides, dtype, device).
+        tile_shape: the partition's tile shape for partition parameters; None for tensors.
+    """
+
+    spec: ParamSpec
+    array: ArrayArg
+    tile_shape: tuple[int, ...] | None
+
+    @property
+    def mutable(self) -> bool:
+        """True for a partition (mutable) parameter."""
+        return self.spec.kind == "partition"
+
+    @property
+    def grid(self) -> tuple[int, ...] | None:
+        """Tiles per axis for a partition (ceil-div of shape by tile shape); None for a tensor."""
+        if self.tile_shape is None:
+            return None
+        return tuple(-(-n // t) for n, t in zip(self.array.shape, self.tile_shape))
+
+
+def user_call_site() -> tuple[str, int] | None:
+    """``(filename, lineno)`` of the innermost stack frame outside the numba_tile package.
+
+    Returns:
+        tuple[str, int] | None: the user's line that led here, or None if every frame is inside
+        numba_tile.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _type_name(obj: object) -> str:
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _empty_grid(grid: tuple[int, ...]) -> bool:
+    return any(n == 0 for n in grid)
+
+
+def launch_grid(bound: Sequence[BoundArray | object]) -> tuple[int, ...] | None:
+    """The launch grid implied by the partitions of a bound argument list.
+
+    Args:
+        bound: the result of :func:`bind_arrays` (already checked to agree).
+
+    Returns:
+        tuple[int, ...] | None: tiles per axis of the first partition (an axis of 0 means no work:
+        do not launch), or None when the kernel has no partition parameter.
+    """
+    for b in bound:
+        if isinstance(b, BoundArray) and b.tile_shape is not None:
+            return b.grid
+    return None
+
+
+class _Raiser:
+    """Builds errors carrying the kernel name and the user's call site (found lazily)."""
+
+    __slots__ = ("kernel", "site")
+
+    def __init__(self, kernel: str, site: tuple[str, int] | None):
+        self.kernel = kernel
+        self.site = site
+
+    def __call__(self, cls: type[TileError], message: str) -> TileError:
+        if self.site is None:
+            self.site = user_call_site() or ("", 0)
+        filename, lineno = self.site
+        return cls(f"kernel '{self.kernel}': {message}", filename=filename or None,
+                   lineno=lineno or None)
+
+
+def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool,
+              stream: int | None) -> BoundArray | object:
+    name = spec.name
+    kind = spec.kind
+    if kind == "partition":
+        if not isinstance(value, Partition):
+            raise err(MissingPartitionError,
+                      f"mutable parameter '{name}' received a plain {_type_name(value)}; pass "
+                      f"partition(array, tile_shape) so that each tile block owns one tile")
+        target, tile_shape = value.array, value.tile_shape
+    elif kind == "tensor":
+        if isinstance(value, Partition):
+            raise err(UnexpectedPartitionError,
+                      f"read-only parameter '{name}' received a partition {value!r}; pass the "
+                      f"array itself (only parameters the kernel declares mutable take a partition)")
+        target, tile_shape = value, None
+    elif kind in ("constant", "scalar"):
+        if isinstance(value, Partition):
+            raise err(TileArgumentError,
+                      f"argument '{name}': a {kind} parameter received a partition {value!r}")
+        return value
+    else:
+        raise ValueError(f"parameter '{name}' has unknown kind {kind!r} (known: {PARAM_KINDS})")
+
+    try:
+        array = as_array_arg(target, name, stream=stream)
+    except TileArgumentError as exc:
+        raise err(type(exc), exc.message) from None
+
+    if allow_host and not array.is_host:
+        raise err(TileArgumentError,
+                  f"argument '{name}': interpreter mode runs on NumPy (host) arrays; got an array on "
+                  f"CUDA device {array.device} ({_type_name(target)})")
+    if not allow_host and array.is_host:
+        raise err(HostArrayError,
+                  f"argument '{name}': NumPy (host) arrays run only in interpreter mode; pass a "
+                  f"CuPy/Numba/PyTorch device array or launch with interpret=True")
+
+    if tile_shape is not None:
+        if len(tile_shape) != array.ndim:
+            raise err(PartitionShapeError,
+                      f"partition '{name}' has a rank-{len(tile_shape)} tile shape {tile_shape} "
+                      f"for a rank-{array.ndim} array of shape {array.shape}")
+        if spec.tile_shape is not None and tuple(spec.tile_shape) != tile_shape:
+            raise err(PartitionShapeError,
+                      f"partition '{name}' has tile shape {tile_shape}; the kernel declares "
+                      f"{tuple(spec.tile_shape)}")
+        if has_internal_overlap(array):
+            raise err(SelfOverlapError,
+                      f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
+                      f"strides {array.strides} makes two elements share memory")
+        if array.readonly:
+            raise err(ReadOnlyProducerError,
+                      f"mutable argument '{name}' was marked read-only by its producer "
+                      f"({_type_name(target)})")
+    return BoundArray(spec, array, tile_shape)
+
+
+def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[object], *,
+                allow_host: bool, call_site: tuple[str, int] | None,
+                stream: int | None = None) -> list[BoundArray | object]:
+    """Converts a launch's arguments and runs every launch-time ownership check.
+
+    Args:
+        kernel_name: the kernel's name, for messages.
+        specs: one :class:`ParamSpec` per kernel parameter, in order.
+        values: the user's arguments, in the same order (arrays, :class:`Partition` objects,
+            constants, scalars).
+        allow_host: True in interpreter mode (arrays must then be host arrays), False on the GPU path
+            (arrays must be device arrays, all on one device).
+        call_site: ``(filename, lineno)`` of the user's launch line, or None to find it on the stack
+            (:func:`user_call_site`) when an error is raised.
+        stream: the launch stream's handle, handed to DLPack producers (see :func:`as_array_arg`).
+
+    Returns:
+        list: per parameter, a :class:`BoundArray` for ``'tensor'`` and ``'partition'`` parameters and
+        the value itself for ``'constant'`` and ``'scalar'`` ones.
+
+    Raises:
+        TileArgumentError: wrong argument count, an unsupported argument or dtype, a device array in
+            interpreter mode, arrays on different devices, a partition given to a constant or scalar.
+        HostArrayError: a host (NumPy) array on the GPU path (case I1).
+        MissingPartitionError: a mutable parameter given a plain array.
+        UnexpectedPartitionError: a read-only parameter given a partition.
+        SelfOverlapError: a mutable array whose elements overlap (stride 0, overlapping strides; A3).
+        ReadOnlyProducerError: a mutable array its producer marked read-only (A4).
+        PartitionShapeError: a partition tile shape of the wrong rank or not the declared one.
+        AliasingError: a mutable argument overlapping any other argument (A1, A2), naming both.
+        GridMismatchError: two partitions implying different grids.
+        ValueError: a :class:`ParamSpec` of unknown kind (an internal error).
+    """
+    err = _Raiser(kernel_name, call_site)
+    if len(values) != len(specs):
+        raise err(TileArgumentError,
+                  f"takes {len(specs)} arguments ({', '.join(s.name for s in specs)}), "
+                  f"got {len(values)}")
+    out = [_bind_one(spec, value, err, allow_host, stream) for spec, value in zip(specs, values)]
+    arrays = [b for b in out if isinstance(b, BoundArray)]
+    if len(arrays) < 2:
+        return out
+
+    if not allow_host:
+        first = None
+        for b in arrays:
+            if b.array.size == 0:
+                continue
+            if first is None:
+                first = b
+            elif b.array.device != first.array.device:
+                raise err(TileArgumentError,
+                          f"arguments '{first.spec.name}' (CUDA device {first.array.device}) and "
+                          f"'{b.spec.name}' (CUDA device {b.array.device}) are on different devices")
+
+    for i, b in enumerate(arrays):
+        if not b.mutable:
+            continue
+        hits = [other for j, other in enumerate(arrays)
+                if j != i and not (other.mutable and j < i)  # each mutable pair once
+                and shares_memory(b.array, other.array)]
+        if hits:
+            named = " and ".join(
+                f"{'mutable' if o.mutable else 'read-only'} argument '{o.spec.name}'" for o in hits)
+            raise err(AliasingError,
+                      f"mutable argument '{b.spec.name}' overlaps {named}: a kernel may not write "
+                      f"memory that another argument reads or writes")
+
+    grid_owner = None
+    for b in arrays:
+        if b.tile_shape is None:
+            continue
+        if grid_owner is None:
+            grid_owner = b
+            continue
+        g1, g2 = grid_owner.grid, b.grid
+        if g1 != g2 and not (_empty_grid(g1) and _empty_grid(g2)):
+            raise err(GridMismatchError,
+                      f"partitions '{grid_owner.spec.name}' (shape {grid_owner.array.shape}, tiles "
+                      f"{grid_owner.tile_shape}, grid {g1}) and '{b.spec.name}' (shape "
+                      f"{b.array.shape}, tiles {b.tile_shape}, grid {g2}) imply different launch "
+                      f"grids")
+    return out

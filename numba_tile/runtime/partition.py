@@ -1,0 +1,108 @@
+"""Host-side partitions: a mutable array split into disjoint tiles, one per tile block."""
+
+from __future__ import annotations
+
+import operator
+
+from numba_tile.errors import TileArgumentError
+
+__all__ = ["Partition", "partition", "normalize_tile_shape"]
+
+
+def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[int, ...]:
+    """Checks a tile shape and returns it as a tuple of ints.
+
+    Args:
+        tile_shape: a tuple (or list) of positive powers of two, one per array axis; an int is
+            accepted for 1-D and means ``(tile_shape,)``.
+        what: the argument name used in error messages.
+
+    Returns:
+        tuple[int, ...]: the tile extents (elements per axis).
+
+    Raises:
+        TileArgumentError: not a tuple/list/int, empty, or an extent that is not a positive power of
+            two (bools are refused).
+    """
+    if isinstance(tile_shape, (tuple, list)):
+        items = tuple(tile_shape)
+    else:
+        items = (tile_shape,)
+    if not items:
+        raise TileArgumentError(f"argument '{what}': expected a tuple of positive powers of two, got ()")
+    out = []
+    for extent in items:
+        if isinstance(extent, bool):
+            value = None
+        else:
+            try:
+                value = operator.index(extent)
+            except TypeError:
+                value = None
+        if value is None or value <= 0 or value & (value - 1):
+            raise TileArgumentError(
+                f"argument '{what}': every tile extent must be a positive power of two, "
+                f"got {tile_shape!r}")
+        out.append(value)
+    return tuple(out)
+
+
+class Partition:
+    """A user's array split into disjoint tiles of ``tile_shape``, for a mutable kernel parameter.
+
+    The kernel parameter bound to a partition is the block's own tile; the launch grid is the number
+    of tiles per axis (:meth:`grid`). Edge tiles are partial and masked in the kernel.
+
+    Attributes:
+        array: the user's array object, unchanged (converted at launch).
+        tile_shape: tile extents per axis, each a positive power of two.
+    """
+
+    __slots__ = ("array", "tile_shape")
+
+    def __init__(self, array: object, tile_shape: tuple[int, ...]):
+        self.array = array
+        self.tile_shape = normalize_tile_shape(tile_shape)
+
+    def grid(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Number of tiles per axis for an array of ``shape``: ``ceil(shape[i] / tile_shape[i])``.
+
+        Args:
+            shape: the array's extents (elements per axis), same rank as ``tile_shape``.
+
+        Returns:
+            tuple[int, ...]: tiles per axis; an axis of extent 0 gives 0 (no work).
+
+        Raises:
+            TileArgumentError: ``shape`` and ``tile_shape`` differ in rank.
+        """
+        if len(shape) != len(self.tile_shape):
+            raise TileArgumentError(
+                f"argument 'tile_shape': rank {len(self.tile_shape)} tile shape "
+                f"{self.tile_shape} for a rank {len(shape)} array of shape {tuple(shape)}")
+        return tuple(-(-n // t) for n, t in zip(shape, self.tile_shape))
+
+    def __repr__(self) -> str:
+        t = type(self.array)
+        return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={self.tile_shape})"
+
+
+def partition(array: object, tile_shape: int | tuple[int, ...]) -> Partition:
+    """Splits ``array`` into disjoint tiles, to pass it to a mutable kernel parameter.
+
+    Args:
+        array: a device array (CuPy, Numba, PyTorch, CUDA Array Interface or DLPack producer), or a
+            NumPy array in interpreter mode. Not inspected here; checked at launch.
+        tile_shape: tile extents, one positive power of two per array axis; an int for a 1-D array.
+
+    Returns:
+        Partition: holds ``array`` and the tile shape.
+
+    Raises:
+        TileArgumentError: ``tile_shape`` is not a tuple of positive powers of two.
+
+    Examples:
+        >>> z = partition(out, (64, 64))   # doctest: +SKIP
+        >>> kernel(x, y, z)                # doctest: +SKIP
+    """
+    return Partition(array, tile_shape)

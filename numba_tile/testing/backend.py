@@ -1,0 +1,57 @@
+"""Backends for tests: where arrays live and how kernels are launched."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Backend:
+    """One way of running kernels in a test: on the GPU or in the interpreter.
+
+    Attributes:
+        name: ``'gpu'`` or ``'interpreter'``.
+        interpret: passed as ``interpret=`` to every launch.
+    """
+
+    def __init__(self, name: str):
+        if name not in ("gpu", "interpreter"):
+            raise ValueError(f"backend name: expected 'gpu' or 'interpreter', got {name!r}")
+        self.name = name
+        self.interpret = name == "interpreter"
+
+    def __repr__(self):
+        return f"Backend({self.name!r})"
+
+    def asarray(self, host: np.ndarray):
+        """A copy of ``host`` where kernels of this backend read it: a device array on
+        the GPU (CuPy when installed, else a Numba device array), a NumPy array in the
+        interpreter."""
+        host = np.asarray(host)
+        if self.interpret:
+            return host.copy()
+        try:
+            import cupy
+            return cupy.asarray(host)
+        except ImportError:
+            from numba import cuda
+            return cuda.to_device(np.ascontiguousarray(host))
+
+    def to_numpy(self, arr) -> np.ndarray:
+        """Host copy of an array made by :meth:`asarray` (or any view of one)."""
+        if isinstance(arr, np.ndarray):
+            return arr.copy()
+        if hasattr(arr, "get"):
+            return arr.get()
+        if hasattr(arr, "copy_to_host"):
+            return arr.copy_to_host()
+        return np.asarray(arr.cpu())
+
+    def run(self, kernel, *args, **kwargs):
+        """Launch ``kernel`` on this backend and wait for it; returns the launch's arrays."""
+        return kernel(*args, interpret=self.interpret, **kwargs).sync()
+
+
+def available_backends():
+    """Names of the backends usable here (``'gpu'`` only where a GPU is present)."""
+    from ..runtime.driver import gpu_available
+    return ["gpu", "interpreter"] if gpu_available() else ["interpreter"]

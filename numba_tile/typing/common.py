@@ -1,0 +1,87 @@
+"""Helpers shared by the typing rules: static shapes, tile construction, messages."""
+
+from __future__ import annotations
+
+from numba.cuda import types
+
+from .. import compiler_context, dtypes
+from ..errors import TileTypingError
+from ..layout import BlockedLayout, is_pow2
+from .types import PartitionType, TensorType, TileType
+
+
+def fail(opname: str, arg: str, expected: str, got) -> TileTypingError:
+    """The error for argument ``arg`` of ``opname()``: what was expected, what was given."""
+    return TileTypingError(f'Invalid argument "{arg}" of {opname}(): expected {expected}, got {got}')
+
+
+def is_omitted(ty) -> bool:
+    return ty is None or isinstance(ty, (types.Omitted, types.NoneType))
+
+
+def omitted_value(ty, default=None):
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    return default
+
+
+def literal_int(ty):
+    """The value of an integer literal type, else ``None``."""
+    if isinstance(ty, types.IntegerLiteral):
+        return ty.literal_value
+    if isinstance(ty, types.BooleanLiteral):
+        return None
+    if isinstance(ty, types.Omitted) and isinstance(ty.value, int):
+        return ty.value
+    return None
+
+
+def static_shape(ty, opname: str, arg: str = "shape") -> tuple:
+    """A static tile shape from a literal int or a tuple of literal ints.
+
+    Raises:
+        TileTypingError: not static, or not powers of two.
+    """
+    if isinstance(ty, types.Omitted):
+        value = ty.value
+        vals = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, tuple) else None
+    elif isinstance(ty, types.BaseTuple):
+        vals = tuple(literal_int(t) for t in ty.types)
+    else:
+        vals = (literal_int(ty),)
+    if vals is None or any(v is None for v in vals):
+        raise fail(opname, arg, "a static shape (a tuple of integer literals or constant "
+                   "parameters)", ty)
+    if not vals or not all(is_pow2(v) for v in vals):
+        raise fail(opname, arg, "a shape whose every dimension is a power of two", vals)
+    return vals
+
+
+def make_tile(dt, shape) -> TileType:
+    """The tile type of ``dt`` and ``shape`` in the blocked layout of this kernel."""
+    ctx = compiler_context.current()
+    return TileType(dt, tuple(shape), BlockedLayout(tuple(shape), ctx.num_threads))
+
+
+def dtype_arg(ty, opname: str, arg: str = "dtype"):
+    """A dtype given as a Numba type class, NumPy dtype or string literal."""
+    if isinstance(ty, types.Omitted):
+        dt = dtypes.from_any(ty.value)
+    elif isinstance(ty, (types.NumberClass, types.DType)):
+        dt = dtypes.from_any(ty)
+    elif isinstance(ty, types.StringLiteral):
+        dt = dtypes.from_any(ty.literal_value)
+    else:
+        dt = None
+    if dt is None:
+        raise fail(opname, arg, "one of float16, bfloat16, float32, float64, int32, int64, bool",
+                   ty)
+    return dt
+
+
+def is_scalar(ty) -> bool:
+    return isinstance(ty, (types.Boolean, types.Integer, types.Float))
+
+
+def is_array_param(ty) -> bool:
+    return isinstance(ty, (TensorType, PartitionType))

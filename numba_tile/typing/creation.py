@@ -1,0 +1,38 @@
+"""Typing rules of the tile constructors: full, zeros, arange."""
+
+from __future__ import annotations
+
+from numba.cuda import types
+
+from .. import dtypes
+from .._registry import typing_rule
+from .common import dtype_arg, fail, is_omitted, is_scalar, literal_int, make_tile, static_shape
+
+
+@typing_rule("full")
+def type_full(shape, value, dtype):
+    sh = static_shape(shape, "full")
+    if not is_scalar(value):
+        raise fail("full", "value", "a scalar", value)
+    if is_omitted(dtype):
+        kind = {types.Boolean: dtypes.bool_, types.Integer: dtypes.int32,
+                types.Float: dtypes.float32}
+        dt = next(v for k, v in kind.items() if isinstance(value, k))
+    else:
+        dt = dtype_arg(dtype, "full")
+    return make_tile(dt, sh)
+
+
+@typing_rule("zeros")
+def type_zeros(shape, dtype):
+    sh = static_shape(shape, "zeros")
+    dt = dtypes.float32 if is_omitted(dtype) else dtype_arg(dtype, "zeros")
+    return make_tile(dt, sh)
+
+
+@typing_rule("arange")
+def type_arange(n):
+    value = literal_int(n)
+    if value is None:
+        raise fail("arange", "n", "a static integer (literal or constant parameter)", n)
+    return make_tile(dtypes.int32, static_shape(n, "arange", "n"))

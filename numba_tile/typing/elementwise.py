@@ -1,0 +1,142 @@
+"""Typing rules of the elementwise ops: operators, where, astype, math functions."""
+
+from __future__ import annotations
+
+from numba.cuda import types
+
+from .. import dtypes
+from .._registry import OPS, typing_rule
+from ..language import MATH_FUNCTIONS
+from .common import dtype_arg, fail, is_scalar
+from .types import TileType
+
+ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
+COMPARISON = ("lt", "le", "gt", "ge", "eq", "ne")
+BITWISE = ("and_", "or_", "xor")
+SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+          "pow": "**", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+          "and_": "&", "or_": "|", "xor": "^", "neg": "unary -", "pos": "unary +",
+          "invert": "~", "builtin_abs": "abs"}
+
+
+def operand_dtype(a, b, opname):
+    """Promoted dtype and tile shape of two operands, at least one of them a tile.
+
+    Returns ``None`` when neither operand is a tile (not ours to type).
+    """
+    ta, tb = isinstance(a, TileType), isinstance(b, TileType)
+    if not (ta or tb):
+        return None
+    if ta and tb:
+        if a.shape != b.shape:
+            raise fail(opname, "operands", "tiles of one shape (broadcasting between tiles "
+                       "needs broadcast_to)", f"{a.shape} and {b.shape}")
+        return dtypes.promote(a.dtype, b.dtype), a
+    tile, other = (a, b) if ta else (b, a)
+    if not is_scalar(other):
+        raise fail(opname, "operands", "a tile and a tile or scalar", other)
+    return dtypes.promote_scalar(tile.dtype, dtypes.scalar_kind(other)), tile
+
+
+def _binary(name):
+    opname = SYMBOL[name]
+
+    @typing_rule(name)
+    def rule(a, b):
+        res = operand_dtype(a, b, opname)
+        if res is None:
+            return None
+        dt, tile = res
+        if name in COMPARISON:
+            return tile.with_dtype(dtypes.bool_)
+        if name in BITWISE:
+            if dtypes.is_float(dt):
+                raise fail(opname, "operands", "integer or bool tiles", dtypes.name(dt))
+            return tile.with_dtype(dt)
+        if name == "truediv":
+            return tile.with_dtype(dtypes.true_divide_dtype(dt))
+        if dtypes.is_bool(dt):
+            raise fail(opname, "operands", "numeric tiles (cast bool tiles with astype)", "bool")
+        return tile.with_dtype(dt)
+
+    return rule
+
+
+for _n in ARITHMETIC + COMPARISON + BITWISE + ("truediv",):
+    _binary(_n)
+
+
+def _unary(name):
+    @typing_rule(name)
+    def rule(a):
+        if not isinstance(a, TileType):
+            return None
+        if name == "invert" and dtypes.is_float(a.dtype):
+            raise fail("~", "x", "an integer or bool tile", dtypes.name(a.dtype))
+        if name in ("neg", "builtin_abs", "abs", "pos") and dtypes.is_bool(a.dtype):
+            raise fail(SYMBOL.get(name, name), "x", "a numeric tile", "bool")
+        return a
+
+    return rule
+
+
+for _n in ("neg", "pos", "invert", "builtin_abs", "abs"):
+    _unary(_n)
+
+
+@typing_rule("where")
+def type_where(cond, x, y):
+    if not (isinstance(cond, TileType) and dtypes.is_bool(cond.dtype)):
+        raise fail("where", "cond", "a bool tile", cond)
+    for arg, ty in (("x", x), ("y", y)):
+        if isinstance(ty, TileType):
+            if ty.shape != cond.shape:
+                raise fail("where", arg, f"a tile of shape {cond.shape} or a scalar", ty.shape)
+        elif not is_scalar(ty):
+            raise fail("where", arg, "a tile or a scalar", ty)
+    if isinstance(x, TileType) or isinstance(y, TileType):
+        dt, _ = operand_dtype(x, y, "where")
+    else:
+        kinds = {dtypes.scalar_kind(x), dtypes.scalar_kind(y)}
+        dt = (dtypes.float32 if "float" in kinds else dtypes.int32 if "int" in kinds
+              else dtypes.bool_)
+    return cond.with_dtype(dt)
+
+
+@typing_rule("astype")
+def type_astype(x, dtype):
+    if not isinstance(x, TileType):
+        raise fail("astype", "x", "a tile", x)
+    return x.with_dtype(dtype_arg(dtype, "astype"))
+
+
+def _minmax(name):
+    @typing_rule(name)
+    def rule(x, y):
+        res = operand_dtype(x, y, name)
+        if res is None:
+            raise fail(name, "x", "a tile", x)
+        dt, tile = res
+        return tile.with_dtype(dt)
+
+    return rule
+
+
+_minmax("minimum")
+_minmax("maximum")
+
+
+def _math(name):
+    @typing_rule(name)
+    def rule(x):
+        if not isinstance(x, TileType):
+            raise fail(name, "x", "a tile", x)
+        return x if dtypes.is_float(x.dtype) else x.with_dtype(dtypes.float32)
+
+    return rule
+
+
+for _n in MATH_FUNCTIONS:
+    _math(_n)
+
+assert all(OPS[n].typer is not None for n in MATH_FUNCTIONS)

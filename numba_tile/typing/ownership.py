@@ -1,0 +1,91 @@
+"""The ownership pass: checks a typed kernel against the ownership rules, from op effects.
+
+It runs right after Numba's type inference, on the typed IR of the kernel, and reads
+only what each op declares (:class:`numba_tile._registry.Effects`):
+
+* every operand an op *writes* must be a partition (a parameter the kernel signature
+  declares mutable), else :class:`StoreToReadOnlyError`;
+* a write goes to the block's own tile: an op's ``store_index`` argument must be left
+  out, else :class:`ForeignTileStoreError` (branded indices will lift this);
+* a tensor or partition may be handed only to numba_tile ops, whose effects are
+  known; a call to anything else that receives one is refused
+  (:class:`UnanalyzedCallError`), so no helper can write behind the pass's back.
+
+Tensor and partition types carry their parameter's name, so ``y = x; store(y, t)``
+is reported against ``x`` with no alias analysis. Errors carry the user's line.
+"""
+
+from __future__ import annotations
+
+from numba.cuda import types
+from numba.cuda.core import ir
+from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
+
+from .._registry import op_for_key
+from ..errors import ForeignTileStoreError, StoreToReadOnlyError, UnanalyzedCallError
+from .types import PartitionType, TensorType
+
+
+def _loc(inst):
+    loc = inst.loc
+    return dict(filename=loc.filename, lineno=loc.line, col=getattr(loc, "col", None))
+
+
+def _callee_name(fnty) -> str:
+    key = getattr(fnty, "typing_key", None)
+    return getattr(key, "__qualname__", None) or getattr(key, "__name__", None) or str(fnty)
+
+
+def check_call(inst, expr, typemap, calltypes):
+    """Check one call expression; raise an OwnershipError on a violation."""
+    fnty = typemap[expr.func.name]
+    sig = calltypes.get(expr)
+    argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
+    d = op_for_key(getattr(fnty, "typing_key", None))
+    if d is None:
+        passed = [t for t in argtys if isinstance(t, (TensorType, PartitionType))]
+        if passed:
+            names = ", ".join(f"'{t.param}'" for t in passed)
+            raise UnanalyzedCallError(
+                f"parameter(s) {names} passed to {_callee_name(fnty)}(), which numba_tile cannot "
+                f"check; tensors and partitions can only be given to numba_tile ops",
+                **_loc(inst))
+        return
+    for j in d.effects.writes:
+        t = argtys[j]
+        if isinstance(t, TensorType):
+            raise StoreToReadOnlyError(
+                f"{d.name}() writes parameter '{t.param}', which the kernel signature does not "
+                f"declare mutable (annotate it 'numba_tile.Partition' and pass a partition)",
+                **_loc(inst))
+    j = d.effects.store_index
+    if j is not None and j < len(argtys):
+        t = argtys[j]
+        if not isinstance(t, (types.Omitted, types.NoneType)):
+            target = argtys[d.effects.writes[0]] if d.effects.writes else None
+            name = f"'{target.param}'" if target is not None and hasattr(target, "param") else ""
+            raise ForeignTileStoreError(
+                f"{d.name}() to partition {name} at an explicit index: a block stores only its "
+                f"own tile (leave the index out)", **_loc(inst))
+
+
+def check_function(func_ir, typemap, calltypes):
+    for block in func_ir.blocks.values():
+        for inst in block.body:
+            if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr) \
+                    and inst.value.op == "call":
+                check_call(inst, inst.value, typemap, calltypes)
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class OwnershipPass(AnalysisPass):
+    """Numba compiler pass running :func:`check_function` on the typed kernel."""
+
+    _name = "numba_tile_ownership"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        check_function(state.func_ir, state.typemap, state.calltypes)
+        return False

@@ -1,0 +1,129 @@
+"""Numba types of numba_tile: Tensor, Partition and Tile, with their data models.
+
+* :class:`TensorType` is a read-only kernel parameter bound to a device array. It
+  carries the parameter's name (its *brand*), so an alias ``y = x`` still names
+  ``x`` in an ownership error and the ownership pass needs no alias analysis.
+* :class:`PartitionType` is a mutable kernel parameter: the block's own tile of an
+  array partitioned on the host. It carries the tile shape.
+* :class:`TileType` is a tile value: dtype, static shape, and the register layout
+  (:mod:`numba_tile.layout`) saying which elements each thread holds.
+
+Data models: a Tensor or Partition is ``{data*, shape[ndim] (int64), strides[ndim]
+(int64, in elements)}``; Numba flattens it into ``1 + 2*ndim`` kernel parameters. A
+Tile is an LLVM array of the thread's ``elems_per_thread`` elements, in registers.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import types
+from numba.cuda.extending import models, register_model
+
+from .. import dtypes
+from ..layout import BlockedLayout
+
+
+def storage_type(dt):
+    """Numba type an element of ``dt`` is stored as in device memory."""
+    if dt == dtypes.bfloat16:
+        return types.uint16
+    if dt == dtypes.bool_:
+        return types.uint8
+    return dt
+
+
+class _ArrayParam(types.Type):
+    """Common base of Tensor and Partition parameter types."""
+
+    mutable = False
+
+    @property
+    def storage(self):
+        return storage_type(self.dtype)
+
+
+class TensorType(_ArrayParam):
+    """Read-only kernel parameter ``param`` bound to an array.
+
+    Args:
+        dtype: element dtype (a Numba type from :mod:`numba_tile.dtypes`).
+        ndim: rank.
+        vec16: the specialization knows 16-byte vector accesses are legal (data
+            pointer 16-byte aligned, last axis contiguous, every other stride and the
+            last extent multiples of 16 bytes).
+        param: the kernel parameter's name (its brand).
+    """
+
+    def __init__(self, dtype, ndim: int, vec16: bool, param: str):
+        self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
+        super().__init__(
+            name=f"Tensor[{dtypes.name(dtype)}, {ndim}d{', vec16' if vec16 else ''}, param={param}]")
+
+
+class PartitionType(_ArrayParam):
+    """Mutable kernel parameter ``param``: the block's own tile of a partitioned array.
+
+    Args:
+        dtype, ndim, vec16, param: as :class:`TensorType`.
+        tile_shape: static tile shape (powers of two), one entry per axis.
+    """
+
+    mutable = True
+
+    def __init__(self, dtype, ndim: int, tile_shape: tuple, vec16: bool, param: str):
+        self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
+        self.tile_shape = tuple(tile_shape)
+        super().__init__(
+            name=f"Partition[{dtypes.name(dtype)}, tile={self.tile_shape}"
+                 f"{', vec16' if vec16 else ''}, param={param}]")
+
+
+class TileType(types.Type):
+    """A tile value: ``dtype``, static ``shape`` and register ``layout``."""
+
+    def __init__(self, dtype, shape: tuple, layout: BlockedLayout):
+        self.dtype, self.shape, self.layout = dtype, tuple(shape), layout
+        super().__init__(name=f"Tile[{dtypes.name(dtype)}, {self.shape}, {layout.describe()}]")
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def with_dtype(self, dt) -> "TileType":
+        return TileType(dt, self.shape, self.layout)
+
+
+@register_model(TensorType)
+@register_model(PartitionType)
+class ArrayParamModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        members = [
+            ("data", types.CPointer(fe_type.storage)),
+            ("shape", types.UniTuple(types.int64, fe_type.ndim)),
+            ("strides", types.UniTuple(types.int64, fe_type.ndim)),
+        ]
+        super().__init__(dmm, fe_type, members)
+
+
+def element_llvm_type(dt) -> ir.Type:
+    """LLVM type of one tile element in registers."""
+    if dt == dtypes.bool_:
+        return ir.IntType(1)
+    if dt == dtypes.bfloat16:
+        return ir.IntType(16)
+    if dt == dtypes.float16:
+        return ir.HalfType()
+    if dt == dtypes.float32:
+        return ir.FloatType()
+    if dt == dtypes.float64:
+        return ir.DoubleType()
+    return ir.IntType(dt.bitwidth)
+
+
+@register_model(TileType)
+class TileModel(models.PrimitiveModel):
+    """A thread's fragment: ``[elems_per_thread x element]`` in registers."""
+
+    def __init__(self, dmm, fe_type):
+        be_type = ir.ArrayType(element_llvm_type(fe_type.dtype), fe_type.layout.elems_per_thread)
+        super().__init__(dmm, fe_type, be_type)

@@ -1,0 +1,176 @@
+"""In-flight launch registry (runtime/inflight.py) with a fake event backend (case T1)."""
+
+import gc
+import weakref
+
+import numpy as np
+
+from numba_tile.runtime.arrays import as_array_arg
+from numba_tile.runtime.fakes import FakeDeviceArray
+from numba_tile.runtime.inflight import InflightRegistry, LaunchHandle
+
+
+class FakeEvent:
+    def __init__(self, n):
+        self.n = n
+        self.recorded_on = None
+        self.complete = False
+
+
+class FakeBackend:
+    """Events complete only when the test says so; stream waits are logged."""
+
+    def __init__(self):
+        self.created = []
+        self.destroyed = []
+        self.waits = []
+        self.synchronized = []
+        self.wait_sources = []  # (waiting stream, stream the event was recorded on) at wait time
+
+    def create(self):
+        ev = FakeEvent(len(self.created))
+        self.created.append(ev)
+        return ev
+
+    def record(self, event, stream):
+        event.recorded_on = stream
+        event.complete = False
+
+    def query(self, event):
+        return event.complete
+
+    def synchronize(self, event):
+        self.synchronized.append(event)
+        event.complete = True
+
+    def wait(self, stream, event):
+        self.waits.append((stream, event))
+        self.wait_sources.append((stream, event.recorded_on))
+
+    def destroy(self, event):
+        self.destroyed.append(event)
+
+
+class Buffer:
+    """A weak-referenceable user array."""
+
+    def __init__(self, n):
+        self.data = np.zeros(n)
+
+
+def _launch(reg, stream, *objs):
+    return reg.register(stream, tuple(objs))
+
+
+def test_refs_held_until_event_completes_even_if_handle_dropped():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    x, y = Buffer(4), Buffer(4)
+    refs = [weakref.ref(x), weakref.ref(y)]
+    handle = _launch(reg, 0, x, y)
+    event = backend.created[0]
+    assert event.recorded_on == 0
+    handle_ref = weakref.ref(handle)
+    del x, y, handle
+    gc.collect()
+    assert handle_ref() is None
+    assert all(r() is not None for r in refs)  # the registry holds them (T1)
+    assert reg.collect() == 0 and reg.pending() == 1
+    event.complete = True
+    assert reg.collect() == 1 and reg.pending() == 0
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_register_releases_completed_entries():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    a = Buffer(1)
+    ref = weakref.ref(a)
+    _launch(reg, 5, a)
+    del a
+    backend.created[0].complete = True
+    _launch(reg, 5, Buffer(1))
+    gc.collect()
+    assert ref() is None
+    assert reg.pending() == 1
+    # the completed event was reused from the pool, not created anew
+    assert len(backend.created) == 1
+
+
+def test_sync_returns_user_objects_and_releases_through_stream_order():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    host = np.zeros(8)
+    arg = as_array_arg(FakeDeviceArray(host), "x")
+    h1 = reg.register(3, (arg, 42))
+    h2 = reg.register(3, (Buffer(2),))
+    h3 = reg.register(4, (Buffer(2),))
+    assert not h1.done() and not h2.done()
+    out = h2.sync()
+    assert isinstance(out[0], Buffer)
+    assert h1.done() and h2.done() and not h3.done()  # stream order: h1 precedes h2
+    assert backend.synchronized == [backend.created[1]]
+    got = h1.sync()
+    assert got[0] is arg.obj and got[1] == 42
+    assert reg.pending() == 1
+    reg.synchronize_all()
+    assert h3.done() and reg.pending() == 0
+
+
+def test_done_polls_without_blocking():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    h = _launch(reg, 0, Buffer(1))
+    assert not h.done()
+    backend.created[0].complete = True
+    assert h.done() and reg.pending() == 0
+    assert h.sync() and backend.synchronized == []  # already done: no wait
+
+
+def test_pool_overflow_destroys_events():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend, pool_size=2)
+    handles = [_launch(reg, s, Buffer(1)) for s in range(5)]  # 5 streams: 5 events
+    for ev in backend.created:
+        ev.complete = True
+    reg.collect()
+    assert len(backend.destroyed) == 3
+    assert all(h.done() for h in handles)
+
+
+def test_cross_stream_conflicts_make_the_new_stream_wait():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    buf = np.zeros(16)
+    out = as_array_arg(FakeDeviceArray(buf[:8]), "z")
+    inp = as_array_arg(FakeDeviceArray(buf[8:]), "x")
+    reg.register(1 << 20, (out, inp), writes=(out,))
+    writer_event = backend.created[0]
+    # reading what stream A writes, from stream B: wait
+    reader = as_array_arg(FakeDeviceArray(buf[4:6]), "y")
+    assert reg.order_after_conflicts(2 << 20, [reader], []) == 1
+    assert backend.waits[-1] == (2 << 20, writer_event)
+    # writing what stream A reads: wait
+    w = as_array_arg(FakeDeviceArray(buf[10:12]), "w")
+    assert reg.order_after_conflicts(2 << 20, [w], [w]) == 1
+    # reading what A only reads: no wait; same stream: no wait
+    r = as_array_arg(FakeDeviceArray(buf[10:12]), "r")
+    assert reg.order_after_conflicts(2 << 20, [r], []) == 0
+    assert reg.order_after_conflicts(1 << 20, [reader], []) == 0
+    # after completion: nothing to wait for
+    writer_event.complete = True
+    assert reg.order_after_conflicts(2 << 20, [reader], []) == 0
+
+
+def test_wait_for_producer_streams():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    reg.wait_for_streams(9, [7, 8])
+    assert backend.wait_sources == [(9, 7), (9, 8)]
+    assert reg.pending() == 0
+
+
+def test_handle_type():
+    reg = InflightRegistry(FakeBackend())
+    assert isinstance(_launch(reg, 0), LaunchHandle)
