@@ -42,7 +42,7 @@ SUPPORTED_DTYPES: dict[numpy.dtype, str] = {
 _SUPPORTED_TEXT = ", ".join(SUPPORTED_DTYPES.values())
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class ArrayArg:
     """One array argument of a launch, described by address, layout and ownership.
 
@@ -73,6 +73,13 @@ class ArrayArg:
     readonly: bool
     device: int | None
     stream: int | None = None
+
+    def __init__(self, obj: object, owner: object, ptr: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...], dtype: numpy.dtype, readonly: bool, device: int | None,
+                 stream: int | None = None):
+        # One dict update instead of a frozen dataclass's nine object.__setattr__ calls (launch path).
+        self.__dict__.update(obj=obj, owner=owner, ptr=ptr, shape=shape, strides=strides, dtype=dtype,
+                             readonly=readonly, device=device, stream=stream)
 
     @property
     def is_host(self) -> bool:

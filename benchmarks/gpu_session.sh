@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One visit to the GPU machine: GPU tests, examples, benchmarks; logs under $OUT.
+# Usage (from the repository root, on the GPU machine, with the NumPy 2.4 wheel in .whl/):
+#   bash benchmarks/gpu_session.sh [benchmark args...]
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import numba_tile, numba, numpy; print('numba', numba.__version__, 'numpy', numpy.__version__)"
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  python3 -m pytest -q -x -p no:cacheprovider tests/gpu tests/compile 2>&1 | tee "$OUT/tests.log" | tail -25
+  python3 examples/vecadd.py 2>&1 | tee "$OUT/examples.log"
+  python3 examples/saxpy.py 2>&1 | tee -a "$OUT/examples.log"
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  python3 benchmarks/elementwise.py "$@" 2>&1 | tee "$OUT/bench.log"
+fi
