@@ -253,6 +253,30 @@ def bench_launch(args, torch):
     return out
 
 
+def profile_launch(torch):
+    import cProfile
+    import pstats
+
+    n = 256
+    x = torch.randn(n, device="cuda")
+    z = torch.empty(n, device="cuda")
+
+    @nt.jit
+    def nt_copy2(x, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load_like(x, z))
+
+    for _ in range(10):
+        nt_copy2(x, nt.partition(z, n), n)
+    torch.cuda.synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2000):
+        nt_copy2(x, nt.partition(z, n), n)
+    torch.cuda.synchronize()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[20, 22, 24, 26, 28], help="log2 sizes")
@@ -263,7 +287,13 @@ def main(argv=None):
     p.add_argument("--windows", type=int, default=15)
     p.add_argument("--launches", type=int, default=2000)
     p.add_argument("--skip-bandwidth", action="store_true")
+    p.add_argument("--max-vec", type=int, default=None,
+                   help="probe: elements per thread chunk in the blocked layout (numba_tile.layout.MAX_VEC)")
+    p.add_argument("--profile-launch", action="store_true", help="cProfile 2000 one-block launches")
     args = p.parse_args(argv)
+    if args.max_vec is not None:
+        import numba_tile.layout
+        numba_tile.layout.MAX_VEC = args.max_vec
     if not nt.gpu_available():
         raise SystemExit("benchmarks/elementwise.py needs a CUDA GPU")
     import torch
@@ -273,6 +303,8 @@ def main(argv=None):
         rows = bench_bandwidth(args, torch)
         print(f"\nbandwidth (bytes read + written over time), numba_tile tile={args.block}:\n")
         print_bandwidth(rows)
+    if args.profile_launch:
+        profile_launch(torch)
     lo = bench_launch(args, torch)
     print(f"\nlaunch overhead, one-block kernel, host wall time per launch over {args.launches} launches:\n")
     print("| kernel | us/launch | ratio to cupy RawKernel |")

@@ -93,6 +93,9 @@ def itemsize(dt) -> int:
     return dt.bitwidth // 8
 
 
+_NP_CACHE: dict = {}
+
+
 def from_any(obj):
     """Map a dtype given as a Numba type, NumPy dtype or scalar type, or name.
 
@@ -100,6 +103,15 @@ def from_any(obj):
         The Numba type, one of :data:`SUPPORTED`, or ``None`` when ``obj`` names no
         supported dtype.
     """
+    if isinstance(obj, np.dtype):
+        hit = _NP_CACHE.get(obj)
+        if hit is None:
+            hit = _NP_CACHE[obj] = _from_any(obj)
+        return hit
+    return _from_any(obj)
+
+
+def _from_any(obj):
     if isinstance(obj, types.NumberClass):
         obj = obj.instance_type
     if isinstance(obj, types.DType):

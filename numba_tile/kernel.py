@@ -34,9 +34,9 @@ from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError
 from .layout import is_pow2
 from .runtime import driver, inflight
-from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid, user_call_site
+from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.params import ParamBuffer
-from .runtime.streams import stream_handle
+from .runtime.streams import producer_streams, stream_handle
 from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
@@ -176,7 +176,8 @@ class Kernel:
         self.__wrapped__ = fn
         self._compiled: dict = {}      # specialization key -> CompiledKernel
         self._checked: set = set()     # specialization keys typed for the interpreter
-        self._loaded: dict = {}        # (key, device) -> (function, ParamBuffer)
+        self._loaded: dict = {}        # (key, cc, device) -> (module, function, ParamBuffer)
+        self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -185,6 +186,8 @@ class Kernel:
     # -- argument binding -----------------------------------------------------------------
 
     def _bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return list(args)
         names = [p.name for p in self.params]
         if len(args) > len(names):
             raise TileArgumentError(f"kernel '{self.__qualname__}' takes {len(names)} arguments "
@@ -233,38 +236,48 @@ class Kernel:
         return specs
 
     def _signature(self, bound):
-        """Specialization key and Numba argument types of a bound launch."""
-        key, argtypes, grid_param = [], [], None
-        for i, (p, b) in enumerate(zip(self.params, bound)):
+        """Specialization key and Numba argument types of a bound launch (cached per key)."""
+        key = []
+        for p, b in zip(self.params, bound):
             if isinstance(b, BoundArray):
                 a = b.array
-                dt = dtypes.from_any(a.dtype)
-                v16 = _vec16(a)
-                if b.mutable:
-                    if grid_param is None:
-                        grid_param = i
-                    key.append(("P", dtypes.name(dt), a.ndim, tuple(b.tile_shape), v16))
-                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, v16, p.name))
-                else:
-                    key.append(("T", dtypes.name(dt), a.ndim, v16))
-                    argtypes.append(TensorType(dt, a.ndim, v16, p.name))
+                key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a)))
             elif p.role == "constant":
                 try:
                     hash(b)
                 except TypeError:
                     raise TileArgumentError(f"constant '{p.name}' must be hashable, got "
                                             f"{type(b).__name__}") from None
-                key.append(("C", type(b).__name__, b))
+                key.append((type(b), b))
+            else:
+                key.append(type(b))
+        key = tuple(key)
+        hit = self._signatures.get(key)
+        if hit is None:
+            hit = self._signatures[key] = (key,) + self._argtypes(bound)
+        return hit
+
+    def _argtypes(self, bound):
+        argtypes, grid_param = [], None
+        for i, (p, b) in enumerate(zip(self.params, bound)):
+            if isinstance(b, BoundArray):
+                a = b.array
+                dt = dtypes.from_any(a.dtype)
+                if b.mutable:
+                    if grid_param is None:
+                        grid_param = i
+                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name))
+                else:
+                    argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name))
+            elif p.role == "constant":
                 argtypes.append(types.Omitted(b))
             else:
-                t = _scalar_type(b, p.name)
-                key.append(("S", str(t)))
-                argtypes.append(t)
+                argtypes.append(_scalar_type(b, p.name))
         if grid_param is None:
             raise TileArgumentError(
                 f"kernel '{self.__qualname__}' has no Partition parameter: a safe kernel writes "
                 f"only through partitions, and the first one defines the launch grid")
-        return tuple(key), tuple(argtypes), grid_param
+        return tuple(argtypes), grid_param
 
     # -- compilation ---------------------------------------------------------------------
 
@@ -313,10 +326,9 @@ class Kernel:
             interpret = self.interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
         values = self._bind(args, kwargs)
         specs = self._specs(values)
-        site = user_call_site()
         handle = None if interpret else stream_handle(stream)
         bound = bind_arrays(self.__qualname__, specs, values, allow_host=bool(interpret),
-                            call_site=site, stream=handle)
+                            call_site=None, stream=handle)
         key, argtypes, grid_param = self._signature(bound)
         grid = launch_grid(bound)
         if interpret:
@@ -351,8 +363,9 @@ class Kernel:
         writes = [b.array for b in arrays if b.mutable]
         reads = [b.array for b in arrays]
         registry.order_after_conflicts(stream, reads, writes)
-        registry.wait_for_streams(stream, {b.array.stream for b in arrays
-                                           if b.array.stream not in (None, stream)})
+        producers = producer_streams((a.stream for a in reads), stream)
+        if producers:
+            registry.wait_for_streams(stream, producers)
         with self._lock:
             ptr = params.pack(flat)
             driver.launch(func, (nblocks, 1, 1), (ck.num_threads, 1, 1), 0, stream, ptr)
@@ -381,8 +394,7 @@ class Kernel:
         """
         values = self._bind(args, kwargs)
         specs = self._specs(values)
-        bound = bind_arrays(self.__qualname__, specs, values, allow_host=True,
-                            call_site=user_call_site())
+        bound = bind_arrays(self.__qualname__, specs, values, allow_host=True, call_site=None)
         key, argtypes, grid_param = self._signature(bound)
         return self.compile(key, argtypes, grid_param, cc).ptx
 

@@ -19,6 +19,7 @@ __all__ = [
     "ParamBuffer",
     "gpu_available",
     "ensure_context",
+    "compute_capability",
     "current_device",
     "pointer_device",
     "load_module",
@@ -142,6 +143,29 @@ def ensure_context(device: int):
     if current is None or int(current) != int(ctx):
         _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(ctx))
     return ctx
+
+
+_capabilities: dict[int, tuple[int, int]] = {}
+
+
+def compute_capability(device: int) -> tuple[int, int]:
+    """``(major, minor)`` compute capability of ``device`` (e.g. ``(9, 0)`` on H200), cached.
+
+    Raises:
+        CudaDriverError: no driver or an invalid ordinal.
+    """
+    cc = _capabilities.get(device)
+    if cc is None:
+        cu = _cu()
+        _init()
+        dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
+        attr = cu.CUdevice_attribute
+        major = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+        minor = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+        cc = _capabilities[device] = (int(major), int(minor))
+    return cc
 
 
 def current_device() -> int | None:

@@ -65,7 +65,7 @@ class ParamSpec:
     tile_shape: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BoundArray:
     """An array argument bound to its parameter, after conversion.
 
@@ -78,6 +78,10 @@ class BoundArray:
     spec: ParamSpec
     array: ArrayArg
     tile_shape: tuple[int, ...] | None
+
+    def __init__(self, spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...] | None):
+        # One dict update instead of three object.__setattr__ calls (launch path).
+        self.__dict__.update(spec=spec, array=array, tile_shape=tile_shape)
 
     @property
     def mutable(self) -> bool:
@@ -106,6 +110,25 @@ def user_call_site() -> tuple[str, int] | None:
             return filename, frame.f_lineno
         frame = frame.f_back
     return None
+
+
+# Verdicts depend only on numbers (addresses, extents, strides, item sizes, devices, tile shapes), so
+# layouts that passed are remembered: a loop relaunching on the same arrays skips the overlap work.
+# The keys hold ints and tuples only, never the arrays. Failures are not cached.
+_CACHE_SIZE = 1024
+_VERIFIED: dict[tuple, None] = {}
+_SELF_OVERLAP: dict[tuple, bool] = {}
+
+
+def _self_overlaps(array: ArrayArg) -> bool:
+    key = (array.shape, array.strides, array.itemsize)  # independent of the address
+    verdict = _SELF_OVERLAP.get(key)
+    if verdict is None:
+        verdict = has_internal_overlap(array)
+        if len(_SELF_OVERLAP) >= _CACHE_SIZE:
+            _SELF_OVERLAP.clear()
+        _SELF_OVERLAP[key] = verdict
+    return verdict
 
 
 def _type_name(obj: object) -> str:
@@ -150,7 +173,7 @@ class _Raiser:
                    lineno=lineno or None)
 
 
-def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool,
+def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | None,
               stream: int | None) -> BoundArray | object:
     name = spec.name
     kind = spec.kind
@@ -179,11 +202,13 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool,
     except TileArgumentError as exc:
         raise err(type(exc), exc.message) from None
 
-    if allow_host and not array.is_host:
+    if allow_host is None:
+        pass  # inspection only: any memory
+    elif allow_host and not array.is_host:
         raise err(TileArgumentError,
                   f"argument '{name}': interpreter mode runs on NumPy (host) arrays; got an array on "
                   f"CUDA device {array.device} ({_type_name(target)})")
-    if not allow_host and array.is_host:
+    elif not allow_host and array.is_host:
         raise err(HostArrayError,
                   f"argument '{name}': NumPy (host) arrays run only in interpreter mode; pass a "
                   f"CuPy/Numba/PyTorch device array or launch with interpret=True")
@@ -197,7 +222,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool,
             raise err(PartitionShapeError,
                       f"partition '{name}' has tile shape {tile_shape}; the kernel declares "
                       f"{tuple(spec.tile_shape)}")
-        if has_internal_overlap(array):
+        if _self_overlaps(array):
             raise err(SelfOverlapError,
                       f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
                       f"strides {array.strides} makes two elements share memory")
@@ -209,7 +234,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool,
 
 
 def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[object], *,
-                allow_host: bool, call_site: tuple[str, int] | None,
+                allow_host: bool | None, call_site: tuple[str, int] | None,
                 stream: int | None = None) -> list[BoundArray | object]:
     """Converts a launch's arguments and runs every launch-time ownership check.
 
@@ -219,7 +244,8 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         values: the user's arguments, in the same order (arrays, :class:`Partition` objects,
             constants, scalars).
         allow_host: True in interpreter mode (arrays must then be host arrays), False on the GPU path
-            (arrays must be device arrays, all on one device).
+            (arrays must be device arrays, all on one device), None to accept host and device arrays
+            alike (inspection, e.g. compiling for given arguments; never for a launch).
         call_site: ``(filename, lineno)`` of the user's launch line, or None to find it on the stack
             (:func:`user_call_site`) when an error is raised.
         stream: the launch stream's handle, handed to DLPack producers (see :func:`as_array_arg`).
@@ -250,8 +276,20 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
     arrays = [b for b in out if isinstance(b, BoundArray)]
     if len(arrays) < 2:
         return out
+    key = (allow_host,) + tuple((b.tile_shape, b.array.ptr, b.array.shape, b.array.strides,
+                                 b.array.itemsize, b.array.device) for b in arrays)
+    if key in _VERIFIED:
+        return out
+    _check_between(arrays, allow_host, err)
+    if len(_VERIFIED) >= _CACHE_SIZE:
+        _VERIFIED.clear()
+    _VERIFIED[key] = None
+    return out
 
-    if not allow_host:
+
+def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Raiser) -> None:
+    """Devices, aliasing and grids: the checks between arguments."""
+    if allow_host is False:
         first = None
         for b in arrays:
             if b.array.size == 0:
@@ -290,4 +328,3 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
                       f"{grid_owner.tile_shape}, grid {g1}) and '{b.spec.name}' (shape "
                       f"{b.array.shape}, tiles {b.tile_shape}, grid {g2}) imply different launch "
                       f"grids")
-    return out

@@ -111,9 +111,13 @@ def has_internal_overlap(a: ArrayArg) -> bool:
     Returns:
         bool: True iff two distinct index tuples of ``a`` address elements that share a byte.
     """
-    if a.size == 0:
+    shape, strides = a.shape, a.strides
+    if len(shape) == 1:  # the common case, answered directly
+        n, s = shape[0], strides[0]
+        return n > 1 and abs(s) < a.itemsize
+    if 0 in shape:
         return False
-    axes = [(n, s) for n, s in zip(a.shape, a.strides) if n > 1]
+    axes = [(n, s) for n, s in zip(shape, strides) if n > 1]
     if not axes:
         return False
     if any(s == 0 for _, s in axes):

@@ -186,10 +186,22 @@ def test_device_array_in_interpreter_mode_refused():
 
 def test_arrays_on_different_devices_refused(monkeypatch):
     dev1 = np.zeros(4, np.float32)
+    dev0 = np.zeros(4, np.float32)
     monkeypatch.setattr(arrays, "_pointer_device",
                         lambda ptr: 1 if ptr == dev1.ctypes.data else 0)
+    values = [Dev(dev0), partition(Dev(dev1), 4)]
+    bind(ADD[:1] + ADD[2:], values, allow_host=None)  # inspection: devices not compared
     with pytest.raises(TileArgumentError, match="'x'.*'z'.*different devices"):
-        bind(ADD[:1] + ADD[2:], [Dev(np.zeros(4, np.float32)), partition(Dev(dev1), 4)])
+        bind(ADD[:1] + ADD[2:], values)  # not hidden by the verdict cache
+
+
+def test_inspection_mode_accepts_host_and_device_arrays_but_checks_ownership():
+    x = np.zeros(4, np.float32)
+    bound = bind(ADD, [x, Dev(np.zeros(4, np.float32)), partition(np.zeros(4, np.float32), 4)],
+                 allow_host=None)
+    assert bound[0].array.is_host and not bound[1].array.is_host
+    with pytest.raises(AliasingError):
+        bind(ADD, [x, Dev(x), partition(x, 4)], allow_host=None)
 
 
 # -- partitions ---------------------------------------------------------------------------------------
