@@ -186,7 +186,9 @@ def _math_lowering(name):
                 r = _libdevice(builder, base, v)
             else:  # sigmoid = 1 / (1 + exp(-x))
                 one = ir.Constant(v.type, 1.0)
-                r = builder.fdiv(one, builder.fadd(one, _libdevice(builder, "exp", builder.fneg(v))))
+                # NVVM IR predates LLVM's fneg instruction: negate as (-0.0 - v)
+                neg = builder.fsub(ir.Constant(v.type, -0.0), v)
+                r = builder.fdiv(one, builder.fadd(one, _libdevice(builder, "exp", neg)))
             out.append(from_compute(context, builder, r, res.dtype))
         return make_fragment(builder, res, out)
 

@@ -71,15 +71,19 @@ def own_tile_index(builder, view: ArrayView, tile_shape):
 
 
 def _storage_to_reg(builder, v, dt):
+    """Element as stored in memory -> register element (bool: i8 -> i1; float16 is stored
+    as i16 bits by numba-cuda's data model and bit-cast to ``half``)."""
     if dt == dtypes.bool_:
         return builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
-    return v
+    reg = element_llvm_type(dt)
+    return v if v.type == reg else builder.bitcast(v, reg)
 
 
-def _reg_to_storage(builder, v, dt):
+def _reg_to_storage(builder, v, dt, storage):
+    """Register element -> element as stored in memory (LLVM type ``storage``)."""
     if dt == dtypes.bool_:
-        return builder.zext(v, ir.IntType(8))
-    return v
+        return builder.zext(v, storage)
+    return v if v.type == storage else builder.bitcast(v, storage)
 
 
 def _masked_load(builder, mask, ptr, fallback, align, invariant):
@@ -129,7 +133,7 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad):
     invariant = isinstance(view.ty, TensorType)
     last = view.ty.ndim - 1
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
-    pad_storage = _reg_to_storage(builder, pad, dt)
+    pad_storage = _reg_to_storage(builder, pad, dt, view.storage_llvm)
     elems = []
     for rep in range(layout.reps):
         g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
@@ -178,7 +182,7 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
                 ptr = view.global_ptr(builder, off, lanes)
                 vec = ir.Constant(ptr.type.pointee, ir.Undefined)
                 for lane in range(lanes):
-                    vec = builder.insert_element(vec, _reg_to_storage(builder, frag_elems[k + lane], dt),
+                    vec = builder.insert_element(vec, _reg_to_storage(builder, frag_elems[k + lane], dt, view.storage_llvm),
                                                  ir.Constant(ir.IntType(32), lane))
                 k += lanes
                 with builder.if_then(mask, likely=True):
@@ -186,7 +190,7 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
             else:
                 off = builder.add(base, builder.mul(col, view.strides[last]))
                 ptr = view.global_ptr(builder, off, 1)
-                val = _reg_to_storage(builder, frag_elems[k], dt)
+                val = _reg_to_storage(builder, frag_elems[k], dt, view.storage_llvm)
                 k += 1
                 with builder.if_then(mask, likely=True):
                     builder.store(val, ptr, align=view.itemsize)

@@ -6,9 +6,11 @@ Modules, one concern each (private; the public API is re-exported by ``numba_til
   described as :class:`~numba_tile.runtime.arrays.ArrayArg` (address, shape, byte strides, dtype).
 * :mod:`~numba_tile.runtime.dlpack`: reading DLPack capsules with ctypes.
 * :mod:`~numba_tile.runtime.overlap`: exact memory overlap between and within arguments.
-* :mod:`~numba_tile.runtime.partition`: host :class:`~numba_tile.runtime.partition.Partition` objects.
+* :mod:`~numba_tile.runtime.partition`: host :class:`~numba_tile.runtime.partition.Partition`
+  objects.
 * :mod:`~numba_tile.runtime.launch_checks`: the launch-time ownership checks.
-* :mod:`~numba_tile.runtime.streams`: stream handles from CuPy, Numba, PyTorch and cuda.core streams.
+* :mod:`~numba_tile.runtime.streams`: stream handles from CuPy, Numba, PyTorch and cuda.core
+  streams.
 * :mod:`~numba_tile.runtime.params`: kernel parameter packing (precomputed offsets).
 * :mod:`~numba_tile.runtime.driver`: thin layer over ``cuda.bindings.driver`` (imported lazily).
 * :mod:`~numba_tile.runtime.inflight`: the process-wide registry that keeps in-flight launches'

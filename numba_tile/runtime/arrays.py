@@ -2,7 +2,8 @@
 
 Producers understood, in the order they are tried:
 
-1. ``numpy.ndarray`` (host memory; interpreter mode only, the launch checks refuse it on the GPU path);
+1. ``numpy.ndarray`` (host memory; interpreter mode only, the launch checks refuse it on the GPU
+   path);
 2. PyTorch tensors (recognised by ``type(obj).__module__``; torch is never imported here);
 3. anything with ``__cuda_array_interface__`` (CuPy, Numba device arrays, ...), versions 0 to 3;
 4. any other DLPack producer (``__dlpack__`` and ``__dlpack_device__``), read with ctypes.
@@ -46,12 +47,13 @@ _SUPPORTED_TEXT = ", ".join(SUPPORTED_DTYPES.values())
 class ArrayArg:
     """One array argument of a launch, described by address, layout and ownership.
 
-    Compared by identity (``eq=False``): two descriptions of the same memory are different arguments.
+    Compared by identity (``eq=False``): two descriptions of the same memory are different
+    arguments.
 
     Attributes:
         obj: the object the user passed (kept alive with the launch).
-        owner: the object whose lifetime keeps the memory alive: ``obj`` itself, or the DLPack capsule
-            for DLPack producers.
+        owner: the object whose lifetime keeps the memory alive: ``obj`` itself, or the DLPack
+            capsule for DLPack producers.
         ptr: address of element ``[0, ..., 0]`` in bytes (a device address for device arrays, a host
             address for host arrays). May be 0 for zero-size arrays.
         shape: extent per axis, in elements.
@@ -77,9 +79,9 @@ class ArrayArg:
     def __init__(self, obj: object, owner: object, ptr: int, shape: tuple[int, ...],
                  strides: tuple[int, ...], dtype: numpy.dtype, readonly: bool, device: int | None,
                  stream: int | None = None):
-        # One dict update instead of a frozen dataclass's nine object.__setattr__ calls (launch path).
-        self.__dict__.update(obj=obj, owner=owner, ptr=ptr, shape=shape, strides=strides, dtype=dtype,
-                             readonly=readonly, device=device, stream=stream)
+        # One dict update instead of a frozen dataclass's nine object.__setattr__ calls (hot path).
+        self.__dict__.update(obj=obj, owner=owner, ptr=ptr, shape=shape, strides=strides,
+                             dtype=dtype, readonly=readonly, device=device, stream=stream)
 
     @property
     def is_host(self) -> bool:
@@ -114,14 +116,14 @@ class ArrayArg:
             q, r = divmod(stride, size)
             if r:
                 raise TileArgumentError(
-                    f"array stride {stride} bytes on axis {axis} is not a multiple of the item size "
-                    f"{size} bytes ({self.dtype})")
+                    f"array stride {stride} bytes on axis {axis} is not a multiple of the item "
+                    f"size {size} bytes ({self.dtype})")
             out.append(q)
         return tuple(out)
 
     @property
     def byte_bounds(self) -> tuple[int, int]:
-        """Half-open byte range ``[lo, hi)`` that contains every element; ``(ptr, ptr)`` if size 0."""
+        """Half-open byte range ``[lo, hi)`` holding every element; ``(ptr, ptr)`` if size 0."""
         lo = hi = self.ptr
         for n, s in zip(self.shape, self.strides):
             if n == 0:
@@ -165,7 +167,7 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return strides
 
 
-# -- device of a CUDA Array Interface pointer -------------------------------------------------------
+# -- device of a CUDA Array Interface pointer ------------------------------------------------------
 
 _driver = None
 
@@ -173,10 +175,11 @@ _driver = None
 def _pointer_device(ptr: int) -> int:
     """CUDA device ordinal owning ``ptr``.
 
-    Uses ``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``. Without a usable CUDA driver
-    no device memory can exist, so the interface belongs to a stand-in (unit tests): it is taken to be
-    on device 0. A pointer the driver does not know (null pointer of an empty array, or pageable host
-    memory on a system with HMM) is taken to be on the current context's device (0 if none).
+    Uses ``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``. Without a usable CUDA
+    driver no device memory can exist, so the interface belongs to a stand-in (unit tests): it is
+    taken to be on device 0. A pointer the driver does not know (null pointer of an empty array, or
+    pageable host memory on a system with HMM) is taken to be on the current context's device (0 if
+    none).
     """
     global _driver
     if _driver is None:
@@ -193,7 +196,7 @@ def _pointer_device(ptr: int) -> int:
     return 0 if current is None else current
 
 
-# -- adapters ---------------------------------------------------------------------------------------
+# -- adapters --------------------------------------------------------------------------------------
 
 def _from_numpy(obj: numpy.ndarray, name: str, stream: int | None) -> ArrayArg:
     dtype = _check_dtype(obj.dtype, name)
@@ -377,8 +380,9 @@ def as_array_arg(obj: object, name: str, *, stream: int | None = None) -> ArrayA
             DLPack producer) or a ``numpy.ndarray`` (host memory). Any rank, dtype among
             :data:`SUPPORTED_DTYPES`.
         name: the kernel parameter it is bound to, used in error messages.
-        stream: handle (int) of the stream the launch will use. Only DLPack producers use it, to order
-            their pending work before that stream (0 is sent as DLPack's 1, the legacy default stream).
+        stream: handle (int) of the stream the launch will use. Only DLPack producers use it, to
+            order their pending work before that stream (0 is sent as DLPack's 1, the legacy default
+            stream).
 
     Returns:
         ArrayArg: the description; ``owner`` keeps the memory alive (the DLPack capsule for DLPack
@@ -386,7 +390,8 @@ def as_array_arg(obj: object, name: str, *, stream: int | None = None) -> ArrayA
 
     Raises:
         TileArgumentError: ``obj`` is not an array, has an unsupported dtype, a masked CUDA Array
-            Interface, a malformed interface, or lives on a device that is neither CUDA nor the host.
+            Interface, a malformed interface, or lives on a device that is neither CUDA nor the
+            host.
     """
     adapter = _ADAPTERS.get(type(obj))
     if adapter is None:

@@ -1,11 +1,11 @@
 """Reading DLPack capsules with ctypes (no third-party DLPack library).
 
 A DLPack producer (``obj.__dlpack__()``) returns a ``PyCapsule`` named ``"dltensor"`` (holding a
-``DLManagedTensor*``) or, when the consumer asked with ``max_version=(1, 0)`` or later and the producer
-supports it, ``"dltensor_versioned"`` (holding a ``DLManagedTensorVersioned*``, which adds a read-only
-flag). This module reads the struct in place; it never calls the tensor's deleter and never renames
-the capsule, so the capsule's own destructor releases the producer's memory when the capsule is
-garbage-collected. Keeping the capsule alive therefore keeps the memory alive.
+``DLManagedTensor*``) or, when the consumer asked with ``max_version=(1, 0)`` or later and the
+producer supports it, ``"dltensor_versioned"`` (holding a ``DLManagedTensorVersioned*``, which adds
+a read-only flag). This module reads the struct in place; it never calls the tensor's deleter and
+never renames the capsule, so the capsule's own destructor releases the producer's memory when the
+capsule is garbage-collected. Keeping the capsule alive therefore keeps the memory alive.
 
 Struct layouts follow ``dlpack.h`` (v1.0)::
 
@@ -162,11 +162,12 @@ def read_capsule(capsule: object) -> DLPackTensor:
 
     Args:
         capsule: a ``PyCapsule`` named ``"dltensor"`` or ``"dltensor_versioned"``, as returned by
-            ``__dlpack__``. It is neither consumed nor renamed; keep it alive as long as the memory is
-            in use.
+            ``__dlpack__``. It is neither consumed nor renamed; keep it alive as long as the memory
+            is in use.
 
     Returns:
-        DLPackTensor: address (bytes), shape and strides (elements), dtype, device and read-only flag.
+        DLPackTensor: address (bytes), shape and strides (elements), dtype, device and read-only
+            flag.
 
     Raises:
         ValueError: ``capsule`` is not an unconsumed DLPack capsule, or it reports a negative rank.
@@ -175,7 +176,8 @@ def read_capsule(capsule: object) -> DLPackTensor:
         addr = _capsule_get_pointer(capsule, VERSIONED_CAPSULE_NAME)
         managed = _DLManagedTensorVersioned.from_address(addr)
         if managed.version.major < 1:
-            raise ValueError(f"DLPack capsule of version {managed.version.major}.{managed.version.minor}")
+            version = f"{managed.version.major}.{managed.version.minor}"
+            raise ValueError(f"DLPack capsule of version {version}")
         readonly = bool(managed.flags & _FLAG_READ_ONLY)
         tensor = managed.dl_tensor
     elif _capsule_is_valid(capsule, CAPSULE_NAME):

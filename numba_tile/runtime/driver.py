@@ -6,6 +6,11 @@ or without ``libcuda``; only :func:`gpu_available` may be called there (it answe
 
 Handles (modules, functions, events) are the ``cuda.bindings`` objects; streams are plain ints (see
 :mod:`numba_tile.runtime.streams`).
+
+The three calls made on every launch (``cuLaunchKernel``, ``cuEventRecord``, ``cuEventQuery``) go
+straight to ``libcuda`` through ctypes when it can be loaded: the ``cuda.bindings`` wrappers convert
+and validate each argument in Python-visible objects and cost several microseconds per call, which is
+most of a small kernel's launch time. Both reach the same driver library and context.
 """
 
 from __future__ import annotations
@@ -61,6 +66,10 @@ def _cu():
 
 
 def _raise(function: str, err) -> None:
+    try:
+        err = _cu().CUresult(int(err))  # raw ints come from the ctypes launch path
+    except ValueError:
+        pass
     name = getattr(err, "name", None) or f"CUresult {int(err)}"
     detail = ""
     try:
@@ -232,6 +241,38 @@ def get_function(module, name: str):
     return _check("cuModuleGetFunction", _cu().cuModuleGetFunction(module, name.encode()))
 
 
+_fast = None  # ctypes functions of libcuda for the launch path, or False when unavailable
+
+
+def _fast_calls():
+    """``(cuLaunchKernel, cuEventRecord, cuEventQuery)`` from libcuda via ctypes, or None."""
+    global _fast
+    if _fast is None:
+        try:
+            import ctypes
+
+            lib = ctypes.CDLL("libcuda.so.1")
+            vp, ui = ctypes.c_void_p, ctypes.c_uint
+            launch_fn = lib.cuLaunchKernel
+            launch_fn.restype = ctypes.c_int
+            launch_fn.argtypes = [vp, ui, ui, ui, ui, ui, ui, ui, vp, vp, vp]
+            record_fn = lib.cuEventRecord
+            record_fn.restype = ctypes.c_int
+            record_fn.argtypes = [vp, vp]
+            query_fn = lib.cuEventQuery
+            query_fn.restype = ctypes.c_int
+            query_fn.argtypes = [vp]
+            _fast = (launch_fn, record_fn, query_fn)
+        except (OSError, AttributeError):
+            _fast = False
+    return _fast or None
+
+
+def _handle(obj) -> int:
+    """Raw address of a ``cuda.bindings`` handle object (or an int)."""
+    return obj if type(obj) is int else int(obj)
+
+
 def launch(func, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
            stream: int, params_ptr: int) -> None:
     """Queues one kernel launch (``cuLaunchKernel``) on ``stream``; returns without waiting.
@@ -249,9 +290,14 @@ def launch(func, grid: tuple[int, int, int], block: tuple[int, int, int], shared
     Raises:
         CudaDriverError: the launch was refused.
     """
-    err, = _cu().cuLaunchKernel(
-        func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
-        params_ptr, 0)
+    fast = _fast or _fast_calls()
+    if fast:
+        err = fast[0](_handle(func), grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                      shared_mem, stream or None, params_ptr or None, None)
+    else:
+        err, = _cu().cuLaunchKernel(
+            func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream,
+            params_ptr, 0)
     if err:
         _raise("cuLaunchKernel", err)
 
@@ -265,20 +311,30 @@ def event_create():
 
 def event_record(event, stream: int) -> None:
     """Records ``event`` on ``stream`` after the work queued so far."""
-    err, = _cu().cuEventRecord(event, stream)
+    fast = _fast or _fast_calls()
+    if fast:
+        err = fast[1](_handle(event), stream or None)
+    else:
+        err, = _cu().cuEventRecord(event, stream)
     if err:
         _raise("cuEventRecord", err)
 
 
 def event_query(event) -> bool:
     """True when all work captured by ``event`` has completed (``CUDA_ERROR_NOT_READY``: False)."""
-    cu = _cu()
-    err, = cu.cuEventQuery(event)
+    fast = _fast or _fast_calls()
+    if fast:
+        err = fast[2](_handle(event))
+    else:
+        err, = _cu().cuEventQuery(event)
     if not err:
         return True
-    if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+    if err == _NOT_READY:
         return False
     _raise("cuEventQuery", err)
+
+
+_NOT_READY = 600  # CUDA_ERROR_NOT_READY
 
 
 def event_synchronize(event) -> None:
@@ -292,7 +348,7 @@ def event_destroy(event) -> None:
 
 
 def stream_wait_event(stream: int, event) -> None:
-    """Makes future work on ``stream`` wait for the work ``event`` captured at the time of the call."""
+    """Makes later work on ``stream`` wait for the work ``event`` has captured at call time."""
     _check("cuStreamWaitEvent", _cu().cuStreamWaitEvent(stream, event, 0))
 
 
@@ -300,24 +356,3 @@ def synchronize_stream(stream: int) -> None:
     """Blocks the calling thread until all work queued on ``stream`` has completed."""
     _check("cuStreamSynchronize", _cu().cuStreamSynchronize(stream))
 
-
-_CC_CACHE: dict = {}
-
-
-def compute_capability(device: int) -> tuple[int, int]:
-    """``(major, minor)`` compute capability of CUDA device ``device`` (cached).
-
-    Raises:
-        CudaDriverError: the driver call failed.
-    """
-    cc = _CC_CACHE.get(device)
-    if cc is None:
-        cu = _cu()
-        _init()
-        dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
-        major = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
-        minor = _check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
-        cc = _CC_CACHE[device] = (int(major), int(minor))
-    return cc

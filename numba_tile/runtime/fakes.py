@@ -1,9 +1,10 @@
 """Stand-ins for device arrays, for tests that run without a GPU.
 
 :class:`FakeDeviceArray` exposes a ``__cuda_array_interface__`` (v3) built from a NumPy array's
-``__array_interface__``: the addresses, shape and strides are real (host addresses), so overlap checks
-give the same answers as for device memory, while nothing ever reads the data through the interface.
-Without a CUDA driver, :func:`numba_tile.runtime.arrays.as_array_arg` places such an array on device 0.
+``__array_interface__``: the addresses, shape and strides are real (host addresses), so overlap
+checks give the same answers as for device memory, while nothing ever reads the data through the
+interface. Without a CUDA driver, :func:`numba_tile.runtime.arrays.as_array_arg` places such an
+array on device 0.
 """
 
 from __future__ import annotations

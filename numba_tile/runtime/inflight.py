@@ -6,9 +6,9 @@ memory alive, and anything else). The registry records a CUDA event on the launc
 the kernel and holds those references until the event has completed. The returned
 :class:`LaunchHandle` is a view on that entry: dropping it releases nothing (case T1).
 
-Completed entries are released on every :func:`register` call and by :func:`collect`. Events recorded
-on one stream complete in order, so polling stops at the first pending entry of each stream: the cost
-per launch is one event query per active stream, not per pending launch.
+Completed entries are released on every :func:`register` call and by :func:`collect`. Events
+recorded on one stream complete in order, so polling stops at the first pending entry of each
+stream: the cost per launch is one event query per active stream, not per pending launch.
 
 The event backend is an object with ``create``, ``record``, ``query``, ``synchronize``, ``wait`` and
 ``destroy`` (:class:`DriverEventBackend` uses the CUDA driver); tests pass a fake one to an
@@ -102,7 +102,7 @@ class LaunchHandle:
         return self._entry.stream
 
     def done(self) -> bool:
-        """True when the kernel (and all work before it on its stream) has completed. Does not block."""
+        """True when the kernel (and all earlier work on its stream) has completed; never blocks."""
         return self._registry._poll(self._entry)
 
     def sync(self) -> tuple:
@@ -158,7 +158,7 @@ class InflightRegistry:
 
     def register(self, stream: int, refs: tuple, *, writes: Sequence[ArrayArg] = (),
                  arrays: tuple | None = None) -> LaunchHandle:
-        """Records an event after the kernel just queued on ``stream``; holds ``refs`` until it completes.
+        """Records an event after the kernel on ``stream``; holds ``refs`` until it completes.
 
         Call right after the launch, before anything else is queued on ``stream``.
 
@@ -166,8 +166,8 @@ class InflightRegistry:
             stream: handle of the launch stream.
             refs: everything the kernel uses: :class:`ArrayArg` objects (their ``obj`` and ``owner``
                 are kept alive through them) and any other object to keep alive.
-            writes: the :class:`ArrayArg` objects the kernel may write (a subset of ``refs``), used by
-                :meth:`order_after_conflicts`.
+            writes: the :class:`ArrayArg` objects the kernel may write (a subset of ``refs``), used
+                by :meth:`order_after_conflicts`.
             arrays: what :meth:`LaunchHandle.sync` returns; by default ``refs`` with every
                 :class:`ArrayArg` replaced by its ``obj``.
 
@@ -271,8 +271,8 @@ class InflightRegistry:
                               writes: Sequence[ArrayArg]) -> int:
         """Makes ``stream`` wait for in-flight launches on other streams that touch the same memory.
 
-        A conflict is an in-flight launch on another stream that writes memory of any of ``args``, or
-        that uses memory ``writes`` will write. Launches on the same stream are ordered already.
+        A conflict is an in-flight launch on another stream that writes memory of any of ``args``,
+        or that uses memory ``writes`` will write. Launches on the same stream are ordered already.
 
         Args:
             stream: handle of the stream of the launch about to be queued.

@@ -1,20 +1,21 @@
 """Launch-time ownership checks (DESIGN.md section 2), run before anything is queued.
 
-:func:`bind_arrays` turns a launch's arguments into :class:`BoundArray` descriptions and enforces, for
-each kernel parameter and between parameters:
+:func:`bind_arrays` turns a launch's arguments into :class:`BoundArray` descriptions and enforces,
+for each kernel parameter and between parameters:
 
-* a mutable (``'partition'``) parameter receives a :class:`Partition` (:class:`MissingPartitionError`),
-  a read-only (``'tensor'``) one does not (:class:`UnexpectedPartitionError`);
+* a mutable (``'partition'``) parameter receives a :class:`Partition`
+  (:class:`MissingPartitionError`), a read-only (``'tensor'``) one does not
+  (:class:`UnexpectedPartitionError`);
 * host arrays only in interpreter mode and device arrays only on the GPU path
   (:class:`HostArrayError`, :class:`TileArgumentError`), all device arrays on one device;
-* a mutable array does not overlap itself (:class:`SelfOverlapError`) and was not marked read-only by
-  its producer (:class:`ReadOnlyProducerError`);
+* a mutable array does not overlap itself (:class:`SelfOverlapError`) and was not marked read-only
+  by its producer (:class:`ReadOnlyProducerError`);
 * a partition's tile shape has the array's rank and the kernel's declared shape
   (:class:`PartitionShapeError`), and all partitions imply one grid (:class:`GridMismatchError`);
 * a mutable argument overlaps no other argument, read-only or mutable (:class:`AliasingError`).
 
-Every error names the kernel, the parameter(s) and the rule (the class's ``rule``), and points at the
-user's call site.
+Every error names the kernel, the parameter(s) and the rule (the class's ``rule``), and points at
+the user's call site.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ class ParamSpec:
     Attributes:
         name: the parameter's name in the kernel signature.
         kind: ``'tensor'`` (read-only array), ``'partition'`` (mutable array, receives a
-            :class:`Partition`), ``'constant'`` (compile-time value) or ``'scalar'`` (runtime number).
-        tile_shape: for a partition, the tile shape the kernel declares (ints, resolved); None accepts
-            any tile shape of the right rank.
+            :class:`Partition`), ``'constant'`` (compile-time value) or ``'scalar'`` (runtime
+            number).
+        tile_shape: for a partition, the tile shape the kernel declares (ints, resolved); None
+            accepts any tile shape of the right rank.
     """
 
     name: str
@@ -112,8 +114,9 @@ def user_call_site() -> tuple[str, int] | None:
     return None
 
 
-# Verdicts depend only on numbers (addresses, extents, strides, item sizes, devices, tile shapes), so
-# layouts that passed are remembered: a loop relaunching on the same arrays skips the overlap work.
+# Verdicts depend only on numbers (addresses, extents, strides, item sizes, devices, tile shapes),
+# so layouts that passed are remembered: a loop relaunching on the same arrays skips the overlap
+# work.
 # The keys hold ints and tuples only, never the arrays. Failures are not cached.
 _CACHE_SIZE = 1024
 _VERIFIED: dict[tuple, None] = {}
@@ -187,7 +190,8 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
         if isinstance(value, Partition):
             raise err(UnexpectedPartitionError,
                       f"read-only parameter '{name}' received a partition {value!r}; pass the "
-                      f"array itself (only parameters the kernel declares mutable take a partition)")
+                      f"array itself (only parameters the kernel declares mutable take a "
+                      f"partition)")
         target, tile_shape = value, None
     elif kind in ("constant", "scalar"):
         if isinstance(value, Partition):
@@ -206,8 +210,8 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
         pass  # inspection only: any memory
     elif allow_host and not array.is_host:
         raise err(TileArgumentError,
-                  f"argument '{name}': interpreter mode runs on NumPy (host) arrays; got an array on "
-                  f"CUDA device {array.device} ({_type_name(target)})")
+                  f"argument '{name}': interpreter mode runs on NumPy (host) arrays; got an array "
+                  f"on CUDA device {array.device} ({_type_name(target)})")
     elif not allow_host and array.is_host:
         raise err(HostArrayError,
                   f"argument '{name}': NumPy (host) arrays run only in interpreter mode; pass a "
@@ -243,24 +247,26 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         specs: one :class:`ParamSpec` per kernel parameter, in order.
         values: the user's arguments, in the same order (arrays, :class:`Partition` objects,
             constants, scalars).
-        allow_host: True in interpreter mode (arrays must then be host arrays), False on the GPU path
-            (arrays must be device arrays, all on one device), None to accept host and device arrays
-            alike (inspection, e.g. compiling for given arguments; never for a launch).
+        allow_host: True in interpreter mode (arrays must then be host arrays), False on the GPU
+            path (arrays must be device arrays, all on one device), None to accept host and device
+            arrays alike (inspection, e.g. compiling for given arguments; never for a launch).
         call_site: ``(filename, lineno)`` of the user's launch line, or None to find it on the stack
             (:func:`user_call_site`) when an error is raised.
         stream: the launch stream's handle, handed to DLPack producers (see :func:`as_array_arg`).
 
     Returns:
-        list: per parameter, a :class:`BoundArray` for ``'tensor'`` and ``'partition'`` parameters and
-        the value itself for ``'constant'`` and ``'scalar'`` ones.
+        list: per parameter, a :class:`BoundArray` for ``'tensor'`` and ``'partition'``
+        parameters and the value itself for ``'constant'`` and ``'scalar'`` ones.
 
     Raises:
         TileArgumentError: wrong argument count, an unsupported argument or dtype, a device array in
-            interpreter mode, arrays on different devices, a partition given to a constant or scalar.
+            interpreter mode, arrays on different devices, a partition given to a constant or
+            scalar.
         HostArrayError: a host (NumPy) array on the GPU path (case I1).
         MissingPartitionError: a mutable parameter given a plain array.
         UnexpectedPartitionError: a read-only parameter given a partition.
-        SelfOverlapError: a mutable array whose elements overlap (stride 0, overlapping strides; A3).
+        SelfOverlapError: a mutable array whose elements overlap (stride 0, overlapping strides;
+            A3).
         ReadOnlyProducerError: a mutable array its producer marked read-only (A4).
         PartitionShapeError: a partition tile shape of the wrong rank or not the declared one.
         AliasingError: a mutable argument overlapping any other argument (A1, A2), naming both.
@@ -299,7 +305,8 @@ def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Rais
             elif b.array.device != first.array.device:
                 raise err(TileArgumentError,
                           f"arguments '{first.spec.name}' (CUDA device {first.array.device}) and "
-                          f"'{b.spec.name}' (CUDA device {b.array.device}) are on different devices")
+                          f"'{b.spec.name}' (CUDA device {b.array.device}) are on different "
+                          f"devices")
 
     for i, b in enumerate(arrays):
         if not b.mutable:

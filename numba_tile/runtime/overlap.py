@@ -69,8 +69,8 @@ def shares_memory(a: ArrayArg, b: ArrayArg) -> bool:
 
     Returns:
         bool: True iff some element of ``a`` and some element of ``b`` share a byte. Arguments on
-        different devices (or one on the host and one on a device) never overlap; zero-size arguments
-        never overlap.
+        different devices (or one on the host and one on a device) never overlap; zero-size
+        arguments never overlap.
     """
     if a.device != b.device or a.size == 0 or b.size == 0:
         return False
@@ -89,21 +89,21 @@ def has_internal_overlap(a: ArrayArg) -> bool:
 
     Derivation. Drop the axes of extent 1 (they index nothing twice); a zero-size array has no
     overlap, and an axis of extent > 1 with stride 0 is overlap (indices 0 and 1 address the same
-    element). Otherwise pick an axis k of extent n > 1 and stride s, and write ``A_i`` for the slice at
-    index i along k. Every ``A_i`` is ``A_0`` translated by ``i * s`` bytes. Two elements of ``A`` share
-    a byte iff they lie in one slice ``A_i`` (iff ``A_0`` overlaps itself, translation preserves
-    overlap) or in two slices ``A_i``, ``A_j`` with i < j; translating by ``-i * s``, the latter happens
-    iff ``A_0`` meets ``A_d`` for some d = j - i in 1..n-1, i.e. iff ``A_0`` meets ``A[1:]`` (along k),
-    the union of those ``A_d``. So
+    element). Otherwise pick an axis k of extent n > 1 and stride s, and write ``A_i`` for the slice
+    at index i along k. Every ``A_i`` is ``A_0`` translated by ``i * s`` bytes. Two elements of
+    ``A`` share a byte iff they lie in one slice ``A_i`` (iff ``A_0`` overlaps itself, translation
+    preserves overlap) or in two slices ``A_i``, ``A_j`` with i < j; translating by ``-i * s``, the
+    latter happens iff ``A_0`` meets ``A_d`` for some d = j - i in 1..n-1, i.e. iff ``A_0`` meets
+    ``A[1:]`` (along k), the union of those ``A_d``. So
 
         overlap(A) = overlap(A_0) or shares_memory(A_0, A[1:] along k),
 
-    and ``A_0`` has one axis fewer: the recursion ends at a single element (no overlap). Each step is
-    one exact ``shares_memory`` test.
+    and ``A_0`` has one axis fewer: the recursion ends at a single element (no overlap). Each step
+    is one exact ``shares_memory`` test.
 
-    A sufficient test runs first and settles the usual layouts without NumPy: with the axes sorted by
-    ``|stride|``, if each ``|stride|`` is at least the byte span of all smaller-stride axes together
-    (itemsize plus ``sum |s_j| * (n_j - 1)``), the layout is injective on bytes.
+    A sufficient test runs first and settles the usual layouts without NumPy: with the axes sorted
+    by ``|stride|``, if each ``|stride|`` is at least the byte span of all smaller-stride axes
+    together (itemsize plus ``sum |s_j| * (n_j - 1)``), the layout is injective on bytes.
 
     Args:
         a: the argument (any shape, byte strides possibly negative or 0).

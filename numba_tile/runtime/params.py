@@ -1,9 +1,9 @@
 """Kernel parameter packing for ``cuLaunchKernel`` (the hot launch path).
 
 A :class:`ParamBuffer` is built once per compiled kernel: one ctypes byte buffer holding every
-parameter value at a precomputed, naturally aligned offset, and one ``void*[n]`` array whose i-th entry
-points at parameter i. :meth:`ParamBuffer.pack` then costs a single ``struct.pack_into`` call and
-allocates nothing.
+parameter value at a precomputed, naturally aligned offset, and one ``void*[n]`` array whose i-th
+entry points at parameter i. :meth:`ParamBuffer.pack` then costs a single ``struct.pack_into`` call
+and allocates nothing.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ class ParamBuffer:
     """Preallocated storage for one kernel's parameters.
 
     Not thread-safe: :meth:`pack` followed by the launch must not interleave with another thread's
-    ``pack`` on the same buffer (use one buffer per thread, or a lock). Reusing the buffer right after a
-    launch is safe: ``cuLaunchKernel`` copies the values during the call.
+    ``pack`` on the same buffer (use one buffer per thread, or a lock). Reusing the buffer right
+    after a launch is safe: ``cuLaunchKernel`` copies the values during the call.
 
     Args:
-        kinds: one kind per kernel parameter, in order, from :data:`PARAM_KINDS` (``'u64'``, ``'i64'``,
-            ``'i32'``, ``'f32'``, ``'f64'``, ``'u8'``, ``'ptr'``, ...).
+        kinds: one kind per kernel parameter, in order, from :data:`PARAM_KINDS` (``'u64'``,
+            ``'i64'``, ``'i32'``, ``'f32'``, ``'f64'``, ``'u8'``, ``'ptr'``, ...).
         names: optional parameter names for error messages (same length as ``kinds``).
 
     Raises:
@@ -70,7 +70,9 @@ class ParamBuffer:
             fmt.append(code)
             pos += size
         self.kinds = kinds
-        self.names = tuple(names) if names is not None else tuple(f"#{i}" for i in range(len(kinds)))
+        if names is None:
+            names = [f"#{i}" for i in range(len(kinds))]
+        self.names = tuple(names)
         self.offsets = tuple(offsets)
         self.nbytes = pos
         # 8-byte aligned storage (c_uint64 array), so every natural alignment holds.

@@ -29,7 +29,8 @@ def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[
     else:
         items = (tile_shape,)
     if not items:
-        raise TileArgumentError(f"argument '{what}': expected a tuple of positive powers of two, got ()")
+        raise TileArgumentError(
+            f"argument '{what}': expected a tuple of positive powers of two, got ()")
     out = []
     for extent in items:
         if isinstance(extent, bool):

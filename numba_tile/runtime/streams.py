@@ -1,8 +1,8 @@
 """CUDA stream handles from the stream objects of CuPy, Numba, PyTorch and ``cuda.core``.
 
 Handle values follow the driver API: 0 is the NULL stream, which for the driver API (non-``_ptsz``
-entry points, which numba_tile uses) is the legacy default stream; ``CU_STREAM_LEGACY`` (1) names the
-legacy default stream explicitly and ``CU_STREAM_PER_THREAD`` (2) the per-thread default stream.
+entry points, which numba_tile uses) is the legacy default stream; ``CU_STREAM_LEGACY`` (1) names
+the legacy default stream explicitly and ``CU_STREAM_PER_THREAD`` (2) the per-thread default stream.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from typing import Iterable
 
 from numba_tile.errors import TileArgumentError
 
-__all__ = ["stream_handle", "same_stream", "producer_streams", "LEGACY_DEFAULT", "PER_THREAD_DEFAULT"]
+__all__ = [
+    "stream_handle", "same_stream", "producer_streams", "LEGACY_DEFAULT", "PER_THREAD_DEFAULT",
+]
 
 #: ``CU_STREAM_LEGACY``: the legacy default stream, the same stream as handle 0 here.
 LEGACY_DEFAULT = 1
@@ -96,8 +98,8 @@ def producer_streams(streams: Iterable[int | None], stream: int) -> list[int]:
     """The producers' streams (CUDA Array Interface v3 ``stream`` fields) a launch must wait on.
 
     Args:
-        streams: the ``stream`` field of each argument (None where the producer gave none, meaning no
-            synchronisation is required).
+        streams: the ``stream`` field of each argument (None where the producer gave none, meaning
+            no synchronisation is required).
         stream: the launch stream's handle.
 
     Returns:

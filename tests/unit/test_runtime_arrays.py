@@ -1,4 +1,4 @@
-"""Argument adapters (runtime/arrays.py, runtime/dlpack.py) on NumPy, fake CAI, fake torch, DLPack."""
+"""Argument adapters (runtime/arrays.py, dlpack.py): NumPy, fake CAI, fake torch, DLPack."""
 
 import gc
 import sys
@@ -192,7 +192,8 @@ def test_torch_tensors(monkeypatch):
     arg = as_array_arg(Tensor(host, torch.bfloat16, _FakeTorchDevice("cuda", 3)), "t")
     _check_matches(arg, host)
     assert arg.device == 3 and not arg.readonly
-    cpu = as_array_arg(Tensor(np.zeros(3, np.int64), torch.int64, _FakeTorchDevice("cpu", None)), "t")
+    cpu_tensor = Tensor(np.zeros(3, np.int64), torch.int64, _FakeTorchDevice("cpu", None))
+    cpu = as_array_arg(cpu_tensor, "t")
     assert cpu.is_host and cpu.dtype == np.int64
 
 
@@ -201,7 +202,8 @@ def test_torch_unsupported_dtype_and_device(monkeypatch):
     with pytest.raises(TileArgumentError, match="argument 't'.*torch.uint8"):
         as_array_arg(Tensor(np.zeros(3, np.uint8), torch.uint8, _FakeTorchDevice("cuda", 0)), "t")
     with pytest.raises(TileArgumentError, match="argument 't'.*mps"):
-        as_array_arg(Tensor(np.zeros(3, np.float32), torch.float32, _FakeTorchDevice("mps", 0)), "t")
+        as_array_arg(Tensor(np.zeros(3, np.float32), torch.float32, _FakeTorchDevice("mps", 0)),
+                     "t")
 
 
 # -- DLPack ----------------------------------------------------------------------------------------
@@ -224,7 +226,8 @@ class _DLPackOnly:
 
 
 @pytest.mark.parametrize("legacy", [False, True])
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("dtype",
+                         [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_])
 def test_dlpack_host(legacy, dtype):
     base = np.zeros((5, 6), dtype=dtype)
     for view in (base, base.T, base[1:4, ::2], base[::-1]):

@@ -12,7 +12,8 @@ def test_gpu_available_never_raises_and_is_cached():
 
 
 def test_cuda_driver_error_carries_result_name():
-    err = driver.CudaDriverError("cuLaunchKernel", 1, "CUDA_ERROR_INVALID_VALUE", "invalid argument")
+    err = driver.CudaDriverError("cuLaunchKernel", 1, "CUDA_ERROR_INVALID_VALUE",
+                                 "invalid argument")
     assert isinstance(err, RuntimeError)
     assert err.result == 1 and err.name == "CUDA_ERROR_INVALID_VALUE"
     assert "cuLaunchKernel" in str(err) and "CUDA_ERROR_INVALID_VALUE" in str(err)

@@ -1,4 +1,4 @@
-"""Launch-time ownership checks (runtime/launch_checks.py): cases A1-A4, L3, I1, E3 and partitions."""
+"""Launch-time ownership checks (runtime/launch_checks.py): A1-A4, L3, I1, E3, partitions."""
 
 import itertools
 
@@ -51,7 +51,7 @@ def _assert_names(exc, *names):
     assert exc.value.filename == SITE[0] and exc.value.lineno == SITE[1]
 
 
-# -- A1: transpose aliasing --------------------------------------------------------------------------
+# -- A1: transpose aliasing ------------------------------------------------------------------------
 
 def test_a1_output_aliasing_transposed_input_raises_naming_both():
     x = np.arange(16, dtype=np.int64).reshape(4, 4)
@@ -75,7 +75,7 @@ def test_a1_two_read_only_views_are_legal():
     assert launch_grid(bound) == (2, 2)
 
 
-# -- A2: shifted and interleaved views ---------------------------------------------------------------
+# -- A2: shifted and interleaved views -------------------------------------------------------------
 
 def test_a2_shifted_views_raise():
     buf = np.zeros(16, np.float32)
@@ -103,7 +103,7 @@ def test_two_mutable_arguments_overlapping_raise():
     bind(specs, [partition(Dev(buf[:8]), 4), partition(Dev(buf[8:]), 4)])
 
 
-# -- A3: self-overlap ---------------------------------------------------------------------------------
+# -- A3: self-overlap ------------------------------------------------------------------------------
 
 def test_a3_broadcast_as_mutable_raises_and_as_input_is_fine():
     b = np.broadcast_to(np.ones(1, np.float32), (4,))
@@ -122,7 +122,7 @@ def test_overlapping_strides_as_mutable_raise():
         bind([ParamSpec("z", "partition")], [partition(Dev(win), (2, 2))])
 
 
-# -- A4: read-only producer ---------------------------------------------------------------------------
+# -- A4: read-only producer ------------------------------------------------------------------------
 
 def test_a4_readonly_cai_as_mutable_raises_as_input_accepted():
     host = np.arange(8, dtype=np.float32)
@@ -142,7 +142,7 @@ def test_readonly_numpy_as_mutable_in_interpreter_mode_raises():
         bind([ParamSpec("z", "partition")], [partition(host, 8)], allow_host=True)
 
 
-# -- L3: negative strides -----------------------------------------------------------------------------
+# -- L3: negative strides --------------------------------------------------------------------------
 
 def test_l3_negative_strides():
     buf = np.zeros(8, np.float32)
@@ -166,7 +166,7 @@ def test_l3_negative_strides():
             bind(specs, [Dev(q), partition(Dev(p), 4)])
 
 
-# -- I1: host arrays on the GPU path ------------------------------------------------------------------
+# -- I1: host arrays on the GPU path ---------------------------------------------------------------
 
 def test_i1_host_array_on_gpu_path_names_argument():
     x = np.zeros(4, np.float32)
@@ -204,11 +204,12 @@ def test_inspection_mode_accepts_host_and_device_arrays_but_checks_ownership():
         bind(ADD, [x, Dev(x), partition(x, 4)], allow_host=None)
 
 
-# -- partitions ---------------------------------------------------------------------------------------
+# -- partitions ------------------------------------------------------------------------------------
 
 def test_partition_to_read_only_parameter():
     with pytest.raises(UnexpectedPartitionError) as info:
-        bind(ADD, [partition(Dev(np.zeros(4)), 4), Dev(np.zeros(4)), partition(Dev(np.zeros(4)), 4)])
+        bind(ADD, [partition(Dev(np.zeros(4)), 4), Dev(np.zeros(4)),
+                   partition(Dev(np.zeros(4)), 4)])
     _assert_names(info, "x")
 
 
@@ -241,7 +242,7 @@ def test_grid_mismatch():
     assert launch_grid(bound) == grid == bound[1].grid
 
 
-# -- E3: zero-size arrays -----------------------------------------------------------------------------
+# -- E3: zero-size arrays --------------------------------------------------------------------------
 
 def test_e3_zero_size_arrays_raise_nothing_and_give_an_empty_grid():
     buf = np.zeros(8, np.float32)
@@ -250,7 +251,7 @@ def test_e3_zero_size_arrays_raise_nothing_and_give_an_empty_grid():
     assert 0 in launch_grid(bound)
 
 
-# -- other kinds, counts, call site -------------------------------------------------------------------
+# -- other kinds, counts, call site ----------------------------------------------------------------
 
 def test_constants_and_scalars_pass_through():
     specs = [ParamSpec("n", "scalar"), ParamSpec("BLOCK", "constant"), ParamSpec("z", "partition")]

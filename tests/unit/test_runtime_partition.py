@@ -17,7 +17,8 @@ def test_valid_tile_shapes(tile):
     assert isinstance(p, Partition) and p.array is a and p.tile_shape == expected
 
 
-@pytest.mark.parametrize("tile", [0, 3, -4, (4, 6), (), 2.0, True, (8, False), "8", None, (4, None)])
+@pytest.mark.parametrize("tile", [0, 3, -4, (4, 6), (), 2.0, True, (8, False), "8", None,
+                                  (4, None)])
 def test_invalid_tile_shapes_name_tile_shape(tile):
     with pytest.raises(TileArgumentError) as info:
         partition(np.zeros(3), tile)

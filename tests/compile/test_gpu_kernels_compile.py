@@ -1,0 +1,45 @@
+"""Every kernel of the GPU tier compiles to PTX for every dtype it runs with (no GPU needed),
+so a lowering error is caught on the CPU tier before a GPU ever sees it."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.dtypes import BFLOAT16_NP
+from tests.gpu import test_elementwise as g
+
+FLOATS = [np.float16, BFLOAT16_NP, np.float32, np.float64]
+
+
+def no_local(ptx):
+    assert ".local" not in ptx
+
+
+@pytest.mark.parametrize("op", range(len(g.MATH_REF)))
+@pytest.mark.parametrize("dt", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_math_kernels(op, dt):
+    x = np.zeros(1500, dt)
+    no_local(g.math_kernel.ptx(x, nt.partition(x.copy(), 256), op))
+
+
+@pytest.mark.parametrize("dt", FLOATS + [np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+def test_add_and_saxpy(dt):
+    x = np.zeros(4099, dt)
+    no_local(g.add_kernel.ptx(x, x, nt.partition(x.copy(), 512), 512))
+    y = np.zeros((70, 133), dt)
+    if np.dtype(dt).kind == "f" or dt is BFLOAT16_NP:
+        no_local(g.saxpy_kernel.ptx(1.5, y, y, nt.partition(y.copy(), (16, 32))))
+
+
+def test_other_kernels():
+    a = np.zeros(777, np.int32)
+    b = np.zeros(777, np.int64)
+    no_local(g.mixed_kernel.ptx(a, b, nt.partition(np.zeros(777, np.float32), 128)))
+    x = np.zeros((45, 70), np.float32)
+    no_local(g.index_kernel.ptx(x, nt.partition(np.zeros((45, 70)), (16, 32)), 16, 32))
+    for block in (16, 128, 1024, 4096):
+        no_local(g.arange_kernel.ptx(nt.partition(np.zeros(100, np.int32), block), block))
+    for pad in (0.0, float("nan"), -float("inf")):
+        no_local(g.padding_kernel.ptx(np.zeros(10, np.float32),
+                                      nt.partition(np.zeros(16, np.float32), 16), 16, pad))
+    no_local(g.bool_kernel.ptx(np.zeros(300, np.float32), nt.partition(np.zeros(300, np.bool_), 64)))

@@ -1,0 +1,131 @@
+"""PTX-structure tests: compile kernels with libNVVM (no GPU) and inspect the PTX.
+
+Assertions are on structure (vector widths, the read-only path, predication, absence
+of local memory), never on register numbers.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.dtypes import BFLOAT16_NP
+
+ALL_DTYPES = [np.float16, BFLOAT16_NP, np.float32, np.float64, np.int32, np.int64, np.bool_]
+CCS = [(8, 0), (9, 0)]
+
+
+def body(ptx: str) -> str:
+    return ptx[ptx.index("{", ptx.index(".entry")):]
+
+
+def no_local_memory(ptx: str):
+    assert ".local" not in ptx and "ld.local" not in ptx and "st.local" not in ptx
+
+
+@nt.jit
+def copy_kernel(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def add_kernel(x, y, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+
+
+@pytest.mark.parametrize("cc", CCS)
+@pytest.mark.parametrize("dt", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_dtype_compiles_with_vector_access(dt, cc):
+    x = np.zeros(4096, dt)
+    ptx = copy_kernel.ptx(x, nt.partition(x.copy(), 1024), 1024, cc=cc)
+    no_local_memory(ptx)
+    itemsize = np.dtype(dt).itemsize
+    lanes = min(8, 16 // itemsize)          # 8 elements per thread chunk, 16 bytes at most
+    b = body(ptx)
+    loads = re.findall(r"ld\.global\.nc(\.v\d)?\.\w+", b)
+    stores = re.findall(r"st\.global(\.v\d)?\.\w+", b)
+    assert loads and stores
+    if lanes > 1:
+        assert all(v for v in loads), loads   # every load is a vector load
+        assert all(v for v in stores), stores
+
+
+def test_fp32_add_uses_16_byte_accesses_and_read_only_path():
+    x = np.zeros(1 << 20, np.float32)
+    b = body(add_kernel.ptx(x, x.copy(), nt.partition(x.copy(), 1024), 1024))
+    assert len(re.findall(r"ld\.global\.nc\.v4\.f32", b)) == 4      # 2 inputs x 2 chunks of 4
+    assert len(re.findall(r"st\.global\.v4\.f32", b)) == 2
+    assert "ld.global.f32" not in b and "st.global.f32" not in b
+
+
+def test_strided_view_falls_back_to_scalar_masked_access():
+    base = np.zeros(8192, np.float32)
+    x = base[::2]                               # stride 8 bytes: no vector access is legal
+    b = body(add_kernel.ptx(x, x, nt.partition(np.zeros(4096, np.float32), 1024), 1024))
+    assert re.search(r"ld\.global\.nc\.f32", b)
+    assert not re.search(r"ld\.global\.nc\.v\d\.f32", b)
+    no_local_memory(b)
+
+
+def test_misaligned_view_is_not_vectorized():
+    x = np.zeros(4097, np.float32)[1:]          # 4-byte offset: 16-byte accesses are illegal
+    b = body(add_kernel.ptx(x, x, nt.partition(np.zeros(4096, np.float32), 1024), 1024))
+    assert not re.search(r"ld\.global\.nc\.v\d\.f32", b)
+
+
+def test_offsets_are_64_bit():
+    x = np.zeros(1 << 12, np.float32)
+    b = body(add_kernel.ptx(x, x, nt.partition(x.copy(), 1024), 1024))
+    # addresses come from 64-bit index arithmetic (mul.wide / 64-bit adds), never 32-bit wraps
+    assert re.search(r"mul\.wide\.u32|mul\.lo\.s64|shl\.b64", b)
+
+
+@nt.jit
+def half_math_kernel(x, out: nt.Partition):
+    t = nt.load_like(x, out)
+    nt.store(out, nt.exp(t) * 2.0 + nt.sigmoid(t))
+
+
+@pytest.mark.parametrize("dt,cvt", [(BFLOAT16_NP, "cvt.rn.bf16.f32"), (np.float16, "cvt.rn.f16.f32")])
+def test_half_precision_is_computed_in_float32(dt, cvt):
+    x = np.zeros(2048, dt)
+    ptx = half_math_kernel.ptx(x, nt.partition(x.copy(), 512))
+    b = body(ptx)
+    assert cvt in b
+    assert "ex2.approx" in b or "__nv_expf" in b or "ex2" in b
+    no_local_memory(ptx)
+
+
+@nt.jit
+def tile2d_kernel(x, out: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant):
+    i = nt.bid(0)
+    j = nt.bid(1)
+    t = nt.load(x, (i, j), (BM, BN), padding=float("-inf"))
+    nt.store(out, nt.maximum(t, 0.0) + t)
+
+
+def test_2d_tiles_vectorize_along_the_contiguous_axis():
+    x = np.zeros((256, 256), np.float32)
+    b = body(tile2d_kernel.ptx(x, nt.partition(x.copy(), (32, 64)), 32, 64))
+    assert re.search(r"ld\.global\.nc\.v4\.f32", b)
+    assert re.search(r"st\.global\.v4\.f32", b)
+    # the block's tile index is unravelled from ctaid.x (64-bit div/rem by the tile grid)
+    assert re.search(r"(div|rem)\.u64", b)
+
+
+def test_transposed_view_is_not_vectorized():
+    x = np.zeros((256, 256), np.float32).T
+    b = body(tile2d_kernel.ptx(x, nt.partition(np.zeros((256, 256), np.float32), (32, 64)), 32, 64))
+    assert not re.search(r"ld\.global\.nc\.v\d\.f32", b)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_launch_bounds_match_num_warps(num_warps):
+    @nt.jit(num_warps=num_warps)
+    def k(x, z: nt.Partition):
+        nt.store(z, nt.load_like(x, z) * 2.0)
+
+    x = np.zeros(4096, np.float32)
+    ptx = k.ptx(x, nt.partition(x.copy(), 1024))
+    assert re.search(rf"\.maxntid {32 * num_warps}, 1, 1", ptx)
