@@ -287,13 +287,9 @@ def main(argv=None):
     p.add_argument("--windows", type=int, default=15)
     p.add_argument("--launches", type=int, default=2000)
     p.add_argument("--skip-bandwidth", action="store_true")
-    p.add_argument("--max-vec", type=int, default=None,
-                   help="probe: elements per thread chunk in the blocked layout (numba_tile.layout.MAX_VEC)")
     p.add_argument("--profile-launch", action="store_true", help="cProfile 2000 one-block launches")
     args = p.parse_args(argv)
-    if args.max_vec is not None:
-        import numba_tile.layout
-        numba_tile.layout.MAX_VEC = args.max_vec
+
     if not nt.gpu_available():
         raise SystemExit("benchmarks/elementwise.py needs a CUDA GPU")
     import torch

@@ -22,6 +22,7 @@ ownership pass.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import threading
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 _MAX_GRID = 2**31 - 1
+_SCALARS = (bool, int, float, np.number, np.bool_)
 
 
 # ----------------------------------------------------------------------------- annotations
@@ -154,6 +156,17 @@ def _scalar_type(value, name):
                             f"got {type(value).__name__}")
 
 
+class _Specialization:
+    """One specialization of a kernel: its key, Numba argument types, grid parameter, and
+    per device the loaded function ``(module, CUfunction, ParamBuffer, threads)``."""
+
+    __slots__ = ("key", "argtypes", "grid_param", "loaded")
+
+    def __init__(self, key, argtypes, grid_param):
+        self.key, self.argtypes, self.grid_param = key, argtypes, grid_param
+        self.loaded = {}
+
+
 class Kernel:
     """A ``@numba_tile.jit`` kernel. Call it to launch.
 
@@ -176,8 +189,8 @@ class Kernel:
         self.__wrapped__ = fn
         self._compiled: dict = {}      # specialization key -> CompiledKernel
         self._checked: set = set()     # specialization keys typed for the interpreter
-        self._loaded: dict = {}        # (key, cc, device) -> (module, function, ParamBuffer)
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
+        self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -210,6 +223,20 @@ class Kernel:
         return out
 
     def _specs(self, values) -> list:
+        """Launch-check specs of the parameters (cached by constant values and scalar-ness)."""
+        ckey = tuple(v if p.role == "constant" else isinstance(v, _SCALARS)
+                     for p, v in zip(self.params, values))
+        try:
+            hit = self._spec_cache.get(ckey)
+        except TypeError:          # an unhashable constant: reported by _signature
+            hit, ckey = None, None
+        if hit is None:
+            hit = self._make_specs(values)
+            if ckey is not None:
+                self._spec_cache[ckey] = hit
+        return hit
+
+    def _make_specs(self, values) -> list:
         consts = {p.name: v for p, v in zip(self.params, values) if p.role == "constant"}
         specs = []
         for p, v in zip(self.params, values):
@@ -229,7 +256,7 @@ class Kernel:
                 specs.append(ParamSpec(p.name, "partition", shape))
             elif p.role == "constant":
                 specs.append(ParamSpec(p.name, "constant"))
-            elif isinstance(v, (bool, int, float, np.number, np.bool_)):
+            elif isinstance(v, _SCALARS):
                 specs.append(ParamSpec(p.name, "scalar"))
             else:
                 specs.append(ParamSpec(p.name, "tensor"))
@@ -254,7 +281,7 @@ class Kernel:
         key = tuple(key)
         hit = self._signatures.get(key)
         if hit is None:
-            hit = self._signatures[key] = (key,) + self._argtypes(bound)
+            hit = self._signatures[key] = _Specialization(key, *self._argtypes(bound))
         return hit
 
     def _argtypes(self, bound):
@@ -329,35 +356,40 @@ class Kernel:
         handle = None if interpret else stream_handle(stream)
         bound = bind_arrays(self.__qualname__, specs, values, allow_host=bool(interpret),
                             call_site=None, stream=handle)
-        key, argtypes, grid_param = self._signature(bound)
+        spec = self._signature(bound)
         grid = launch_grid(bound)
         if interpret:
-            self.check(key, argtypes, grid_param)
+            self.check(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
-            run_blocks(self.fn, self.params, bound, argtypes, grid)
+            run_blocks(self.fn, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound))
-        return self._launch(key, argtypes, grid_param, bound, grid, handle)
+        return self._launch(spec, bound, grid, handle)
 
-    def _launch(self, key, argtypes, grid_param, bound, grid, stream):
+    def _launch(self, spec, bound, grid, stream):
         arrays = [b for b in bound if isinstance(b, BoundArray)]
-        device = next((b.array.device for b in arrays if b.array.device is not None), 0)
+        device = 0
+        for b in arrays:
+            if b.array.device is not None:
+                device = b.array.device
+                break
         driver.ensure_context(device)
-        cc = driver.compute_capability(device)
-        ck = self.compile(key, argtypes, grid_param, cc)
-        nblocks = int(np.prod(grid)) if grid else 0
+        nblocks = math.prod(grid) if grid else 0
         objs = tuple(b.array.obj if isinstance(b, BoundArray) else b for b in bound)
         if nblocks == 0:
             return CompletedLaunch(objs)          # case E3: nothing reaches the driver
         if nblocks > _MAX_GRID:
             raise TileArgumentError(f"kernel '{self.__qualname__}': {nblocks} tiles exceed the "
                                     f"{_MAX_GRID} blocks of a launch; use larger tiles")
-        loaded = self._loaded.get((key, cc, device))
+        loaded = spec.loaded.get(device)
         if loaded is None:
+            cc = driver.compute_capability(device)
+            ck = self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
             module = driver.load_module(ck.ptx, device)
-            loaded = (module, driver.get_function(module, ck.entry), ParamBuffer(ck.param_kinds))
-            self._loaded[(key, cc, device)] = loaded
-        _module, func, params = loaded
+            loaded = (module, driver.get_function(module, ck.entry), ParamBuffer(ck.param_kinds),
+                      ck.num_threads)
+            spec.loaded[device] = loaded
+        _module, func, params, nthreads = loaded
         flat = self._flatten(bound)
         registry = inflight.default_registry()
         writes = [b.array for b in arrays if b.mutable]
@@ -368,7 +400,7 @@ class Kernel:
             registry.wait_for_streams(stream, producers)
         with self._lock:
             ptr = params.pack(flat)
-            driver.launch(func, (nblocks, 1, 1), (ck.num_threads, 1, 1), 0, stream, ptr)
+            driver.launch(func, (nblocks, 1, 1), (nthreads, 1, 1), 0, stream, ptr)
         refs = tuple(arrays) + (self,)
         return registry.register(stream, refs, writes=writes, arrays=objs)
 
@@ -395,8 +427,8 @@ class Kernel:
         values = self._bind(args, kwargs)
         specs = self._specs(values)
         bound = bind_arrays(self.__qualname__, specs, values, allow_host=True, call_site=None)
-        key, argtypes, grid_param = self._signature(bound)
-        return self.compile(key, argtypes, grid_param, cc).ptx
+        spec = self._signature(bound)
+        return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
 
 
 def jit(fn=None, *, num_warps: int = 4, interpret: bool = False):

@@ -26,10 +26,17 @@ from dataclasses import dataclass
 from functools import cached_property
 from math import prod
 
-#: Most consecutive elements one thread holds in a chunk. 8 elements is one 16-byte
-#: access for 16-bit dtypes and two for float32 (Triton's tutorials use the same
-#: 8 elements per thread for a 1024-element block over 4 warps).
-MAX_VEC = 8
+#: Bytes of one chunk: one 16-byte vector access per chunk, as Triton's default blocked
+#: layout (``sizePerThread = 128 bits / element``). Measured on the H200: 8 float32
+#: elements per chunk (two 16-byte accesses 32 bytes apart per thread) ran the float32
+#: add at 0.86x Triton; one 16-byte access per chunk is what lets a warp's access be
+#: 512 contiguous bytes.
+CHUNK_BYTES = 16
+
+
+def max_vec_for(itemsize: int) -> int:
+    """Elements per chunk for elements of ``itemsize`` bytes."""
+    return max(1, CHUNK_BYTES // itemsize)
 
 
 def is_pow2(n: int) -> bool:
@@ -43,6 +50,8 @@ class BlockedLayout:
     Args:
         shape: the tile's static shape; every dimension a power of two.
         num_threads: threads per block (``32 * num_warps``), a power of two.
+        max_vec: most elements per chunk (``16 // itemsize`` of the dtype the tile was
+            created with; a cast keeps the layout).
 
     Attributes:
         vec: consecutive elements per chunk, along the last axis.
@@ -53,6 +62,7 @@ class BlockedLayout:
 
     shape: tuple
     num_threads: int
+    max_vec: int = 4
 
     def __post_init__(self):
         if not all(is_pow2(s) for s in self.shape):
@@ -67,7 +77,7 @@ class BlockedLayout:
     @cached_property
     def vec(self) -> int:
         last = self.shape[-1] if self.shape else 1
-        return max(1, min(MAX_VEC, last, self.numel // self.num_threads))
+        return max(1, min(self.max_vec, last, self.numel // self.num_threads))
 
     @cached_property
     def chunks(self) -> int:
@@ -89,6 +99,10 @@ class BlockedLayout:
         """Row-major index in the tile of fragment slot ``slot`` of ``thread``."""
         rep, v = divmod(slot, self.vec)
         return (rep * self.threads_used + thread % self.threads_used) * self.vec + v
+
+    def slots(self):
+        """``(rep, v)`` of every fragment slot, in fragment order."""
+        return [(r, v) for r in range(self.reps) for v in range(self.vec)]
 
     def coords(self, linear: int) -> tuple:
         """Multi-index of a row-major linear index."""

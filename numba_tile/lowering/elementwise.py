@@ -20,16 +20,20 @@ from ..language import MATH_FUNCTIONS
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
 from ..typing.types import TileType
 from .common import convert, from_compute, make_fragment, scalar_to, to_compute
+from .layouts import convert_layout
 
 
 class Operand:
-    """A tile or scalar operand, read element by element as dtype ``dt``."""
+    """A tile or scalar operand, read element by element as dtype ``dt`` in ``layout``
+    (a tile in another layout is converted through shared memory first)."""
 
-    def __init__(self, context, builder, ty, value, dt):
+    def __init__(self, context, builder, ty, value, dt, layout=None):
         self.context, self.builder, self.ty, self.value, self.dt = context, builder, ty, value, dt
         if isinstance(ty, TileType):
             self.count = ty.layout.elems_per_thread
             self._elems = [builder.extract_value(value, i) for i in range(self.count)]
+            if layout is not None and layout != ty.layout:
+                self._elems = convert_layout(builder, ty.dtype, ty.layout, self._elems, layout)
         else:
             self._scalar = scalar_to(context, builder, value, ty, dt)
 
@@ -61,8 +65,8 @@ def _binary_lowering(name, key):
         if name == "truediv":
             dt = dtypes.true_divide_dtype(dt)
         ct = dtypes.compute_type(dt)
-        a = Operand(context, builder, aty, args[0], dt)
-        b = Operand(context, builder, bty, args[1], dt)
+        a = Operand(context, builder, aty, args[0], dt, res.layout)
+        b = Operand(context, builder, bty, args[1], dt, res.layout)
         rct = types.boolean if name in COMPARISON else ct
         impl = context.get_function(key, signature(rct, ct, ct))
         out = []
@@ -117,9 +121,9 @@ for _n, _k in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator
 def lower_where(context, builder, sig, args):
     cty, xty, yty = sig.args
     res = sig.return_type
-    c = Operand(context, builder, cty, args[0], dtypes.bool_)
-    x = Operand(context, builder, xty, args[1], res.dtype)
-    y = Operand(context, builder, yty, args[2], res.dtype)
+    c = Operand(context, builder, cty, args[0], dtypes.bool_, res.layout)
+    x = Operand(context, builder, xty, args[1], res.dtype, res.layout)
+    y = Operand(context, builder, yty, args[2], res.dtype, res.layout)
     out = [builder.select(c.element(i), x.element(i), y.element(i))
            for i in range(res.layout.elems_per_thread)]
     return make_fragment(builder, res, out)
@@ -140,8 +144,8 @@ def _minmax_lowering(is_min):
         xty, yty = sig.args
         res = sig.return_type
         dt = res.dtype
-        x = Operand(context, builder, xty, args[0], dt)
-        y = Operand(context, builder, yty, args[1], dt)
+        x = Operand(context, builder, xty, args[0], dt, res.layout)
+        y = Operand(context, builder, yty, args[1], dt, res.layout)
         out = []
         for i in range(res.layout.elems_per_thread):
             a, b = x.compute(i), y.compute(i)

@@ -24,6 +24,7 @@ from numba.cuda import cgutils, types
 from .. import dtypes
 from .._registry import lowering_rule
 from ..typing.types import PartitionType, TensorType, TileType, element_llvm_type
+from ..typing.common import make_tile
 from .common import (I1, I64, block_index, chunk_coords, const_i64, convert, is_storing_thread,
                      make_fragment, padding_element, scalar_to, constant_element)
 
@@ -234,18 +235,14 @@ def lower_store(context, builder, sig, args):
     zty, tty, _ = sig.args
     z, t, _ = args
     view = ArrayView(context, builder, zty, z)
-    from ..typing.common import make_tile  # noqa: F401  (types only)
-    from ..layout import BlockedLayout
-    from .. import compiler_context
     if isinstance(tty, TileType):
         tile = tty
         elems = [convert(context, builder, builder.extract_value(t, i), tty.dtype, zty.dtype)
                  for i in range(tty.layout.elems_per_thread)]
     else:
-        layout = BlockedLayout(zty.tile_shape, compiler_context.current().num_threads)
-        tile = TileType(zty.dtype, zty.tile_shape, layout)
+        tile = make_tile(zty.dtype, zty.tile_shape)
         e = scalar_to(context, builder, t, tty, zty.dtype)
-        elems = [e] * layout.elems_per_thread
+        elems = [e] * tile.layout.elems_per_thread
     index = own_tile_index(builder, view, zty.tile_shape)
     emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems)
     return context.get_dummy_value()

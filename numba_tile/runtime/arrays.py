@@ -268,8 +268,11 @@ def _from_cai(obj: object, name: str, stream: int | None) -> ArrayArg:
 
 def _from_cupy(obj: object, name: str, stream: int | None) -> ArrayArg:
     ptr, shape, strides, dtype, readonly, producer_stream = _cai_layout(obj, name)
-    return ArrayArg(obj, obj, ptr, shape, strides, dtype, bool(readonly), obj.device.id,
-                    producer_stream)
+    try:
+        device = obj.data.device_id  # a plain attribute of CuPy's MemoryPointer
+    except AttributeError:
+        device = obj.device.id
+    return ArrayArg(obj, obj, ptr, shape, strides, dtype, bool(readonly), device, producer_stream)
 
 
 _TORCH_DTYPES: dict[object, numpy.dtype] = {}

@@ -177,9 +177,10 @@ class InflightRegistry:
         Raises:
             CudaDriverError: creating or recording the event failed.
         """
-        backend = self.backend
+        backend = self._backend or self.backend
         with self._lock:
-            self._collect_locked()
+            if self._streams:
+                self._collect_locked()
             event = self._pool.pop() if self._pool else backend.create()
             try:
                 backend.record(event, stream)
@@ -192,7 +193,7 @@ class InflightRegistry:
                 queue = self._streams[stream] = collections.deque()
             queue.append(entry)
         if arrays is None:
-            arrays = tuple(r.obj if isinstance(r, ArrayArg) else r for r in refs)
+            arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
         return LaunchHandle(self, entry, tuple(arrays))
 
     # -- completion ------------------------------------------------------------------------------
@@ -217,10 +218,9 @@ class InflightRegistry:
 
     def _collect_locked(self) -> int:
         released = 0
-        backend = self.backend
-        for stream in list(self._streams):
-            queue = self._streams[stream]
-            while queue and backend.query(queue[0].event):
+        query = (self._backend or self.backend).query
+        for stream, queue in list(self._streams.items()):
+            while queue and query(queue[0].event):
                 self._release_locked(queue.popleft())
                 released += 1
             if not queue:

@@ -178,63 +178,68 @@ class _Raiser:
 
 def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | None,
               stream: int | None) -> BoundArray | object:
-    name = spec.name
+    """Converts one argument and runs the checks that concern it alone."""
     kind = spec.kind
-    if kind == "partition":
-        if not isinstance(value, Partition):
-            raise err(MissingPartitionError,
-                      f"mutable parameter '{name}' received a plain {_type_name(value)}; pass "
-                      f"partition(array, tile_shape) so that each tile block owns one tile")
-        target, tile_shape = value.array, value.tile_shape
-    elif kind == "tensor":
-        if isinstance(value, Partition):
+    if kind == "tensor":
+        if type(value) is Partition:
             raise err(UnexpectedPartitionError,
-                      f"read-only parameter '{name}' received a partition {value!r}; pass the "
+                      f"read-only parameter '{spec.name}' received a partition {value!r}; pass the "
                       f"array itself (only parameters the kernel declares mutable take a "
                       f"partition)")
         target, tile_shape = value, None
-    elif kind in ("constant", "scalar"):
-        if isinstance(value, Partition):
+    elif kind == "partition":
+        if type(value) is not Partition:
+            raise err(MissingPartitionError,
+                      f"mutable parameter '{spec.name}' received a plain {_type_name(value)}; "
+                      f"pass partition(array, tile_shape) so that each tile block owns one tile")
+        target, tile_shape = value.array, value.tile_shape
+    elif kind == "constant" or kind == "scalar":
+        if type(value) is Partition:
             raise err(TileArgumentError,
-                      f"argument '{name}': a {kind} parameter received a partition {value!r}")
+                      f"argument '{spec.name}': a {kind} parameter received a partition {value!r}")
         return value
     else:
-        raise ValueError(f"parameter '{name}' has unknown kind {kind!r} (known: {PARAM_KINDS})")
+        raise ValueError(
+            f"parameter '{spec.name}' has unknown kind {kind!r} (known: {PARAM_KINDS})")
 
     try:
-        array = as_array_arg(target, name, stream=stream)
+        array = as_array_arg(target, spec.name, stream=stream)
     except TileArgumentError as exc:
         raise err(type(exc), exc.message) from None
 
-    if allow_host is None:
-        pass  # inspection only: any memory
-    elif allow_host and not array.is_host:
-        raise err(TileArgumentError,
-                  f"argument '{name}': interpreter mode runs on NumPy (host) arrays; got an array "
-                  f"on CUDA device {array.device} ({_type_name(target)})")
-    elif not allow_host and array.is_host:
+    if allow_host is not None and allow_host is (array.device is not None):
+        if allow_host:
+            raise err(TileArgumentError,
+                      f"argument '{spec.name}': interpreter mode runs on NumPy (host) arrays; got "
+                      f"an array on CUDA device {array.device} ({_type_name(target)})")
         raise err(HostArrayError,
-                  f"argument '{name}': NumPy (host) arrays run only in interpreter mode; pass a "
-                  f"CuPy/Numba/PyTorch device array or launch with interpret=True")
+                  f"argument '{spec.name}': NumPy (host) arrays run only in interpreter mode; "
+                  f"pass a CuPy/Numba/PyTorch device array or launch with interpret=True")
 
     if tile_shape is not None:
-        if len(tile_shape) != array.ndim:
-            raise err(PartitionShapeError,
-                      f"partition '{name}' has a rank-{len(tile_shape)} tile shape {tile_shape} "
-                      f"for a rank-{array.ndim} array of shape {array.shape}")
-        if spec.tile_shape is not None and tuple(spec.tile_shape) != tile_shape:
-            raise err(PartitionShapeError,
-                      f"partition '{name}' has tile shape {tile_shape}; the kernel declares "
-                      f"{tuple(spec.tile_shape)}")
-        if _self_overlaps(array):
-            raise err(SelfOverlapError,
-                      f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
-                      f"strides {array.strides} makes two elements share memory")
-        if array.readonly:
-            raise err(ReadOnlyProducerError,
-                      f"mutable argument '{name}' was marked read-only by its producer "
-                      f"({_type_name(target)})")
+        _check_partition(spec, array, tile_shape, target, err)
     return BoundArray(spec, array, tile_shape)
+
+
+def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...],
+                     target: object, err: _Raiser) -> None:
+    name = spec.name
+    if len(tile_shape) != len(array.shape):
+        raise err(PartitionShapeError,
+                  f"partition '{name}' has a rank-{len(tile_shape)} tile shape {tile_shape} "
+                  f"for a rank-{array.ndim} array of shape {array.shape}")
+    if spec.tile_shape is not None and tuple(spec.tile_shape) != tile_shape:
+        raise err(PartitionShapeError,
+                  f"partition '{name}' has tile shape {tile_shape}; the kernel declares "
+                  f"{tuple(spec.tile_shape)}")
+    if _self_overlaps(array):
+        raise err(SelfOverlapError,
+                  f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
+                  f"strides {array.strides} makes two elements share memory")
+    if array.readonly:
+        raise err(ReadOnlyProducerError,
+                  f"mutable argument '{name}' was marked read-only by its producer "
+                  f"({_type_name(target)})")
 
 
 def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[object], *,
@@ -278,12 +283,19 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         raise err(TileArgumentError,
                   f"takes {len(specs)} arguments ({', '.join(s.name for s in specs)}), "
                   f"got {len(values)}")
-    out = [_bind_one(spec, value, err, allow_host, stream) for spec, value in zip(specs, values)]
-    arrays = [b for b in out if isinstance(b, BoundArray)]
+    out = []
+    arrays = []
+    key = [allow_host]
+    for spec, value in zip(specs, values):
+        b = _bind_one(spec, value, err, allow_host, stream)
+        out.append(b)
+        if type(b) is BoundArray:
+            arrays.append(b)
+            a = b.array
+            key.append((b.tile_shape, a.ptr, a.shape, a.strides, a.dtype.itemsize, a.device))
     if len(arrays) < 2:
         return out
-    key = (allow_host,) + tuple((b.tile_shape, b.array.ptr, b.array.shape, b.array.strides,
-                                 b.array.itemsize, b.array.device) for b in arrays)
+    key = tuple(key)
     if key in _VERIFIED:
         return out
     _check_between(arrays, allow_host, err)

@@ -29,6 +29,16 @@ class Backend:
         host = np.asarray(host)
         if self.interpret:
             return host.copy()
+        from ..dtypes import BFLOAT16_NP
+        if host.dtype == BFLOAT16_NP:
+            # CuPy and the CUDA Array Interface have no bfloat16: PyTorch carries it (DLPack)
+            try:
+                import torch
+            except ImportError:
+                import pytest
+                pytest.skip("bfloat16 device arrays need PyTorch")
+            bits = torch.from_numpy(np.ascontiguousarray(host).view(np.int16).copy())
+            return bits.view(torch.bfloat16).to("cuda")
         try:
             import cupy
             return cupy.asarray(host)
@@ -44,7 +54,12 @@ class Backend:
             return arr.get()
         if hasattr(arr, "copy_to_host"):
             return arr.copy_to_host()
-        return np.asarray(arr.cpu())
+        import torch
+        t = arr.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            from ..dtypes import BFLOAT16_NP
+            return t.contiguous().view(torch.int16).numpy().view(BFLOAT16_NP)
+        return t.numpy()
 
     def run(self, kernel, *args, **kwargs):
         """Launch ``kernel`` on this backend and wait for it; returns the launch's arrays."""

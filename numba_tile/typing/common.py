@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from .. import compiler_context, dtypes
 from ..errors import TileTypingError
-from ..layout import BlockedLayout, is_pow2
+from ..layout import BlockedLayout, is_pow2, max_vec_for
 from .types import PartitionType, TensorType, TileType
 
 
@@ -60,7 +60,8 @@ def static_shape(ty, opname: str, arg: str = "shape") -> tuple:
 def make_tile(dt, shape) -> TileType:
     """The tile type of ``dt`` and ``shape`` in the blocked layout of this kernel."""
     ctx = compiler_context.current()
-    return TileType(dt, tuple(shape), BlockedLayout(tuple(shape), ctx.num_threads))
+    layout = BlockedLayout(tuple(shape), ctx.num_threads, max_vec_for(dtypes.itemsize(dt)))
+    return TileType(dt, tuple(shape), layout)
 
 
 def dtype_arg(ty, opname: str, arg: str = "dtype"):

@@ -129,3 +129,26 @@ def test_launch_bounds_match_num_warps(num_warps):
     x = np.zeros(4096, np.float32)
     ptx = k.ptx(x, nt.partition(x.copy(), 1024))
     assert re.search(rf"\.maxntid {32 * num_warps}, 1, 1", ptx)
+
+
+@nt.jit
+def mixed_layout_kernel(a, b, out: nt.Partition):
+    # a float16 tile (8 elements per chunk) + a float32 tile (4 per chunk): the right operand
+    # is converted to the left one's layout through shared memory
+    nt.store(out, nt.load_like(a, out) + nt.load_like(b, out))
+
+
+def test_mixed_layouts_convert_through_shared_memory():
+    a = np.zeros(4096, np.float16)
+    b = np.zeros(4096, np.float32)
+    ptx = mixed_layout_kernel.ptx(a, b, nt.partition(np.zeros(4096, np.float32), 1024))
+    bd = body(ptx)
+    assert ".shared" in ptx and "bar.sync" in bd
+    assert re.search(r"st\.shared", bd) and re.search(r"ld\.shared", bd)
+    no_local_memory(ptx)
+
+
+def test_same_layout_needs_no_shared_memory():
+    x = np.zeros(4096, np.float32)
+    ptx = add_kernel.ptx(x, x, nt.partition(x.copy(), 1024), 1024)
+    assert ".shared" not in ptx and "bar.sync" not in ptx

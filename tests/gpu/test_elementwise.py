@@ -213,3 +213,26 @@ def test_num_warps(tile_backend, num_warps):
     out = tile_backend.asarray(np.zeros(5000, np.float32))
     tile_backend.run(k, tile_backend.asarray(xh), nt.partition(out, 2048))
     np.testing.assert_allclose(tile_backend.to_numpy(out), xh * 3.0, rtol=1e-6)
+
+
+@nt.jit
+def mixed_layout_kernel(a, b, c, out: nt.Partition):
+    ta = nt.load_like(a, out)           # float16: 8 elements per chunk
+    tb = nt.load_like(b, out)           # float32: 4 elements per chunk
+    tc = nt.load_like(c, out)           # float64: 2 elements per chunk
+    nt.store(out, nt.where(tb > 0.0, ta + tb, tc - ta) * 2.0 + tc)
+
+
+@pytest.mark.parametrize("n,block", [(1000, 256), (5000, 1024), (100, 16)])
+def test_tiles_of_different_layouts(tile_backend, n, block):
+    rng = np.random.default_rng()
+    ah = rng.standard_normal(n).astype(np.float16)
+    bh = rng.standard_normal(n).astype(np.float32)
+    ch = rng.standard_normal(n)
+    out = tile_backend.asarray(np.zeros(n))
+    tile_backend.run(mixed_layout_kernel, tile_backend.asarray(ah), tile_backend.asarray(bh),
+                     tile_backend.asarray(ch), nt.partition(out, block))
+    a64 = ah.astype(np.float64)
+    s = (a64.astype(np.float32) + bh).astype(np.float64)   # float16 + float32 -> float32
+    ref = np.where(bh > 0, s, ch - a64) * 2.0 + ch
+    np.testing.assert_allclose(tile_backend.to_numpy(out), ref, rtol=1e-6, atol=1e-6)
