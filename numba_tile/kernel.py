@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba.cuda import types
 
-from . import dtypes
+from . import cache, dtypes
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError
 from .layout import is_pow2
@@ -309,14 +309,20 @@ class Kernel:
     # -- compilation ---------------------------------------------------------------------
 
     def compile(self, key, argtypes, grid_param, cc=(9, 0)):
-        """The compiled kernel of a specialization, compiling it on first use."""
+        """The compiled kernel of a specialization: from memory, else from the disk cache
+        (:mod:`numba_tile.cache`), else compiled now."""
         ck = self._compiled.get((key, cc))
         if ck is None:
             with self._lock:
                 ck = self._compiled.get((key, cc))
                 if ck is None:
-                    ck = compile_kernel(self.fn, argtypes, num_warps=self.num_warps,
-                                        grid_param=grid_param, cc=cc)
+                    digest = cache.entry_key(self.fn, key, self.num_warps, cc)
+                    ck = cache.load(digest) if digest else None
+                    if ck is None:
+                        ck = compile_kernel(self.fn, argtypes, num_warps=self.num_warps,
+                                            grid_param=grid_param, cc=cc)
+                        if digest:
+                            cache.store(digest, ck)
                     self._compiled[(key, cc)] = ck
         return ck
 
