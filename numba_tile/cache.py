@@ -4,7 +4,7 @@ A kernel's compiled PTX is stored under ``$NUMBA_TILE_CACHE_DIR`` (default
 ``~/.cache/numba_tile``), keyed by a SHA-256 of: the kernel's source file path and its
 modification time and size, the kernel's qualified name, the specialization key
 (dtypes, ranks, tile shapes, alignment, constants), ``num_warps``, the compute
-capability, and the versions of numba_tile, numba-cuda and libNVVM's PTX output. As
+capability, the version of numba-cuda, and numba_tile's version and source files. As
 with Numba's own ``cache=True``, a change to the kernel's file invalidates its
 entries; a change in another module the kernel calls into does not. Kernels without a
 source file (defined in an interactive session) are not cached on disk.
@@ -28,11 +28,27 @@ def cache_dir() -> str | None:
     return path or None
 
 
-def _versions() -> str:
-    import numba_cuda
+_VERSIONS: str | None = None
 
-    from . import __version__
-    return f"numba_tile={__version__};numba_cuda={getattr(numba_cuda, '__version__', '?')}"
+
+def _versions() -> str:
+    """Versions of numba_tile (including the state of its own source files, so an edited
+    or upgraded checkout never reads PTX its older lowering wrote) and numba-cuda."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        import numba_cuda
+
+        from . import __version__
+        pkg = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256()
+        for root, _dirs, files in sorted(os.walk(pkg)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(root, name))
+                    h.update(f"{root}/{name}:{st.st_mtime_ns}:{st.st_size};".encode())
+        _VERSIONS = (f"numba_tile={__version__}:{h.hexdigest()};"
+                     f"numba_cuda={getattr(numba_cuda, '__version__', '?')}")
+    return _VERSIONS
 
 
 def entry_key(fn, key, num_warps: int, cc) -> str | None:

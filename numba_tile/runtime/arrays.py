@@ -330,14 +330,19 @@ def _from_dlpack(obj: object, name: str, stream: int | None) -> ArrayArg:
             f"argument '{name}': DLPack device type {device_type} is neither CUDA (2) nor CPU (1)")
     try:
         try:
-            capsule = obj.__dlpack__(max_version=(1, 0), **kwargs)
-        except TypeError:  # producer predates DLPack 1.0's max_version keyword
+            # copy=False: the producer must export its own memory (or raise), never a copy that
+            # a kernel would write in vain.
+            capsule = obj.__dlpack__(max_version=(1, 0), copy=False, **kwargs)
+        except TypeError:  # producer predates DLPack 1.0's keywords (and never copies)
             capsule = obj.__dlpack__(**kwargs)
         info = dlpack.read_capsule(capsule)
     except TileArgumentError:
         raise
     except Exception as exc:
         raise TileArgumentError(f"argument '{name}': DLPack export failed ({exc!r})") from exc
+    if info.copied:
+        raise TileArgumentError(
+            f"argument '{name}': the DLPack producer exported a copy, not its own memory")
     if info.dtype is None:
         raise TileArgumentError(
             f"argument '{name}': DLPack dtype {info.type_desc} is not supported "

@@ -50,6 +50,7 @@ _K_DL_BFLOAT = 4
 _K_DL_BOOL = 6
 
 _FLAG_READ_ONLY = 1 << 0
+_FLAG_IS_COPIED = 1 << 1
 
 CAPSULE_NAME = b"dltensor"
 VERSIONED_CAPSULE_NAME = b"dltensor_versioned"
@@ -126,6 +127,8 @@ class DLPackTensor:
         device_type: DLPack ``DLDeviceType`` (1 CPU, 2 CUDA, 3 CUDA host, 13 CUDA managed).
         device_id: device ordinal as DLPack gives it.
         readonly: the producer set ``DLPACK_FLAG_BITMASK_READ_ONLY`` (versioned capsules only).
+        copied: the producer set ``DLPACK_FLAG_BITMASK_IS_COPIED``: the memory is a copy, so writes
+            to it would not reach the producer's array (versioned capsules only).
     """
 
     ptr: int
@@ -136,6 +139,7 @@ class DLPackTensor:
     device_type: int
     device_id: int
     readonly: bool
+    copied: bool = False
 
 
 def _numpy_dtype(code: int, bits: int, lanes: int) -> numpy.dtype | None:
@@ -179,11 +183,12 @@ def read_capsule(capsule: object) -> DLPackTensor:
             version = f"{managed.version.major}.{managed.version.minor}"
             raise ValueError(f"DLPack capsule of version {version}")
         readonly = bool(managed.flags & _FLAG_READ_ONLY)
+        copied = bool(managed.flags & _FLAG_IS_COPIED)
         tensor = managed.dl_tensor
     elif _capsule_is_valid(capsule, CAPSULE_NAME):
         addr = _capsule_get_pointer(capsule, CAPSULE_NAME)
         tensor = _DLManagedTensor.from_address(addr).dl_tensor
-        readonly = False
+        readonly = copied = False
     else:
         raise ValueError(f"not an unconsumed DLPack capsule: {capsule!r}")
     ndim = tensor.ndim
@@ -201,4 +206,5 @@ def read_capsule(capsule: object) -> DLPackTensor:
         device_type=tensor.device.device_type,
         device_id=tensor.device.device_id,
         readonly=readonly,
+        copied=copied,
     )

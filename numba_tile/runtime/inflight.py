@@ -152,7 +152,7 @@ class InflightRegistry:
     def pending(self) -> int:
         """Number of launches still held (not yet observed complete)."""
         with self._lock:
-            return sum(len(q) for q in self._streams.values())
+            return sum(not e.done for q in self._streams.values() for e in q)
 
     # -- registration ----------------------------------------------------------------------------
 
@@ -208,21 +208,23 @@ class InflightRegistry:
         else:
             self.backend.destroy(event)
 
-    def _complete_through_locked(self, entry: _Entry) -> None:
-        """Releases ``entry`` and every earlier entry of its stream (stream order)."""
-        queue = self._streams.get(entry.stream)
-        while queue and not entry.done:
-            self._release_locked(queue.popleft())
-        if queue is not None and not queue:
-            del self._streams[entry.stream]
-
     def _collect_locked(self) -> int:
+        # Events of one stream complete in order, so each queue is polled from its oldest entry and
+        # polling stops at the first pending one. Entries released out of order (by sync() or
+        # done()) stay as done tombstones until they reach the head. Nothing is released on the
+        # strength of stream order alone: a stream handle may be reused after its stream is
+        # destroyed, so each release rests on its own event.
         released = 0
         query = (self._backend or self.backend).query
         for stream, queue in list(self._streams.items()):
-            while queue and query(queue[0].event):
-                self._release_locked(queue.popleft())
-                released += 1
+            while queue:
+                head = queue[0]
+                if not head.done:
+                    if not query(head.event):
+                        break
+                    self._release_locked(head)
+                    released += 1
+                queue.popleft()
             if not queue:
                 del self._streams[stream]
         return released
@@ -241,7 +243,8 @@ class InflightRegistry:
             if entry.done:
                 return True
             if self.backend.query(entry.event):
-                self._complete_through_locked(entry)
+                self._release_locked(entry)
+                self._collect_locked()
                 return True
             return False
 
@@ -255,13 +258,14 @@ class InflightRegistry:
         self.backend.synchronize(event)
         with self._lock:
             if not entry.done:
-                self._complete_through_locked(entry)
+                self._release_locked(entry)
+            self._collect_locked()
 
     def synchronize_all(self) -> None:
         """Waits for every registered launch and releases them all."""
         with self._lock:
-            lasts = [q[-1] for q in self._streams.values() if q]
-        for entry in lasts:
+            pending = [e for q in self._streams.values() for e in q if not e.done]
+        for entry in pending:
             self._wait(entry)
         self.collect()
 
@@ -294,6 +298,8 @@ class InflightRegistry:
                     continue
                 # The newest conflicting entry of a stream covers all earlier ones on it.
                 for entry in reversed(queue):
+                    if entry.done:
+                        continue
                     reads = [r for r in entry.refs if isinstance(r, ArrayArg)]
                     if _touches(entry.writes, args) or _touches(writes, reads):
                         self.backend.wait(stream, entry.event)

@@ -116,8 +116,7 @@ def user_call_site() -> tuple[str, int] | None:
 
 # Verdicts depend only on numbers (addresses, extents, strides, item sizes, devices, tile shapes),
 # so layouts that passed are remembered: a loop relaunching on the same arrays skips the overlap
-# work.
-# The keys hold ints and tuples only, never the arrays. Failures are not cached.
+# work. The keys hold ints and tuples only, never the arrays. Failures are not cached.
 _CACHE_SIZE = 1024
 _VERIFIED: dict[tuple, None] = {}
 _SELF_OVERLAP: dict[tuple, bool] = {}

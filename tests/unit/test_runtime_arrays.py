@@ -214,12 +214,12 @@ class _DLPackOnly:
     def __init__(self, host, legacy=False):
         self.host, self.legacy = host, legacy
 
-    def __dlpack__(self, stream=None, max_version=None):
+    def __dlpack__(self, stream=None, max_version=None, copy=None):
         if self.legacy:
-            if max_version is not None:
+            if max_version is not None or copy is not None:
                 raise TypeError("max_version not supported")
             return self.host.__dlpack__()
-        return self.host.__dlpack__(max_version=max_version)
+        return self.host.__dlpack__(max_version=max_version, copy=copy)
 
     def __dlpack_device__(self):
         return self.host.__dlpack_device__()
@@ -256,6 +256,15 @@ def test_dlpack_owner_keeps_memory_alive():
     del arg
     gc.collect()
     assert ref() is None  # and releases it with the capsule
+
+
+def test_dlpack_copies_are_refused():
+    class Copying(_DLPackOnly):
+        def __dlpack__(self, stream=None, max_version=None, copy=None):
+            return self.host.__dlpack__(max_version=max_version, copy=True)  # ignores copy=False
+
+    with pytest.raises(TileArgumentError, match="argument 'd'.*copy"):
+        as_array_arg(Copying(np.zeros(4)), "d")
 
 
 def test_dlpack_unsupported_device_and_dtype():

@@ -18,9 +18,11 @@ class FakeEvent:
 
 
 class FakeBackend:
-    """Events complete only when the test says so; stream waits are logged."""
+    """Events complete only when the test says so (or a later event of their stream is waited on,
+    as stream order implies); stream waits are logged."""
 
     def __init__(self):
+        self.recorded = {}  # stream -> events in record order
         self.created = []
         self.destroyed = []
         self.waits = []
@@ -35,13 +37,16 @@ class FakeBackend:
     def record(self, event, stream):
         event.recorded_on = stream
         event.complete = False
+        self.recorded.setdefault(stream, []).append(event)
 
     def query(self, event):
         return event.complete
 
     def synchronize(self, event):
         self.synchronized.append(event)
-        event.complete = True
+        order = self.recorded.get(event.recorded_on, [])
+        for earlier in order[:order.index(event) + 1] if event in order else [event]:
+            earlier.complete = True
 
     def wait(self, stream, event):
         self.waits.append((stream, event))
@@ -98,7 +103,7 @@ def test_register_releases_completed_entries():
     assert len(backend.created) == 1
 
 
-def test_sync_returns_user_objects_and_releases_through_stream_order():
+def test_sync_returns_user_objects_and_earlier_launches_are_seen_done():
     backend = FakeBackend()
     reg = InflightRegistry(backend)
     host = np.zeros(8)
@@ -109,7 +114,9 @@ def test_sync_returns_user_objects_and_releases_through_stream_order():
     assert not h1.done() and not h2.done()
     out = h2.sync()
     assert isinstance(out[0], Buffer)
-    assert h1.done() and h2.done() and not h3.done()  # stream order: h1 precedes h2
+    assert h2.done() and not h3.done()
+    assert h1.done()  # its event completed before h2's (stream order, modelled by the fake)
+    assert reg.pending() == 1
     assert backend.synchronized == [backend.created[1]]
     got = h1.sync()
     assert got[0] is arg.obj and got[1] == 42
@@ -174,3 +181,24 @@ def test_wait_for_producer_streams():
 def test_handle_type():
     reg = InflightRegistry(FakeBackend())
     assert isinstance(_launch(reg, 0), LaunchHandle)
+
+
+def test_release_never_rests_on_stream_order_alone():
+    # A stream handle reused after its stream was destroyed: the older entry's event is still
+    # pending although a newer entry on the "same" handle has completed.
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    old, new = Buffer(1), Buffer(1)
+    ref_old = weakref.ref(old)
+    reg.register(7, (old,))
+    h_new = reg.register(7, (new,))
+    backend.created[1].complete = True  # only the newer launch is done
+    del old
+    assert h_new.done()
+    reg.collect()
+    gc.collect()
+    assert ref_old() is not None and reg.pending() == 1
+    backend.created[0].complete = True
+    reg.collect()
+    gc.collect()
+    assert ref_old() is None and reg.pending() == 0
