@@ -432,7 +432,7 @@ class Kernel:
         """
         values = self._bind(args, kwargs)
         specs = self._specs(values)
-        bound = bind_arrays(self.__qualname__, specs, values, allow_host=True, call_site=None)
+        bound = bind_arrays(self.__qualname__, specs, values, allow_host=None, call_site=None)
         spec = self._signature(bound)
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
 

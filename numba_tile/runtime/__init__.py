@@ -15,6 +15,8 @@ Modules, one concern each (private; the public API is re-exported by ``numba_til
 * :mod:`~numba_tile.runtime.driver`: thin layer over ``cuda.bindings.driver`` (imported lazily).
 * :mod:`~numba_tile.runtime.inflight`: the process-wide registry that keeps in-flight launches'
   arguments alive.
+* :mod:`~numba_tile.runtime.fakes`: a ``__cuda_array_interface__`` stand-in over NumPy memory, for
+  tests without a GPU.
 
 Nothing here needs a GPU to import.
 """
