@@ -36,6 +36,7 @@ from .errors import TileArgumentError
 from .layout import is_pow2
 from .runtime import driver, inflight
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
+from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
 from .runtime.streams import producer_streams, stream_handle
 from .typing.types import PartitionType, TensorType
@@ -391,7 +392,8 @@ class Kernel:
         if loaded is None:
             cc = driver.compute_capability(device)
             ck = self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
-            module = driver.load_module(ck.ptx, device)
+            cubin = ptx_to_cubin(ck.ptx, cc)
+            module = driver.load_module(cubin if cubin is not None else ck.ptx, device)
             loaded = (module, driver.get_function(module, ck.entry), ParamBuffer(ck.param_kinds),
                       ck.num_threads)
             spec.loaded[device] = loaded
