@@ -51,7 +51,8 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
         return list(elems)
     numel = src_layout.numel
     reg_ty = element_llvm_type(dt)
-    smem_ty = ir.IntType(8) if dt == dtypes.bool_ else reg_ty
+    # Elements travel through shared memory as plain integers of their width.
+    smem_ty = ir.IntType(8) if dt == dtypes.bool_ else ir.IntType(8 * dtypes.itemsize(dt))
     nbytes = numel * max(dtypes.itemsize(dt), 1)
     if nbytes > _MAX_SHARED:
         raise TileTypingError(f"a layout conversion of a {src_layout.shape} tile needs {nbytes} "
@@ -61,7 +62,9 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
     gv = ir.GlobalVariable(module, arr_ty, name=f"__numba_tile_cvt_{next(_counter)}", addrspace=3)
     gv.linkage = "internal"
     gv.initializer = ir.Constant(arr_ty, ir.Undefined)
-    gv.align = 16
+    # No over-alignment: with ``align 16`` NVVM's load/store vectorizer merges the accesses
+    # into vector forms its backend then rejects ("unsupported operation", libNVVM 13.0 and
+    # 13.5, -opt >= 1).
     base = builder.bitcast(gv, smem_ty.as_pointer(3))
 
     def ptr(lin):
@@ -74,8 +77,7 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
         for v in range(src_layout.vec):
             e = elems[k]
             k += 1
-            if dt == dtypes.bool_:
-                e = builder.zext(e, smem_ty)
+            e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
             builder.store(e, ptr(builder.add(start, const_i64(v))))
     barrier(builder)
     out = []
@@ -85,6 +87,8 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
             e = builder.load(ptr(builder.add(start, const_i64(v))))
             if dt == dtypes.bool_:
                 e = builder.icmp_unsigned("!=", e, ir.Constant(smem_ty, 0))
+            else:
+                e = builder.bitcast(e, reg_ty)
             out.append(e)
     return out
 

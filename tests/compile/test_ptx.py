@@ -152,3 +152,20 @@ def test_same_layout_needs_no_shared_memory():
     x = np.zeros(4096, np.float32)
     ptx = add_kernel.ptx(x, x, nt.partition(x.copy(), 1024), 1024)
     assert ".shared" not in ptx and "bar.sync" not in ptx
+
+
+@nt.jit
+def round_trip_layout_kernel(a, c, out: nt.Partition):
+    ta = nt.load_like(a, out)
+    tc = nt.load_like(c, out)
+    nt.store(out, ta + (tc - ta))     # float16 layout -> float64 layout -> float16 layout
+
+
+@pytest.mark.parametrize("block", [256, 1024, 2048])
+def test_layout_round_trip_compiles(block):
+    # regression: an over-aligned shared buffer made libNVVM's vectorizer emit an
+    # "unsupported operation" for this kernel at tile sizes >= 1024
+    ptx = round_trip_layout_kernel.ptx(np.zeros(5000, np.float16), np.zeros(5000),
+                                       nt.partition(np.zeros(5000), block))
+    assert "bar.sync" in ptx
+    no_local_memory(ptx)
