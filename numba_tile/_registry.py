@@ -15,6 +15,7 @@ interpreter rule is called by the interpreter's tile class.
 from __future__ import annotations
 
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -132,6 +133,24 @@ lowering_rule = _rule_setter("lower")
 interp_rule = _rule_setter("interp")
 
 
+def _typing_loc():
+    """Source location of the call Numba is typing right now.
+
+    Numba hands a template the argument types only; the location lives on the call
+    constraint being resolved, a few frames up (``CallConstraint.loc``). Returns None if
+    no such frame is found (then errors carry no line rather than a wrong one).
+    """
+    frame = sys._getframe(2)
+    for _ in range(40):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        if owner is not None and type(owner).__name__.endswith("CallConstraint"):
+            return getattr(owner, "loc", None)
+        frame = frame.f_back
+    return None
+
+
 def _make_template(d: OpDef):
     from . import compiler_context  # late: avoids an import cycle
 
@@ -153,15 +172,21 @@ def _make_template(d: OpDef):
                 if kws:
                     return None
                 folded = tuple(args)
+            loc = _typing_loc()
             try:
                 ret = d.typer(*folded)
             except TileError as exc:
-                # Numba attaches the user's line to its own TypingError; the compiler
-                # driver turns it back into this error (compiler._translate).
-                compiler_context.record_error(exc)
+                # Numba does not carry this error's class or line through its own error
+                # handling: keep it, with the call's line, for compiler._translate.
+                if loc is not None and exc.lineno is None:
+                    exc = type(exc)(exc.message, filename=loc.filename, lineno=loc.line)
+                compiler_context.record_error(exc, loc)
                 raise NumbaTypingError(exc.message) from exc
             if ret is None:
                 return None
+            # typed (maybe on Numba's second, non-literal attempt): earlier errors at this
+            # call are void
+            compiler_context.clear_errors(loc)
             sig = signature(ret, *folded)
             if d.stub is not None:
                 sig = sig.replace(pysig=d.pysig)

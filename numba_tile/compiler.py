@@ -97,10 +97,15 @@ def _translate(exc: Exception, ctx) -> Exception:
         return exc
     loc = getattr(exc, "loc", None)
     if ctx.errors:
-        err = ctx.errors[-1]
+        err = ctx.errors[0][1]
         if loc is not None and err.lineno is None:
             err = type(err)(err.message, filename=loc.filename, lineno=loc.line)
         return err
+    if type(exc).__name__ == "CudaSupportError":
+        return TileTypingError(
+            f"kernel '{ctx.kernel_name}' calls a numba-cuda device function, which numba-cuda "
+            f"can only type with a GPU present ({exc}); helper functions are not supported in "
+            f"interpreter mode without a GPU")
     if isinstance(exc, numba_errors.TypingError):
         msg = str(exc).split("\n\nDuring:")[0]
         kw = dict(filename=loc.filename, lineno=loc.line) if loc is not None else {}

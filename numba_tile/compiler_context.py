@@ -26,7 +26,8 @@ class CompileContext:
         grid_param: index of the partition parameter that defines the grid.
         kernel_mangled: the kernel function's name as it appears in its mangled LLVM
             symbol (guards lowering rules that read the kernel's own arguments).
-        errors: numba_tile errors raised by typing rules, newest last.
+        errors: ``(location, error)`` of numba_tile errors raised by typing rules at
+            calls not (yet) typed, oldest first.
     """
 
     num_warps: int = 4
@@ -57,7 +58,27 @@ def compiling(ctx: CompileContext):
         _CURRENT.reset(token)
 
 
-def record_error(exc):
+def _loc_key(loc):
+    return None if loc is None else (loc.filename, loc.line, getattr(loc, "col", None))
+
+
+def record_error(exc, loc=None):
+    """Keep a numba_tile error a typing rule raised at the call at ``loc``."""
     ctx = _CURRENT.get()
     if ctx is not None:
-        ctx.errors.append(exc)
+        ctx.errors.append((_loc_key(loc), exc))
+
+
+def clear_errors(loc):
+    """Forget errors recorded at ``loc``: Numba typed that call on a later attempt."""
+    ctx = _CURRENT.get()
+    if ctx is not None and ctx.errors and loc is not None:
+        key = _loc_key(loc)
+        ctx.errors[:] = [(k, e) for k, e in ctx.errors if k != key]
+
+
+def first_error():
+    """The first recorded error still standing (Numba's first, literal, attempt at a call
+    gives the most precise message), or None."""
+    ctx = _CURRENT.get()
+    return ctx.errors[0][1] if ctx is not None and ctx.errors else None
