@@ -75,9 +75,8 @@ class TileError(Exception):
             src = linecache.getline(self.filename, self.lineno).rstrip()
             if src:
                 text = f"{text}\n    {src}"
-                if self.col is not None and self.col >= 0:
-                    stripped = len(src) - len(src.lstrip())
-                    text = f"{text}\n    {' ' * max(self.col - stripped + stripped, 0)}^"
+                if self.col is not None and 0 <= self.col < len(src):
+                    text = f"{text}\n    {' ' * self.col}^"
         return text
 
 
