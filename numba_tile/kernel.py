@@ -182,7 +182,9 @@ class Kernel:
             raise TileArgumentError(f"num_warps: expected a power of two from 1 to 32, got {num_warps!r}")
         self.fn = fn
         self.num_warps = num_warps
-        self.interpret = interpret
+        # the environment switch is read when the kernel is defined (as Triton's
+        # TRITON_INTERPRET), not on every launch
+        self.interpret = bool(interpret) or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
         self.params = _parse_params(fn)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -267,7 +269,7 @@ class Kernel:
         """Specialization key and Numba argument types of a bound launch (cached per key)."""
         key = []
         for p, b in zip(self.params, bound):
-            if isinstance(b, BoundArray):
+            if b.__class__ is BoundArray:
                 a = b.array
                 key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a)))
             elif p.role == "constant":
@@ -357,7 +359,7 @@ class Kernel:
             TileTypingError: the kernel does not type for these arguments.
         """
         if interpret is None:
-            interpret = self.interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
+            interpret = self.interpret
         values = self._bind(args, kwargs)
         specs = self._specs(values)
         handle = None if interpret else stream_handle(stream)
@@ -374,20 +376,32 @@ class Kernel:
         return self._launch(spec, bound, grid, handle)
 
     def _launch(self, spec, bound, grid, stream):
-        arrays = [b for b in bound if isinstance(b, BoundArray)]
-        device = 0
-        for b in arrays:
-            if b.array.device is not None:
-                device = b.array.device
-                break
-        driver.ensure_context(device)
+        flat, arrays, writes, objs, device = [], [], [], [], None
+        for p, b in zip(self.params, bound):
+            if b.__class__ is BoundArray:
+                a = b.array
+                arrays.append(a)
+                if b.mutable:
+                    writes.append(a)
+                if device is None:
+                    device = a.device
+                objs.append(a.obj)
+                flat.append(a.ptr)
+                flat.extend(a.shape)
+                flat.extend(a.element_strides)
+            else:
+                objs.append(b)
+                if p.role != "constant":
+                    flat.append(b)
+        objs = tuple(objs)
         nblocks = math.prod(grid) if grid else 0
-        objs = tuple(b.array.obj if isinstance(b, BoundArray) else b for b in bound)
         if nblocks == 0:
             return CompletedLaunch(objs)          # case E3: nothing reaches the driver
         if nblocks > _MAX_GRID:
             raise TileArgumentError(f"kernel '{self.__qualname__}': {nblocks} tiles exceed the "
                                     f"{_MAX_GRID} blocks of a launch; use larger tiles")
+        device = device or 0
+        driver.ensure_context(device)
         loaded = spec.loaded.get(device)
         if loaded is None:
             cc = driver.compute_capability(device)
@@ -398,19 +412,19 @@ class Kernel:
                       ck.num_threads)
             spec.loaded[device] = loaded
         _module, func, params, nthreads = loaded
-        flat = self._flatten(bound)
         registry = inflight.default_registry()
-        writes = [b.array for b in arrays if b.mutable]
-        reads = [b.array for b in arrays]
-        registry.order_after_conflicts(stream, reads, writes)
-        producers = producer_streams((a.stream for a in reads), stream)
-        if producers:
-            registry.wait_for_streams(stream, producers)
+        registry.order_after_conflicts(stream, arrays, writes)
+        for a in arrays:
+            if a.stream is not None:
+                producers = producer_streams([a.stream for a in arrays], stream)
+                if producers:
+                    registry.wait_for_streams(stream, producers)
+                break
         with self._lock:
             ptr = params.pack(flat)
             driver.launch(func, (nblocks, 1, 1), (nthreads, 1, 1), 0, stream, ptr)
-        refs = tuple(arrays) + (self,)
-        return registry.register(stream, refs, writes=writes, arrays=objs)
+        arrays.append(self)
+        return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
 
     def _flatten(self, bound):
         flat = []

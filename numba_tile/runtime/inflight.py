@@ -22,6 +22,7 @@ import threading
 from typing import Iterable, Protocol, Sequence
 
 from numba_tile.runtime.arrays import ArrayArg
+from numba_tile.runtime.streams import same_stream
 
 __all__ = [
     "EventBackend",
@@ -286,8 +287,6 @@ class InflightRegistry:
         Returns:
             int: number of launches waited on (``wait`` calls made).
         """
-        from numba_tile.runtime.streams import same_stream
-
         with self._lock:
             if not self._streams or (len(self._streams) == 1 and stream in self._streams):
                 return 0
