@@ -14,9 +14,10 @@ A kernel is a Python function whose parameters are annotated to declare their ro
 Calling the kernel launches it: one block per tile of the first partition (the grid),
 on ``stream`` (default: the legacy default stream, 0), asynchronously, and returns a
 :class:`~numba_tile.runtime.inflight.LaunchHandle`. Launch-time ownership checks run
-before anything is queued. With ``interpret=True`` (or ``NUMBA_TILE_INTERPRET=1``) the
-same kernel runs block by block on the CPU with NumPy, after the same typing and
-ownership pass.
+before anything is queued. With ``interpret=True`` (on the decorator or the call), or
+``NUMBA_TILE_INTERPRET=1`` in the environment when the kernel is defined, the same
+kernel runs block by block on the CPU with NumPy, after the same typing and ownership
+pass.
 """
 
 from __future__ import annotations
@@ -346,8 +347,8 @@ class Kernel:
                 constants and scalars. NumPy arrays only in interpreter mode.
             stream: CuPy/Numba/PyTorch stream, raw ``CUstream`` handle, or None for the
                 legacy default stream.
-            interpret: run in the interpreter; default: the kernel's ``interpret`` option
-                or the ``NUMBA_TILE_INTERPRET`` environment variable.
+            interpret: run in the interpreter; default: the kernel's ``interpret`` option,
+                which ``NUMBA_TILE_INTERPRET=1`` at the kernel's definition turns on.
 
         Returns:
             A launch handle: ``sync()`` waits and returns the arguments' arrays; dropping it

@@ -20,7 +20,7 @@ def _grid_view(context, builder):
     fn = builder.function
     if ctx.kernel_mangled and ctx.kernel_mangled not in fn.name:
         raise TileTypingError("bid() and num_blocks() are usable only in the kernel's own body")
-    args = context.call_conv.get_arguments(fn)
+    args = context.fndesc.call_conv.get_arguments(fn)
     values = context.get_arg_packer(ctx.argtypes).from_arguments(builder, args)
     ty = ctx.argtypes[ctx.grid_param]
     return ArrayView(context, builder, ty, values[ctx.grid_param]), ty
