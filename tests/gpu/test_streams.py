@@ -72,7 +72,7 @@ def test_launch_on_stream(stream_kind):
 
 
 def test_bad_stream_is_refused_before_any_work():
-    import cupy
+    cupy = pytest.importorskip("cupy")
     x = cupy.ones(16, cupy.float32)
     z = cupy.zeros(16, cupy.float32)
     with pytest.raises(nt.errors.TileArgumentError, match="stream"):
