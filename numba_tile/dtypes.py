@@ -18,11 +18,17 @@ float16, bfloat16 float32 (neither holds the other; as PyTorch)
 float F, float G  the wider of F and G
 ================  ==========================================================
 
-A Python scalar next to a tile takes the tile's dtype when it is of the same kind
-(``int`` with an integer tile, ``float`` with a float tile, ``bool`` with anything);
-a Python ``float`` with an integer or bool tile gives ``float32``. True division
-``/`` of integer or bool tiles gives ``float32``. Nothing is ever narrowed
-implicitly: narrowing needs ``astype``.
+A Python scalar next to a tile takes the tile's dtype when it is of the same kind and
+its value fits (``int`` with an integer tile, ``float`` with a float tile, ``bool``
+with anything); an ``int`` that does not fit an int32 tile gives int64 (runtime
+``int`` arguments are typed int32 when their value fits, else int64, as Triton does);
+an ``int`` with a bool tile gives int64; a ``float`` with an integer or bool tile gives
+``float32``. True division ``/`` of integer or bool tiles gives ``float32``.
+
+Nothing is ever narrowed implicitly: ``store`` accepts a tile (or scalar) only when
+``promote(tile dtype, array dtype)`` is the array's dtype (so float32 into float16,
+int64 into int32, float into int, or an int literal out of the array's range are
+refused at compile time); narrowing needs ``astype``.
 
 float16 and bfloat16 arithmetic is computed in float32 and rounded to the dtype
 after each op (results equal the correctly rounded half-precision op for ``+ - * /``
@@ -168,15 +174,41 @@ def scalar_kind(ty):
     return None
 
 
-def promote_scalar(tile_dt, kind: str):
-    """Result dtype of a tile of ``tile_dt`` with a Python scalar of ``kind``."""
+INT_RANGE = {int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
+
+
+def int_fits(value: int, dt) -> bool:
+    lo, hi = INT_RANGE[dt]
+    return lo <= value <= hi
+
+
+def promote_scalar(tile_dt, kind: str, width: int = 32, value=None):
+    """Result dtype of a tile of ``tile_dt`` with a Python scalar of ``kind``.
+
+    Args:
+        tile_dt: the tile's dtype.
+        kind: ``'bool'``, ``'int'`` or ``'float'``.
+        width: bits of the scalar's type (int scalars: 32 or 64).
+        value: the scalar's value when it is a compile-time constant, else None.
+    """
     if kind == "bool":
         return tile_dt
     if kind == "int":
-        return int64 if is_bool(tile_dt) else tile_dt
+        if is_bool(tile_dt):
+            return int64
+        if is_int(tile_dt):
+            if value is not None:
+                return tile_dt if int_fits(value, tile_dt) else int64
+            return tile_dt if width <= tile_dt.bitwidth else int64
+        return tile_dt
     if kind == "float":
         return tile_dt if is_float(tile_dt) else float32
     raise ValueError(kind)
+
+
+def storable(src, dst) -> bool:
+    """True when values of dtype ``src`` go into an array of ``dst`` without narrowing."""
+    return promote(src, dst) == dst
 
 
 def true_divide_dtype(dt):

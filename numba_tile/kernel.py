@@ -39,6 +39,7 @@ from .runtime import driver, inflight
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
+from .runtime.partition import Partition, PartitionAnnotation
 from .runtime.streams import producer_streams, stream_handle
 from .typing.types import PartitionType, TensorType
 
@@ -61,27 +62,6 @@ class Constant:
 
     def __class_getitem__(cls, item):
         return cls
-
-
-@dataclass(frozen=True)
-class _PartitionAnnotation:
-    tile_shape: tuple   # entries: int or the name of a Constant parameter
-
-
-class Partition:
-    """Annotation of a mutable parameter that receives a partition.
-
-    ``Partition`` accepts any tile shape; ``Partition["BLOCK"]``, ``Partition[("BM", "BN")]``
-    or ``Partition[(64, 64)]`` declare it (names refer to Constant parameters), and a launch
-    with another tile shape raises :class:`~numba_tile.errors.PartitionShapeError`.
-    """
-
-    def __class_getitem__(cls, shape):
-        shape = shape if isinstance(shape, tuple) else (shape,)
-        for s in shape:
-            if not isinstance(s, (int, str)):
-                raise TypeError(f"Partition[...] takes ints or constant parameter names, got {s!r}")
-        return _PartitionAnnotation(tuple(shape))
 
 
 @dataclass(frozen=True)
@@ -109,7 +89,7 @@ def _parse_params(fn) -> list:
         default = p.default
         if ann is Partition:
             out.append(_Param(p.name, "partition", None, default))
-        elif isinstance(ann, _PartitionAnnotation):
+        elif isinstance(ann, PartitionAnnotation):
             out.append(_Param(p.name, "partition", ann.tile_shape, default))
         elif ann is Constant:
             out.append(_Param(p.name, "constant", None, default))
@@ -151,7 +131,12 @@ def _scalar_type(value, name):
     if isinstance(value, (bool, np.bool_)):
         return types.boolean
     if isinstance(value, (int, np.integer)):
-        return types.int64
+        v = int(value)
+        if -2**31 <= v < 2**31:
+            return types.int32          # as Triton: int arguments that fit are int32
+        if -2**63 <= v < 2**63:
+            return types.int64
+        raise TileArgumentError(f"argument '{name}': {v} does not fit in 64 bits")
     if isinstance(value, (float, np.floating)):
         return types.float64
     raise TileArgumentError(f"argument '{name}': expected an array or a Python number, "
@@ -281,7 +266,7 @@ class Kernel:
                                             f"{type(b).__name__}") from None
                 key.append((type(b), b))
             else:
-                key.append(type(b))
+                key.append(_scalar_type(b, p.name))
         key = tuple(key)
         hit = self._signatures.get(key)
         if hit is None:

@@ -24,7 +24,9 @@ def operand_dtype(a, b):
     if ta and tb:
         return dtypes.promote(a.dtype, b.dtype)
     tile, other = (a, b) if ta else (b, a)
-    return dtypes.promote_scalar(tile.dtype, scalar_kind(other))
+    kind = scalar_kind(other)
+    value = int(other) if kind == "int" else None
+    return dtypes.promote_scalar(tile.dtype, kind, 64, value)
 
 
 def compute_array(v, dt) -> np.ndarray:

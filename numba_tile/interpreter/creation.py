@@ -17,7 +17,11 @@ def _shape(shape):
 @interp_rule("full")
 def interp_full(shape, value, dtype=None):
     if dtype is None:
-        dt = {"bool": dtypes.bool_, "int": dtypes.int32, "float": dtypes.float32}[scalar_kind(value)]
+        kind = scalar_kind(value)
+        if kind == "int":
+            dt = dtypes.int32 if dtypes.int_fits(int(value), dtypes.int32) else dtypes.int64
+        else:
+            dt = {"bool": dtypes.bool_, "float": dtypes.float32}[kind]
     else:
         dt = dtypes.from_any(dtype)
     return InterpTile(np.full(_shape(shape), value).astype(dtypes.to_numpy(dt)), dt)

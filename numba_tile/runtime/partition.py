@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import operator
 
 from numba_tile.errors import TileArgumentError
@@ -48,8 +50,24 @@ def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class PartitionAnnotation:
+    """``Partition[...]`` in a kernel signature: a mutable parameter with a declared tile shape.
+
+    Attributes:
+        tile_shape: entries are ints (powers of two) or names of Constant parameters.
+    """
+
+    tile_shape: tuple
+
+
 class Partition:
     """A user's array split into disjoint tiles of ``tile_shape``, for a mutable kernel parameter.
+
+    The same class annotates mutable kernel parameters: ``z: Partition`` accepts any tile
+    shape, ``z: Partition["BLOCK"]`` or ``Partition[("BM", "BN")]`` or ``Partition[(64, 64)]``
+    declare it (names refer to Constant parameters), and a launch with another tile shape
+    raises :class:`~numba_tile.errors.PartitionShapeError`.
 
     The kernel parameter bound to a partition is the block's own tile; the launch grid is the number
     of tiles per axis (:meth:`grid`). Edge tiles are partial and masked in the kernel.
@@ -60,6 +78,15 @@ class Partition:
     """
 
     __slots__ = ("array", "tile_shape")
+
+    def __class_getitem__(cls, shape) -> PartitionAnnotation:
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        for s in shape:
+            if isinstance(s, bool) or not isinstance(s, (int, str)):
+                raise TypeError(f"Partition[...] takes ints or Constant parameter names, got {s!r}")
+            if isinstance(s, int) and (s <= 0 or s & (s - 1)):
+                raise TypeError(f"Partition[...]: tile extents are powers of two, got {s}")
+        return PartitionAnnotation(tuple(shape))
 
     def __init__(self, array: object, tile_shape: tuple[int, ...]):
         self.array = array

@@ -15,9 +15,14 @@ def type_full(shape, value, dtype):
     if not is_scalar(value):
         raise fail("full", "value", "a scalar", value)
     if is_omitted(dtype):
-        kind = {types.Boolean: dtypes.bool_, types.Integer: dtypes.int32,
-                types.Float: dtypes.float32}
-        dt = next(v for k, v in kind.items() if isinstance(value, k))
+        if isinstance(value, types.Boolean):
+            dt = dtypes.bool_
+        elif isinstance(value, types.Integer):
+            lit = literal_int(value)
+            fits = dtypes.int_fits(lit, dtypes.int32) if lit is not None else value.bitwidth <= 32
+            dt = dtypes.int32 if fits else dtypes.int64
+        else:
+            dt = dtypes.float32
     else:
         dt = dtype_arg(dtype, "full")
     return make_tile(dt, sh)

@@ -35,7 +35,15 @@ def operand_dtype(a, b, opname):
     tile, other = (a, b) if ta else (b, a)
     if not is_scalar(other):
         raise fail(opname, "operands", "a tile and a tile or scalar", other)
-    return dtypes.promote_scalar(tile.dtype, dtypes.scalar_kind(other)), tile
+    return scalar_promotion(tile.dtype, other), tile
+
+
+def scalar_promotion(tile_dt, scalar_ty):
+    """:func:`dtypes.promote_scalar` for a Numba scalar type (literal values are checked)."""
+    from .common import literal_int
+    value = literal_int(scalar_ty) if isinstance(scalar_ty, types.Integer) else None
+    width = getattr(scalar_ty, "bitwidth", 64)
+    return dtypes.promote_scalar(tile_dt, dtypes.scalar_kind(scalar_ty), width, value)
 
 
 def _binary(name):

@@ -17,8 +17,18 @@ def _index_ok(ty, ndim: int) -> bool:
             and all(isinstance(t, types.Integer) for t in ty.types))
 
 
-def _padding_ok(ty) -> bool:
-    return is_omitted(ty) or is_scalar(ty)
+def _check_padding(ty, dt, opname):
+    if isinstance(ty, types.Omitted):
+        v = ty.value
+        if not isinstance(v, (bool, int, float)):
+            raise fail(opname, "padding", "a scalar", v)
+        if v != v or v in (float("inf"), float("-inf")):
+            if not dtypes.is_float(dt):
+                raise fail(opname, "padding", f"a value {dtypes.name(dt)} holds", v)
+            return
+    elif not is_scalar(ty):
+        raise fail(opname, "padding", "a scalar", ty)
+    check_scalar_fits(ty, dt, opname, "padding", "the dtype of the loaded array")
 
 
 @typing_rule("load")
@@ -28,8 +38,7 @@ def type_load(x, index, shape, padding):
             raise fail("load", "index", "no index and no shape for a partition (a block reads "
                        "only its own tile of an array being written; other tiles would race)",
                        index)
-        if not _padding_ok(padding):
-            raise fail("load", "padding", "a scalar", padding)
+        _check_padding(padding, x.dtype, "load")
         return make_tile(x.dtype, x.tile_shape)
     if not isinstance(x, TensorType):
         raise fail("load", "x", "a tensor or partition parameter", x)
@@ -42,8 +51,7 @@ def type_load(x, index, shape, padding):
     sh = static_shape(shape, "load")
     if len(sh) != x.ndim:
         raise fail("load", "shape", f"{x.ndim} dimensions (the rank of '{x.param}')", sh)
-    if not _padding_ok(padding):
-        raise fail("load", "padding", "a scalar", padding)
+    _check_padding(padding, x.dtype, "load")
     return make_tile(x.dtype, sh)
 
 
@@ -60,8 +68,7 @@ def type_load_like(x, like, padding):
         raise fail("load_like", "x", "a read-only tensor, or the partition 'like' itself "
                    "(reading another partition's tile of an array being written races)",
                    x.param)
-    if not _padding_ok(padding):
-        raise fail("load_like", "padding", "a scalar", padding)
+    _check_padding(padding, x.dtype, "load_like")
     return make_tile(x.dtype, like.tile_shape)
 
 
@@ -77,12 +84,35 @@ def type_store(z, tile, index):
         if tile.shape != z.tile_shape:
             raise fail("store", "tile", f"a tile of shape {z.tile_shape} (the tile shape of "
                        f"'{z.param}')", tile.shape)
-        src = tile.dtype
+        if not dtypes.storable(tile.dtype, z.dtype):
+            raise fail("store", "tile", f"a tile {dtypes.name(z.dtype)} holds without narrowing "
+                       f"(the dtype of '{z.param}'; narrow explicitly with astype())",
+                       f"a tile of {dtypes.name(tile.dtype)}")
     elif is_scalar(tile):
-        src = None
+        check_scalar_fits(tile, z.dtype, "store", "tile", f"the dtype of '{z.param}'")
     else:
         raise fail("store", "tile", "a tile or a scalar", tile)
-    if src is not None and dtypes.is_float(src) and not dtypes.is_float(z.dtype):
-        raise fail("store", "tile", f"a tile castable to {dtypes.name(z.dtype)} without "
-                   "narrowing; use astype()", f"a tile of {dtypes.name(src)}")
     return types.none
+
+
+def check_scalar_fits(ty, dt, opname, arg, what):
+    """A scalar of Numba type ``ty`` (or a constant, ``Omitted``) must be representable in
+    ``dt``: no float into integers, no int out of range, only 0/1/bools into bool."""
+    from .common import literal_int
+    if isinstance(ty, types.Omitted):
+        value = ty.value
+        kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "float"
+        width, shown = 64, repr(value)
+    else:
+        kind = dtypes.scalar_kind(ty)
+        value = literal_int(ty) if kind == "int" else None
+        width, shown = getattr(ty, "bitwidth", 64), str(ty)
+    if dtypes.is_bool(dt):
+        ok = kind == "bool" or (kind == "int" and value in (0, 1))
+    elif dtypes.is_int(dt):
+        ok = kind == "bool" or (kind == "int" and (dtypes.int_fits(value, dt) if value is not None
+                                                    else width <= dt.bitwidth))
+    else:
+        ok = True
+    if not ok:
+        raise fail(opname, arg, f"a scalar that {dtypes.name(dt)} holds ({what})", shown)

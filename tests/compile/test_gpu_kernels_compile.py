@@ -43,3 +43,15 @@ def test_other_kernels():
         no_local(g.padding_kernel.ptx(np.zeros(10, np.float32),
                                       nt.partition(np.zeros(16, np.float32), 16), 16, pad))
     no_local(g.bool_kernel.ptx(np.zeros(300, np.float32), nt.partition(np.zeros(300, np.bool_), 64)))
+
+
+def test_scalar_kernels():
+    from tests.gpu import test_scalars_and_narrowing as s
+    x = np.zeros(300, np.int32)
+    for v in (7, 2**32 + 1):
+        no_local(s.compare_kernel.ptx(x, nt.partition(np.zeros(300, np.bool_), 64), v))
+        no_local(s.max_kernel.ptx(x, nt.partition(np.zeros(300, np.int64), 64), v))
+    no_local(s.add_literal_kernel.ptx(x, nt.partition(np.zeros(300, np.int64), 32)))
+    no_local(s.full_kernel.ptx(nt.partition(np.zeros(40, np.int64), 16), 16, 2**40))
+    for src, dst in [(np.int32, np.int64), (np.float16, np.float32), (np.bool_, np.int32)]:
+        no_local(s.store_tile_kernel.ptx(np.zeros(64, src), nt.partition(np.zeros(64, dst), 32)))
