@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as llvm_ir
 from numba.cuda import types
-from numba.cuda.core import errors as numba_errors
+from numba.core.errors import NumbaError
 from numba.cuda.core.compiler import _EarlyPipelineCompletion  # noqa: F401
 from numba.cuda.core.compiler_lock import global_compiler_lock
 from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
@@ -106,11 +106,74 @@ def _translate(exc: Exception, ctx) -> Exception:
             f"kernel '{ctx.kernel_name}' calls a numba-cuda device function, which numba-cuda "
             f"can only type with a GPU present ({exc}); helper functions are not supported in "
             f"interpreter mode without a GPU")
-    if isinstance(exc, numba_errors.TypingError):
-        msg = str(exc).split("\n\nDuring:")[0]
-        kw = dict(filename=loc.filename, lineno=loc.line) if loc is not None else {}
-        return TileTypingError(f"kernel '{ctx.kernel_name}' failed to type: {msg}", **kw)
+    if isinstance(exc, NumbaError) or isinstance(exc, AttributeError):
+        return _summarize(exc, loc, ctx)
     return exc
+
+
+_HINTS = [
+    (re.compile(r">>> (bool|truth)\(Tile\["),
+     "a tile has no truth value (Python `if`/`while`/`and`/`or` on a tile): choose elementwise "
+     "with where(cond, x, y)"),
+    (re.compile(r">>> (getitem|setitem)\(Tile\["),
+     "tiles are not indexed element by element: load and store whole tiles (load(x, index, "
+     "shape), store(z, tile)) and choose elements with where()"),
+    (re.compile(r">>> \w+\(.*Tile\["),
+     "this function does not take tiles: use the numba_tile ops (numba_tile.exp, where, ...) "
+     "instead of math/numpy functions on tiles"),
+]
+
+
+def _loc_from_traceback(exc):
+    """Location of the typing constraint that raised ``exc`` (Numba's resolution failures
+    carry none): the innermost traceback frame of a ``*Constraint`` object with a ``loc``."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if owner is not None and type(owner).__name__.endswith("Constraint"):
+            found = getattr(owner, "loc", None) or found
+        tb = tb.tb_next
+    return found
+
+
+def _summarize(exc, loc, ctx) -> TileTypingError:
+    """A Numba error (or an attribute typo) as a short TileTypingError at the user's line."""
+    text = str(exc)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = lines[0].strip() if lines else type(exc).__name__
+    sig = next((ln.strip() for ln in lines if ln.strip().startswith(">>>")), None)
+    hint = next((h for pat, h in _HINTS if pat.search(text)), None)
+    msg = f"kernel '{ctx.kernel_name}' does not type: {head}"
+    if sig and sig not in head:
+        msg += f"\n    {sig}"
+    if hint:
+        msg += f"\n  hint: {hint}"
+    filename = lineno = None
+    if loc is None:
+        loc = _loc_from_traceback(exc)
+    if loc is not None:
+        filename, lineno = loc.filename, loc.line
+    kernel_file = getattr(getattr(ctx, "pyfunc", None), "__code__", None)
+    kernel_file = kernel_file.co_filename if kernel_file else None
+    if lineno is None and kernel_file:
+        for m in re.finditer(r'File "([^"]+)", line (\d+)', text):
+            if m.group(1) == kernel_file:
+                filename, lineno = m.group(1), int(m.group(2))
+                break
+    if lineno is None and isinstance(exc, AttributeError) and kernel_file:
+        name = re.search(r"attribute '(\w+)'", text)
+        if name:
+            import inspect
+            try:
+                src, first = inspect.getsourcelines(ctx.pyfunc)
+            except (OSError, TypeError):
+                src, first = [], 0
+            for i, ln in enumerate(src):
+                if re.search(rf"\.{name.group(1)}\b", ln):
+                    filename, lineno = kernel_file, first + i
+                    break
+    return TileTypingError(msg, filename=filename, lineno=lineno)
 
 
 def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
@@ -139,9 +202,11 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
 
 
 def _context(pyfunc, argtypes, num_warps, grid_param):
-    return compiler_context.CompileContext(
+    ctx = compiler_context.CompileContext(
         num_warps=num_warps, kernel_name=pyfunc.__qualname__, argtypes=tuple(argtypes),
         grid_param=grid_param, kernel_mangled=pyfunc.__name__)
+    ctx.pyfunc = pyfunc
+    return ctx
 
 
 @global_compiler_lock

@@ -1,0 +1,60 @@
+"""Errors Numba itself raises while typing a kernel come back short, as TileTypingError at
+the user's line, with a hint for the usual mistakes (no wall of candidate signatures)."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.errors import TileTypingError
+
+
+@nt.jit
+def if_on_tile(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    if t > 0:  # MARK if
+        nt.store(z, t)
+
+
+@nt.jit
+def index_tile(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    nt.store(z, t[0])  # MARK index
+
+
+@nt.jit
+def typo(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    nt.store(z, nt.exq(t))  # MARK typo
+
+
+@nt.jit
+def numpy_on_tile(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    nt.store(z, np.exp(t))  # MARK numpy
+
+
+def mark_line(tag):
+    with open(__file__) as f:
+        for i, line in enumerate(f, start=1):
+            if line.rstrip().endswith(f"# MARK {tag}"):
+                return i
+    raise AssertionError(tag)
+
+
+@pytest.mark.parametrize("kernel,tag,fragment", [
+    (if_on_tile, "if", "no truth value"),
+    (index_tile, "index", "not indexed element by element"),
+    (typo, "typo", "no attribute 'exq'"),
+    (numpy_on_tile, "numpy", "numba_tile ops"),
+])
+def test_numba_errors_become_short_tile_typing_errors(kernel, tag, fragment):
+    x = np.ones(8, np.float32)
+    z = np.zeros(8, np.float32)
+    with pytest.raises(TileTypingError) as info:
+        kernel(x, nt.partition(z, 8), interpret=True)
+    err = info.value
+    assert fragment in str(err)
+    assert err.filename == __file__ and err.lineno == mark_line(tag)
+    assert len(str(err).splitlines()) <= 8
+    assert err.__suppress_context__ or err.__cause__ is None
+    assert not z.any()
