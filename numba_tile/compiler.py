@@ -140,7 +140,8 @@ def _loc_from_traceback(exc):
 def _summarize(exc, loc, ctx) -> TileTypingError:
     """A Numba error (or an attribute typo) as a short TileTypingError at the user's line."""
     text = str(exc)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in text.splitlines()
+             if ln.strip() and not ln.startswith("Failed in ") and "\x1b" not in ln[:2]]
     head = lines[0].strip() if lines else type(exc).__name__
     sig = next((ln.strip() for ln in lines if ln.strip().startswith(">>>")), None)
     hint = next((h for pat, h in _HINTS if pat.search(text)), None)
