@@ -22,6 +22,17 @@ _NUMPY_BINARY = {
 }
 
 
+def _int_power(base, exp):
+    """Integer ``base ** exp`` as the compiled kernel computes it (Numba's integer power):
+    a negative exponent gives 0, except for bases 1 and -1 (NumPy raises instead)."""
+    base, exp = np.broadcast_arrays(base, exp)
+    neg = exp < 0
+    with np.errstate(all="ignore"):
+        out = np.power(base, np.where(neg, 0, exp))
+    inv = np.where(base == 1, 1, np.where(base == -1, np.where(exp % 2 == 0, 1, -1), 0))
+    return np.where(neg, inv, out).astype(base.dtype)
+
+
 def _binary(name):
     fn = _NUMPY_BINARY[name]
 
@@ -32,8 +43,9 @@ def _binary(name):
         dt = operand_dtype(a, b)
         if name == "truediv":
             dt = dtypes.true_divide_dtype(dt)
+        f = _int_power if name == "pow" and dtypes.is_int(dt) else fn
         with np.errstate(all="ignore"):
-            r = fn(compute_array(a, dt), compute_array(b, dt))
+            r = f(compute_array(a, dt), compute_array(b, dt))
         return result(r, dtypes.bool_ if name in COMPARISON else dt)
 
     return rule

@@ -57,10 +57,26 @@ def static_shape(ty, opname: str, arg: str = "shape") -> tuple:
     return vals
 
 
-def make_tile(dt, shape) -> TileType:
-    """The tile type of ``dt`` and ``shape`` in the blocked layout of this kernel."""
+#: Most elements one thread may hold of one tile. A tile lives in registers (255 32-bit
+#: registers per thread on sm_80/sm_90); past a few hundred elements per thread the
+#: kernel spills to local memory and the fully unrolled code takes minutes to compile.
+MAX_ELEMS_PER_THREAD = 256
+
+
+def make_tile(dt, shape, opname: str = "tile") -> TileType:
+    """The tile type of ``dt`` and ``shape`` in the blocked layout of this kernel.
+
+    Raises:
+        TileTypingError: the tile needs more than :data:`MAX_ELEMS_PER_THREAD` elements per
+            thread.
+    """
     ctx = compiler_context.current()
     layout = BlockedLayout(tuple(shape), ctx.num_threads, max_vec_for(dtypes.itemsize(dt)))
+    if layout.elems_per_thread > MAX_ELEMS_PER_THREAD:
+        raise TileTypingError(
+            f"a tile of shape {tuple(shape)} over {ctx.num_threads} threads puts "
+            f"{layout.elems_per_thread} elements in each thread's registers, more than "
+            f"{MAX_ELEMS_PER_THREAD}: use smaller tiles or more warps (num_warps)")
     return TileType(dt, tuple(shape), layout)
 
 

@@ -55,3 +55,8 @@ def test_scalar_kernels():
     no_local(s.full_kernel.ptx(nt.partition(np.zeros(40, np.int64), 16), 16, 2**40))
     for src, dst in [(np.int32, np.int64), (np.float16, np.float32), (np.bool_, np.int32)]:
         no_local(s.store_tile_kernel.ptx(np.zeros(64, src), nt.partition(np.zeros(64, dst), 32)))
+
+
+def test_integer_power_kernel():
+    a = np.zeros(500, np.int64)
+    no_local(g.int_pow_kernel.ptx(a, a, nt.partition(a.copy(), 128)))

@@ -58,3 +58,14 @@ def test_numba_errors_become_short_tile_typing_errors(kernel, tag, fragment):
     assert len(str(err).splitlines()) <= 8
     assert err.__suppress_context__ or err.__cause__ is None
     assert not z.any()
+
+
+@nt.jit
+def huge_tile(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z))
+
+
+def test_tiles_beyond_the_register_budget_are_refused():
+    x = np.ones(8, np.float32)
+    with pytest.raises(TileTypingError, match="elements in each thread's registers"):
+        huge_tile(x, nt.partition(np.zeros(8, np.float32), 2**20), 2**20, interpret=True)
