@@ -25,6 +25,7 @@ from numba.cuda.core.typed_passes import NopythonTypeInference
 
 from . import compiler_context
 from .errors import TileError, TileTypingError
+from .typing.constants import FoldConstantsPass
 from .typing.ownership import OwnershipPass
 
 
@@ -55,6 +56,8 @@ def _make_compiler(typing_only: bool):
         def define_pipelines(self):
             (pm,) = super().define_pipelines()
             pm._finalized = False
+            idx = [p for p, _ in pm.passes].index(NopythonTypeInference)
+            pm.passes.insert(idx, (FoldConstantsPass, "fold Constant parameters"))
             pm.add_pass_after(OwnershipPass, NopythonTypeInference)
             if typing_only:
                 idx = [p for p, _ in pm.passes].index(OwnershipPass)

@@ -50,8 +50,8 @@ def static_shape(ty, opname: str, arg: str = "shape") -> tuple:
     else:
         vals = (literal_int(ty),)
     if vals is None or any(v is None for v in vals):
-        raise fail(opname, arg, "a static shape (a tuple of integer literals or constant "
-                   "parameters)", ty)
+        raise fail(opname, arg, "a static shape (integer literals, Constant parameters, or "
+                   "integer arithmetic on them; not a runtime value)", ty)
     if not vals or not all(is_pow2(v) for v in vals):
         raise fail(opname, arg, "a shape whose every dimension is a power of two", vals)
     return vals

@@ -60,3 +60,8 @@ def test_scalar_kernels():
 def test_integer_power_kernel():
     a = np.zeros(500, np.int64)
     no_local(g.int_pow_kernel.ptx(a, a, nt.partition(a.copy(), 128)))
+
+
+def test_computed_shape_kernel():
+    x = np.zeros(1000, np.float32)
+    no_local(g.computed_shape_kernel.ptx(x, nt.partition(np.zeros(200, np.float32), 32), 32))

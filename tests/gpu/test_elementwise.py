@@ -257,3 +257,23 @@ def test_integer_power_with_negative_exponents(tile_backend):
     ok = bh >= 0
     ok |= (bh < 0) & (ah != 0)     # 0 ** negative: undefined on the GPU (Numba raises, unseen)
     np.testing.assert_array_equal(got[ok], np.array(ref)[ok])
+
+
+@nt.jit
+def computed_shape_kernel(x, out: nt.Partition["B"], B: nt.Constant):
+    i = nt.bid(0)
+    t = nt.load(x, (2 * i + 1,), (B * 2 // 2,))      # shapes computed from B fold to literals
+    nt.store(out, t + nt.astype(nt.arange(B - B // 2 * 2 + B), nt.float32))
+
+
+def test_shapes_computed_from_constants(tile_backend):
+    rng = np.random.default_rng()
+    xh = rng.standard_normal(1000).astype(np.float32)
+    out = tile_backend.asarray(np.zeros(200, np.float32))
+    tile_backend.run(computed_shape_kernel, tile_backend.asarray(xh), nt.partition(out, 32), 32)
+    ref = np.zeros(200, np.float32)
+    for i in range(-(-200 // 32)):
+        blk = xh[(2 * i + 1) * 32:(2 * i + 2) * 32]
+        n = min(32, 200 - 32 * i)
+        ref[32 * i:32 * i + n] = (np.pad(blk, (0, 32 - len(blk))) + np.arange(32))[:n]
+    np.testing.assert_allclose(tile_backend.to_numpy(out), ref, rtol=1e-6)
