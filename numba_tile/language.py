@@ -28,18 +28,25 @@ def load(x, index=None, shape=None, padding=0):
         x (Tensor[dtype, ndim] | Partition): a read-only tensor parameter, or a
             partition parameter (then ``index`` and ``shape`` are left out and the
             block's own tile is loaded).
-        index (tuple of ndim int): tile index, in tile units (not elements).
-        shape (tuple of ndim int, static): tile shape, powers of two.
-        padding (number, static or runtime scalar): value of elements outside the
-            array (zero by default; ``float('nan')``, ``float('inf')`` ... allowed).
+        index (tuple of ndim int): tile index, in tile units (not elements); runtime
+            values. A tile wholly or partly outside the array (a negative index, or one
+            past the end) reads ``padding`` there: loads never fault.
+        shape (tuple of ndim int, static): tile shape, powers of two: integer literals,
+            Constant parameters or integer arithmetic on them (``2 * BLOCK``). At most
+            256 elements per thread (``numel / (32 * num_warps)``).
+        padding (scalar): value of elements outside the array; zero by default; for
+            float arrays also ``float('nan')``, ``float('inf')``, ``-float('inf')``. It
+            must be representable in x's dtype (no float padding for an integer array,
+            no out-of-range int): it is converted to x's dtype.
 
     Returns:
         Tile[shape] of x's dtype. Elements outside the array hold ``padding``.
 
     Raises:
-        TileTypingError: missing or non-static shape, rank mismatch, or an
-            ``index`` given for a partition (another block's tile of an array being
-            written cannot be read: that would race).
+        TileTypingError: missing or non-static shape, rank mismatch, a shape over the
+            register budget, a padding x's dtype cannot hold, or an ``index`` given for a
+            partition (another block's tile of an array being written cannot be read:
+            that would race).
     """
 
 
@@ -47,16 +54,23 @@ def load(x, index=None, shape=None, padding=0):
 def load_like(x, like, padding=0):
     """Load the tile of ``x`` that sits where the block's own tile of ``like`` sits.
 
+    ``x`` and ``like``'s array may have different extents: the tile is taken at the same
+    tile index, and elements outside ``x`` read ``padding`` (a shorter ``x`` pads, a longer
+    one is read only where the tile lies). Elementwise kernels usually pass arrays of one
+    shape.
+
     Args:
-        x (Tensor[dtype, ndim] | Partition): the array to read; same rank as ``like``.
+        x (Tensor[dtype, ndim] | Partition): the array to read; same rank as ``like``;
+            ``like`` itself is allowed (its own tile).
         like (Partition): the partition whose own tile index and tile shape are used.
-        padding (number): value of elements outside ``x``.
+        padding (scalar): value of elements outside ``x`` (see :func:`load`).
 
     Returns:
         Tile[like.tile_shape] of x's dtype.
 
     Raises:
-        TileTypingError: ``like`` is not a partition, or the ranks differ.
+        TileTypingError: ``like`` is not a partition, the ranks differ, ``x`` is another
+            partition (its tiles are being written by other blocks), or a bad padding.
     """
 
 
@@ -64,19 +78,22 @@ def load_like(x, like, padding=0):
 def store(z, tile, index=None):
     """Store ``tile`` into the block's own tile of partition ``z``.
 
-    Elements outside the array are masked off. The tile is cast to ``z``'s dtype
-    when that is no narrowing (a float tile into an integer array is refused).
+    Elements outside the array are masked off. The tile is converted to ``z``'s dtype
+    only when that is no narrowing, ``promote(tile dtype, z dtype) == z dtype`` (float32
+    into float16, int64 into int32, float into int are refused: narrow explicitly with
+    :func:`astype`).
 
     Args:
         z (Partition): a mutable parameter (declared ``numba_tile.Partition``).
-        tile (Tile[z.tile_shape]): the values; a scalar is broadcast.
+        tile (Tile[z.tile_shape] | scalar): the values; a scalar is broadcast and must be
+            representable in z's dtype.
         index: reserved for branded partition indices; a store to any tile but the
             block's own is refused.
 
     Raises:
         StoreToReadOnlyError: ``z`` is a read-only tensor (typing).
         ForeignTileStoreError: ``index`` is given (typing).
-        TileTypingError: shape or dtype mismatch.
+        TileTypingError: shape mismatch, or a dtype or scalar that would be narrowed.
     """
 
 

@@ -199,6 +199,9 @@ def _pointer_device(ptr: int) -> int:
 # -- adapters --------------------------------------------------------------------------------------
 
 def _from_numpy(obj: numpy.ndarray, name: str, stream: int | None) -> ArrayArg:
+    if isinstance(obj, numpy.ma.MaskedArray):
+        raise TileArgumentError(f"argument '{name}': masked arrays are not supported (the mask "
+                                f"would be ignored); pass numpy.ma.getdata(a) or a filled copy")
     dtype = _check_dtype(obj.dtype, name)
     return ArrayArg(
         obj=obj, owner=obj, ptr=obj.__array_interface__["data"][0], shape=obj.shape,
@@ -406,7 +409,8 @@ def as_array_arg(obj: object, name: str, *, stream: int | None = None) -> ArrayA
         adapter = _pick_adapter(obj)
         if adapter is None:
             raise TileArgumentError(
-                f"argument '{name}': expected a device array (CuPy, Numba, PyTorch, or any object "
-                f"with __cuda_array_interface__ or __dlpack__), got {_type_name(obj)}")
+                f"argument '{name}': expected an array (on the GPU a CuPy, Numba or PyTorch "
+                f"device array, or any object with __cuda_array_interface__ or __dlpack__; in "
+                f"interpreter mode a NumPy array), got {_type_name(obj)}")
         _ADAPTERS[type(obj)] = adapter
     return adapter(obj, name, stream)
