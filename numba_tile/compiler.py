@@ -127,6 +127,15 @@ _HINTS = [
 ]
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: how Numba's own messages begin (its reports also echo source lines and contexts)
+_MESSAGE = re.compile(r"(Untyped global name|No implementation of function|Unknown attribute|"
+                      r"Invalid use of|Cannot |Can't |Use of unsupported|module '|name '|"
+                      r"Internal error|Unsupported|Type of variable|NameError|AttributeError)")
+#: lines of Numba's error reports that are context, not the message
+_NOISE = ("Failed in ", 'File "', "During:", "<source", "Enable logging", "- Resolution")
+
+
 def _loc_from_traceback(exc):
     """Location of the typing constraint that raised ``exc`` (Numba's resolution failures
     carry none): the innermost traceback frame of a ``*Constraint`` object with a ``loc``."""
@@ -142,10 +151,12 @@ def _loc_from_traceback(exc):
 
 def _summarize(exc, loc, ctx) -> TileTypingError:
     """A Numba error (or an attribute typo) as a short TileTypingError at the user's line."""
-    text = str(exc)
+    text = _ANSI.sub("", str(exc))
     lines = [ln for ln in text.splitlines()
-             if ln.strip() and not ln.startswith("Failed in ") and "\x1b" not in ln[:2]]
-    head = lines[0].strip() if lines else type(exc).__name__
+             if ln.strip() and not ln.lstrip().startswith(_NOISE)
+             and set(ln.strip()) != {"^"}]
+    head = next((ln.strip() for ln in lines if _MESSAGE.match(ln.strip())),
+                lines[0].strip() if lines else type(exc).__name__)
     sig = next((ln.strip() for ln in lines if ln.strip().startswith(">>>")), None)
     hint = next((h for pat, h in _HINTS if pat.search(text)), None)
     msg = f"kernel '{ctx.kernel_name}' does not type: {head}"

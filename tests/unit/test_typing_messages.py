@@ -69,3 +69,18 @@ def test_tiles_beyond_the_register_budget_are_refused():
     x = np.ones(8, np.float32)
     with pytest.raises(TileTypingError, match="elements in each thread's registers"):
         huge_tile(x, nt.partition(np.zeros(8, np.float32), 2**20), 2**20, interpret=True)
+
+
+def test_summary_of_a_colored_numba_report():
+    """Numba colors its reports on some terminals and echoes source lines; the summary keeps
+    the message (seen on the GPU machine)."""
+    from types import SimpleNamespace
+
+    from numba_tile.compiler import _summarize
+
+    report = ('File "k.py", line 141:\x1b[0m\n\x1b[1m    def k(x, z):\n        ^\x1b[0m\n'
+              "Untyped global name 'python_helper': Cannot determine Numba type of <class "
+              "'function'>\n")
+    err = _summarize(Exception(report), None, SimpleNamespace(kernel_name="k", pyfunc=None))
+    assert "Untyped global name 'python_helper'" in err.message
+    assert "\x1b" not in str(err)
