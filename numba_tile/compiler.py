@@ -217,11 +217,9 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
 
 
 def _context(pyfunc, argtypes, num_warps, grid_param):
-    ctx = compiler_context.CompileContext(
+    return compiler_context.CompileContext(
         num_warps=num_warps, kernel_name=pyfunc.__qualname__, argtypes=tuple(argtypes),
-        grid_param=grid_param, kernel_mangled=pyfunc.__name__)
-    ctx.pyfunc = pyfunc
-    return ctx
+        grid_param=grid_param, pyfunc=pyfunc)
 
 
 @global_compiler_lock

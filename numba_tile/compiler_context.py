@@ -24,8 +24,7 @@ class CompileContext:
         kernel_name: qualified name of the kernel's Python function.
         argtypes: Numba types of the kernel's parameters (constants as Omitted).
         grid_param: index of the partition parameter that defines the grid.
-        kernel_mangled: the kernel function's name as it appears in its mangled LLVM
-            symbol (guards lowering rules that read the kernel's own arguments).
+        pyfunc: the kernel's Python function.
         errors: ``(location, error)`` of numba_tile errors raised by typing rules at
             calls not (yet) typed, oldest first.
     """
@@ -34,7 +33,7 @@ class CompileContext:
     kernel_name: str = ""
     argtypes: tuple = ()
     grid_param: int | None = None
-    kernel_mangled: str = ""
+    pyfunc: object = None
     errors: list = field(default_factory=list)
 
     @property

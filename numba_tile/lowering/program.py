@@ -11,16 +11,18 @@ from __future__ import annotations
 from .. import compiler_context
 from .._registry import lowering_rule
 from ..errors import TileTypingError
-from .common import const_i64
 from .memory import ArrayView, own_tile_index, tile_grid
 
 
 def _grid_view(context, builder):
     ctx = compiler_context.current()
     fn = builder.function
-    if ctx.kernel_mangled and ctx.kernel_mangled not in fn.name:
-        raise TileTypingError("bid() and num_blocks() are usable only in the kernel's own body")
-    args = context.fndesc.call_conv.get_arguments(fn)
+    fndesc = context.fndesc        # the function being lowered
+    if (fndesc.qualname != ctx.kernel_name or tuple(fndesc.argtypes) != tuple(ctx.argtypes)
+            or fn.name != fndesc.llvm_func_name):
+        raise TileTypingError("bid() and num_blocks() are usable only in the kernel's own body, "
+                              "not in a helper function")
+    args = fndesc.call_conv.get_arguments(fn)
     values = context.get_arg_packer(ctx.argtypes).from_arguments(builder, args)
     ty = ctx.argtypes[ctx.grid_param]
     return ArrayView(context, builder, ty, values[ctx.grid_param]), ty
