@@ -191,7 +191,7 @@ def bench_bandwidth(args, torch):
 
 def print_bandwidth(rows):
     names = ["numba_tile", "triton", "cupy", "numba-cuda"]
-    head = f"| op | dtype | n | " + " | ".join(f"{n} TB/s" for n in names) + \
+    head = "| op | dtype | n | " + " | ".join(f"{n} TB/s" for n in names) + \
         " | numba_tile/triton | numba_tile/cupy | numba_tile/numba-cuda |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -213,7 +213,6 @@ def bench_launch(args, torch):
     x = torch.randn(n, device="cuda")
     z = torch.empty(n, device="cuda")
     xc, zc = cupy.asarray(x), cupy.asarray(z)
-    xn, zn = cuda.as_cuda_array(x), cuda.as_cuda_array(z)
     xd, zd = cuda.to_device(np.ones(n, np.float32)), cuda.device_array(n, np.float32)
 
     @nt.jit

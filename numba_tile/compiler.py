@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass
 
 from llvmlite import ir as llvm_ir
-from numba.cuda import types
 from numba.core.errors import NumbaError
 from numba.cuda.core.compiler import _EarlyPipelineCompletion  # noqa: F401
 from numba.cuda.core.compiler_lock import global_compiler_lock

@@ -25,8 +25,8 @@ from .. import dtypes
 from .._registry import lowering_rule
 from ..typing.types import PartitionType, TensorType, TileType, element_llvm_type
 from ..typing.common import make_tile
-from .common import (I1, I64, block_index, chunk_coords, const_i64, convert, is_storing_thread,
-                     make_fragment, padding_element, scalar_to, constant_element)
+from .common import (I1, block_index, chunk_coords, const_i64, convert, is_storing_thread,
+                     make_fragment, padding_element, scalar_to)
 
 
 class ArrayView:
