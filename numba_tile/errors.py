@@ -21,6 +21,8 @@ Hierarchy::
         +-- ReadOnlyProducerError  producer marked the buffer read-only (launch, A4)
         +-- PartitionShapeError    partition tile shape differs from the kernel's (launch)
         +-- GridMismatchError      two partitions imply different launch grids (launch)
+        +-- StreamConflictError    an array in use by a launch in flight on another stream,
+                                   with on_conflict="raise" (launch runtime)
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "ReadOnlyProducerError",
     "PartitionShapeError",
     "GridMismatchError",
+    "StreamConflictError",
 ]
 
 
@@ -134,3 +137,8 @@ class PartitionShapeError(OwnershipError):
 
 class GridMismatchError(OwnershipError):
     rule = "all partitions of one launch imply the same grid"
+
+
+class StreamConflictError(OwnershipError):
+    rule = ("an array in use by a launch in flight on another stream is not handed to a launch "
+            "on this stream without ordering")

@@ -322,7 +322,7 @@ class Kernel:
 
     # -- launch --------------------------------------------------------------------------
 
-    def __call__(self, *args, stream=None, interpret=None, **kwargs):
+    def __call__(self, *args, stream=None, interpret=None, on_conflict="wait", **kwargs):
         """Launch the kernel.
 
         Args:
@@ -334,6 +334,10 @@ class Kernel:
                 legacy default stream.
             interpret: run in the interpreter; default: the kernel's ``interpret`` option,
                 which ``NUMBA_TILE_INTERPRET=1`` at the kernel's definition turns on.
+            on_conflict: what to do when an argument's memory is in use by a launch still in
+                flight on another stream (it writes what this launch uses, or uses what this
+                launch writes): ``"wait"`` (default) makes ``stream`` wait for that launch's
+                event; ``"raise"`` refuses the launch with StreamConflictError.
 
         Returns:
             A launch handle: ``sync()`` waits and returns the arguments' arrays; dropping it
@@ -341,11 +345,14 @@ class Kernel:
 
         Raises:
             TileArgumentError, HostArrayError: unusable arguments.
-            OwnershipError: a launch-time ownership rule is broken (nothing is queued).
+            OwnershipError: a launch-time ownership rule is broken (nothing is queued);
+                StreamConflictError with ``on_conflict="raise"``.
             TileTypingError: the kernel does not type for these arguments.
         """
         if interpret is None:
             interpret = self.interpret
+        if on_conflict not in ("wait", "raise"):
+            raise TileArgumentError(f"on_conflict: expected 'wait' or 'raise', got {on_conflict!r}")
         values = self._bind(args, kwargs)
         specs = self._specs(values)
         handle = None if interpret else stream_handle(stream)
@@ -359,9 +366,9 @@ class Kernel:
             run_blocks(self.fn, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound))
-        return self._launch(spec, bound, grid, handle)
+        return self._launch(spec, bound, grid, handle, on_conflict)
 
-    def _launch(self, spec, bound, grid, stream):
+    def _launch(self, spec, bound, grid, stream, on_conflict="wait"):
         flat, arrays, writes, objs, device = [], [], [], [], None
         for p, b in zip(self.params, bound):
             if b.__class__ is BoundArray:
@@ -399,7 +406,12 @@ class Kernel:
             spec.loaded[device] = loaded
         _module, func, params, nthreads = loaded
         registry = inflight.default_registry()
-        registry.order_after_conflicts(stream, arrays, writes)
+        found = registry.conflicts(stream, arrays, writes)
+        if found:
+            if on_conflict == "raise":
+                self._raise_conflict(bound, found, stream)
+            for entry, _arg in found:
+                registry.backend.wait(stream, entry.event)
         for a in arrays:
             if a.stream is not None:
                 producers = producer_streams([a.stream for a in arrays], stream)
@@ -412,17 +424,17 @@ class Kernel:
         arrays.append(self)
         return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
 
-    def _flatten(self, bound):
-        flat = []
-        for p, b in zip(self.params, bound):
-            if isinstance(b, BoundArray):
-                a = b.array
-                flat.append(a.ptr)
-                flat.extend(a.shape)
-                flat.extend(a.element_strides)
-            elif p.role != "constant":
-                flat.append(b)
-        return flat
+    def _raise_conflict(self, bound, found, stream):
+        from .errors import StreamConflictError
+        from .runtime.launch_checks import user_call_site
+        names = {id(b.array): b.spec.name for b in bound if b.__class__ is BoundArray}
+        entry, arg = found[0]
+        site = user_call_site() or (None, None)
+        raise StreamConflictError(
+            f"kernel '{self.__qualname__}': argument '{names.get(id(arg), '?')}' is in use by a "
+            f"launch still in flight on stream {entry.stream:#x}, and this launch is on stream "
+            f"{stream:#x}; synchronize, launch on the same stream, or use on_conflict='wait'",
+            filename=site[0], lineno=site[1])
 
     # -- inspection ----------------------------------------------------------------------
 

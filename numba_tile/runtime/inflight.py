@@ -123,10 +123,15 @@ class LaunchHandle:
         return f"<LaunchHandle stream={self._entry.stream} {state}>"
 
 
-def _touches(a: Sequence[ArrayArg], b: Sequence[ArrayArg]) -> bool:
+def _first_touch(theirs: Sequence[ArrayArg], ours: Sequence[ArrayArg]) -> ArrayArg | None:
+    """The first of ``ours`` that shares memory with any of ``theirs``, or None."""
     from numba_tile.runtime.overlap import shares_memory
 
-    return any(shares_memory(x, y) for x in a for y in b)
+    for y in ours:
+        for x in theirs:
+            if shares_memory(x, y):
+                return y
+    return None
 
 
 class InflightRegistry:
@@ -272,12 +277,13 @@ class InflightRegistry:
 
     # -- cross-stream ordering -------------------------------------------------------------------
 
-    def order_after_conflicts(self, stream: int, args: Sequence[ArrayArg],
-                              writes: Sequence[ArrayArg]) -> int:
-        """Makes ``stream`` wait for in-flight launches on other streams that touch the same memory.
+    def conflicts(self, stream: int, args: Sequence[ArrayArg],
+                  writes: Sequence[ArrayArg]) -> list:
+        """In-flight launches on other streams that a launch on ``stream`` would race with.
 
-        A conflict is an in-flight launch on another stream that writes memory of any of ``args``,
-        or that uses memory ``writes`` will write. Launches on the same stream are ordered already.
+        A conflict is an in-flight launch on another stream that writes memory of any of
+        ``args`` (read-after-write, write-after-write), or that uses memory ``writes`` will
+        write (write-after-read). Launches on the same stream are ordered already.
 
         Args:
             stream: handle of the stream of the launch about to be queued.
@@ -285,26 +291,35 @@ class InflightRegistry:
             writes: its mutable array arguments (a subset of ``args``).
 
         Returns:
-            int: number of launches waited on (``wait`` calls made).
+            list: ``(entry, arg)`` per conflicting stream: its newest conflicting launch (which
+            covers all earlier ones on that stream) and the first argument it touches.
         """
         with self._lock:
             if not self._streams or (len(self._streams) == 1 and stream in self._streams):
-                return 0
+                return []
             self._collect_locked()
-            waited = 0
+            found = []
             for other, queue in self._streams.items():
                 if same_stream(other, stream):
                     continue
-                # The newest conflicting entry of a stream covers all earlier ones on it.
                 for entry in reversed(queue):
                     if entry.done:
                         continue
                     reads = [r for r in entry.refs if isinstance(r, ArrayArg)]
-                    if _touches(entry.writes, args) or _touches(writes, reads):
-                        self.backend.wait(stream, entry.event)
-                        waited += 1
+                    hit = _first_touch(entry.writes, args) or _first_touch(reads, writes)
+                    if hit is not None:
+                        found.append((entry, hit))
                         break
-            return waited
+            return found
+
+    def order_after_conflicts(self, stream: int, args: Sequence[ArrayArg],
+                              writes: Sequence[ArrayArg]) -> int:
+        """Makes ``stream`` wait (``cuStreamWaitEvent``) for every launch :meth:`conflicts`
+        finds. Returns the number of waits queued."""
+        found = self.conflicts(stream, args, writes)
+        for entry, _arg in found:
+            self.backend.wait(stream, entry.event)
+        return len(found)
 
     def wait_for_streams(self, stream: int, producers: Iterable[int]) -> None:
         """Makes ``stream`` wait for the work queued so far on each producer stream.

@@ -78,3 +78,64 @@ def test_bad_stream_is_refused_before_any_work():
     with pytest.raises(nt.errors.TileArgumentError, match="stream"):
         axpb(x, nt.partition(z, 16), 16, 1, stream="not a stream")
     assert float(z.sum()) == 0.0
+
+
+@nt.jit
+def copy_kernel(src, dst: nt.Partition["B"], B: nt.Constant):
+    nt.store(dst, nt.load_like(src, dst))
+
+
+def _two_streams():
+    cupy = pytest.importorskip("cupy")
+    return cupy, cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
+
+
+LONG = 20000      # iterations of the first kernel: milliseconds, far longer than a launch
+
+
+def test_read_after_write_on_another_stream_is_ordered():
+    cupy, s1, s2 = _two_streams()
+    rng = np.random.default_rng()
+    n = 1 << 20
+    xh = rng.standard_normal(n).astype(np.float32)
+    x = cupy.asarray(xh)
+    z = cupy.zeros(n, cupy.float32)
+    out = cupy.full(n, np.nan, cupy.float32)
+    cupy.cuda.Device().synchronize()
+    first = axpb(x, nt.partition(z, 1024), 1024, LONG, stream=s1)
+    copy_kernel(z, nt.partition(out, 1024), 1024, stream=s2).sync()
+    assert first.done()                      # s2 waited for s1's launch
+    np.testing.assert_array_equal(cupy.asnumpy(out), cupy.asnumpy(z))
+    np.testing.assert_allclose(cupy.asnumpy(out), reference(xh, LONG), rtol=1e-4)
+
+
+def test_write_after_read_on_another_stream_is_ordered():
+    cupy, s1, s2 = _two_streams()
+    rng = np.random.default_rng()
+    n = 1 << 20
+    xh = rng.standard_normal(n).astype(np.float32)
+    x = cupy.asarray(xh)
+    z = cupy.zeros(n, cupy.float32)
+    junk = cupy.full(n, 1e6, cupy.float32)
+    cupy.cuda.Device().synchronize()
+    axpb(x, nt.partition(z, 1024), 1024, LONG, stream=s1)         # reads x for milliseconds
+    copy_kernel(junk, nt.partition(x, 1024), 1024, stream=s2)     # overwrites x
+    nt.synchronize()
+    np.testing.assert_allclose(cupy.asnumpy(z), reference(xh, LONG), rtol=1e-4)
+    assert float(x[0]) == 1e6
+
+
+def test_strict_mode_refuses_an_unordered_launch():
+    cupy, s1, s2 = _two_streams()
+    n = 1 << 20
+    x = cupy.ones(n, cupy.float32)
+    z = cupy.zeros(n, cupy.float32)
+    out = cupy.full(n, 7.0, cupy.float32)
+    cupy.cuda.Device().synchronize()
+    first = axpb(x, nt.partition(z, 1024), 1024, LONG, stream=s1)
+    with pytest.raises(nt.errors.StreamConflictError, match="'src'"):
+        copy_kernel(z, nt.partition(out, 1024), 1024, stream=s2, on_conflict="raise")
+    first.sync()
+    assert float(out.min()) == 7.0 and float(out.max()) == 7.0     # nothing was queued
+    copy_kernel(z, nt.partition(out, 1024), 1024, stream=s2, on_conflict="raise").sync()
+    np.testing.assert_array_equal(cupy.asnumpy(out), cupy.asnumpy(z))

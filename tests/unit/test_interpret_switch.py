@@ -44,3 +44,12 @@ def test_decorator_and_call_options(monkeypatch):
     run_host(make_kernel(), interpret=True)
     with pytest.raises(nt.errors.HostArrayError, match="'x'"):
         run_host(make_kernel())           # GPU path: host arrays refused before any work
+
+
+def test_on_conflict_option_is_checked():
+    kernel = make_kernel(interpret=True)
+    x = np.ones(8, np.float32)
+    z = np.zeros(8, np.float32)
+    with pytest.raises(nt.errors.TileArgumentError, match="on_conflict"):
+        kernel(x, nt.partition(z, 8), on_conflict="ignore")
+    assert not z.any()

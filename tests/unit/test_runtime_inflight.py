@@ -202,3 +202,18 @@ def test_release_never_rests_on_stream_order_alone():
     reg.collect()
     gc.collect()
     assert ref_old() is None and reg.pending() == 0
+
+
+def test_conflicts_name_the_touched_argument():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend)
+    buf = np.zeros(32)
+    out = as_array_arg(FakeDeviceArray(buf[:8]), "z")
+    inp = as_array_arg(FakeDeviceArray(buf[8:16]), "x")
+    reg.register(1 << 20, (out, inp), writes=(out,))
+    a = as_array_arg(FakeDeviceArray(buf[20:24]), "a")       # untouched
+    b = as_array_arg(FakeDeviceArray(buf[6:10]), "b")        # overlaps z (written) and x
+    found = reg.conflicts(2 << 20, [a, b], [])
+    assert len(found) == 1 and found[0][1] is b
+    assert reg.conflicts(2 << 20, [a], [a]) == []
+    assert backend.waits == []                               # conflicts() only looks
