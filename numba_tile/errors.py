@@ -8,6 +8,7 @@ Hierarchy::
 
     TileError
     +-- TileTypingError            bad op use inside a kernel (shape, dtype, argument)
+    +-- DataRaceError              two blocks wrote one element (interpreter's race detector)
     +-- TileArgumentError          bad launch argument (type, device, dtype, rank)
     |   +-- HostArrayError         a NumPy (host) array passed on the GPU path (case I1)
     +-- OwnershipError             a broken ownership rule (DESIGN.md section 2)
@@ -33,6 +34,7 @@ __all__ = [
     "TileError",
     "TileTypingError",
     "TileArgumentError",
+    "DataRaceError",
     "HostArrayError",
     "OwnershipError",
     "StoreToReadOnlyError",
@@ -85,6 +87,12 @@ class TileError(Exception):
 
 class TileTypingError(TileError):
     """An op inside a kernel was used with invalid arguments (shape, dtype, rank)."""
+
+
+class DataRaceError(TileError):
+    """Two blocks of one launch wrote the same element (found by the interpreter, which records
+    the writing block of every element of every partition). A kernel that passes numba_tile's
+    checks cannot trip it; it exists for kernels that opt out of them."""
 
 
 class TileArgumentError(TileError, TypeError):

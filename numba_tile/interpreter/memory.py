@@ -61,4 +61,5 @@ def interp_store(z, tile, index=None):
         lo, hi = i * s, min((i + 1) * s, ext)
         dst.append(slice(lo, hi))
         src.append(slice(0, hi - lo))
+    z.record_writes(tuple(dst))
     z.array[tuple(dst)] = values[tuple(src)]

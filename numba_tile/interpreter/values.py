@@ -60,11 +60,37 @@ class InterpTensor:
 
 
 class InterpPartition(InterpTensor):
-    """A mutable partition parameter: the block's own tile of ``array``."""
+    """A mutable partition parameter: the block's own tile of ``array``.
+
+    ``writers`` (same shape as ``array``, int64) records which block last wrote each
+    element (-1: none yet): the interpreter's race detector.
+    """
 
     def __init__(self, name: str, array: np.ndarray, dtype, tile_shape: tuple):
         super().__init__(name, array, dtype)
         self.tile_shape = tuple(tile_shape)
+        self.writers = np.full(array.shape, -1, np.int64)
+
+    def record_writes(self, region: tuple) -> None:
+        """Record that the current block writes ``array[region]``.
+
+        Raises:
+            DataRaceError: another block of this launch already wrote an element of it,
+                naming both blocks and the element.
+        """
+        from ..errors import DataRaceError
+        blk = current_block()
+        seen = self.writers[region]
+        clash = (seen != -1) & (seen != blk.linear)
+        if clash.any():
+            local = tuple(int(i) for i in np.argwhere(clash)[0])
+            element = tuple(r.start + i for r, i in zip(region, local))
+            other = int(seen[local])
+            raise DataRaceError(
+                f"data race on '{self.name}': element {element} written by block "
+                f"{tuple(int(i) for i in np.unravel_index(other, blk.grid))} (linear {other}) and "
+                f"by block {blk.index} (linear {blk.linear})")
+        self.writers[region] = blk.linear
 
     def own_index(self) -> tuple:
         grid = tuple(-(-s // t) for s, t in zip(self.array.shape, self.tile_shape))
