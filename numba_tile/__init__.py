@@ -12,7 +12,8 @@ Public API (everything else is private):
 * decorator and annotations: :func:`jit`, :class:`Tensor`, :class:`Partition`,
   :class:`Constant`; host side: :func:`partition`, :func:`synchronize`,
   :func:`gpu_available`;
-* ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`where`,
+* ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`tiles`,
+  :func:`num_tiles`, :func:`where`,
   :func:`astype`, :func:`minimum`, :func:`maximum`, math functions (:func:`exp`,
   :func:`exp2`, :func:`log`, :func:`log2`, :func:`sqrt`, :func:`rsqrt`, :func:`abs`,
   :func:`tanh`, :func:`sigmoid`, :func:`sin`, :func:`cos`, :func:`floor`, :func:`ceil`),
@@ -30,16 +31,19 @@ from ._registry import finalize as _finalize
 from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
 from .kernel import Constant, Kernel, Partition, Tensor, jit
 from .language import (abs_ as abs, arange, astype, bid, ceil, cos, exp, exp2, floor, full,
-                       load, load_like, log, log2, maximum, minimum, num_blocks, rsqrt,
-                       sigmoid, sin, sqrt, store, tanh, where, zeros)
+                       load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
+                       sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
 from .runtime.driver import gpu_available
 from .runtime.inflight import synchronize_all as synchronize
 from .runtime.partition import partition
 
 # The three rule sets of every op family; finalize() checks none is missing.
 from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
+from .typing import partition as _t5  # noqa: E402,F401
 from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
+from .lowering import partition as _l5  # noqa: E402,F401
 from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
+from .interpreter import partition as _i5  # noqa: E402,F401
 
 _finalize()
 
@@ -48,8 +52,8 @@ __version__ = "0.1.0"
 __all__ = [
     "jit", "Kernel", "Tensor", "Partition", "Constant", "partition", "synchronize",
     "gpu_available", "errors",
-    "load", "load_like", "store", "where", "astype", "minimum", "maximum",
+    "load", "load_like", "store", "tiles", "where", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "sin", "cos",
-    "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks",
+    "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
     "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",
 ]

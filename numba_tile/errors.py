@@ -112,7 +112,8 @@ class StoreToReadOnlyError(OwnershipError):
 
 
 class ForeignTileStoreError(OwnershipError):
-    rule = "a store to a partition goes to the block's own tile"
+    rule = ("a store to a partition goes to one of the block's own tiles: its own tile, or an "
+            "index minted by tiles() of that same partition")
 
 
 class UnanalyzedCallError(OwnershipError):

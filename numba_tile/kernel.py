@@ -257,7 +257,8 @@ class Kernel:
         for p, b in zip(self.params, bound):
             if b.__class__ is BoundArray:
                 a = b.array
-                key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a)))
+                key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a),
+                            b.blocks is not None))
             elif p.role == "constant":
                 try:
                     hash(b)
@@ -282,7 +283,8 @@ class Kernel:
                 if b.mutable:
                     if grid_param is None:
                         grid_param = i
-                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name))
+                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name,
+                                                  mapped=b.blocks is not None))
                 else:
                     argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name))
             elif p.role == "constant":

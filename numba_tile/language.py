@@ -51,8 +51,9 @@ def load(x, index=None, shape=None, padding=0):
 
 
 @op("memory", reads=(0,))
-def load_like(x, like, padding=0):
-    """Load the tile of ``x`` that sits where the block's own tile of ``like`` sits.
+def load_like(x, like, padding=0, index=None):
+    """Load the tile of ``x`` that sits where the block's own tile of ``like`` sits (or, with
+    ``index`` from ``tiles(like)``, where that tile sits).
 
     ``x`` and ``like``'s array may have different extents: the tile is taken at the same
     tile index, and elements outside ``x`` read ``padding`` (a shorter ``x`` pads, a longer
@@ -64,6 +65,8 @@ def load_like(x, like, padding=0):
             ``like`` itself is allowed (its own tile).
         like (Partition): the partition whose own tile index and tile shape are used.
         padding (scalar): value of elements outside ``x`` (see :func:`load`).
+        index (PartitionIndex of ``like``): a tile index minted by ``tiles(like)``; required
+            when ``like`` is mapped onto a fixed number of blocks.
 
     Returns:
         Tile[like.tile_shape] of x's dtype.
@@ -87,13 +90,58 @@ def store(z, tile, index=None):
         z (Partition): a mutable parameter (declared ``numba_tile.Partition``).
         tile (Tile[z.tile_shape] | scalar): the values; a scalar is broadcast and must be
             representable in z's dtype.
-        index: reserved for branded partition indices; a store to any tile but the
-            block's own is refused.
+        index (PartitionIndex of ``z``): a tile index minted by ``tiles(z)`` (required when
+            ``z`` is mapped onto a fixed number of blocks). An index of another partition, or
+            one built by hand, is refused: only ``tiles(z)`` knows which tiles are this
+            block's.
 
     Raises:
         StoreToReadOnlyError: ``z`` is a read-only tensor (typing).
-        ForeignTileStoreError: ``index`` is given (typing).
+        ForeignTileStoreError: ``index`` is not one of ``tiles(z)``'s (typing).
         TileTypingError: shape mismatch, or a dtype or scalar that would be narrowed.
+    """
+
+
+@op("partition")
+def tiles(z):
+    """The tiles of partition ``z`` that this block owns, as branded tile indices.
+
+    ``for idx in tiles(z): ... store(z, tile, idx)``. For a partition mapped onto ``B``
+    blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tiles ``b, b + B, b + 2B,
+    ...`` of the row-major tile grid, so no two blocks share a tile; for a plain partition
+    the only tile is the block's own. Each index carries the *brand* of ``z``: a store to
+    another partition refuses it.
+
+    Args:
+        z (Partition): a partition parameter.
+
+    Returns:
+        An iterable of PartitionIndex[z]: tile coordinates (int64, tile units), usable as the
+        ``index`` of ``load`` (any tensor), ``load_like`` and ``store`` (``z`` only).
+
+    Raises:
+        TileTypingError: ``z`` is not a partition parameter.
+    """
+
+
+@op("partition")
+def num_tiles(x, axis, tile):
+    """Number of tiles of extent ``tile`` along ``axis`` of ``x``: ``ceil(x.shape[axis] / tile)``.
+
+    For loops over a read-only tensor's tiles, ``for k in range(num_tiles(x, 1, BK))``; the
+    loads in such a loop are masked at the edge (the last tile is padded), so they are in
+    bounds by construction.
+
+    Args:
+        x (Tensor | Partition): an array parameter.
+        axis (int, static): the axis, ``0 <= axis < x.ndim``.
+        tile (int, static): the tile extent along that axis, a power of two.
+
+    Returns:
+        int64.
+
+    Raises:
+        TileTypingError: a non-static or out-of-range axis, or a tile that is not a power of two.
     """
 
 

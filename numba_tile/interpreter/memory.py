@@ -14,6 +14,9 @@ def _shape(shape):
 
 
 def _index(index):
+    from .partition import InterpIndex
+    if isinstance(index, InterpIndex):
+        return index.coords
     return (int(index),) if not isinstance(index, tuple) else tuple(int(i) for i in index)
 
 
@@ -36,19 +39,21 @@ def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding) -> InterpTil
 
 @interp_rule("load")
 def interp_load(x, index=None, shape=None, padding=0):
-    if isinstance(x, InterpPartition) and index is None:
-        return read_tile(x, x.own_index(), x.tile_shape, padding)
+    if isinstance(x, InterpPartition):
+        idx = x.own_index() if index is None else _index(index)
+        return read_tile(x, idx, x.tile_shape, padding)
     return read_tile(x, _index(index), _shape(shape), padding)
 
 
 @interp_rule("load_like")
-def interp_load_like(x, like, padding=0):
-    return read_tile(x, like.own_index(), like.tile_shape, padding)
+def interp_load_like(x, like, padding=0, index=None):
+    idx = like.own_index() if index is None else _index(index)
+    return read_tile(x, idx, like.tile_shape, padding)
 
 
 @interp_rule("store")
 def interp_store(z, tile, index=None):
-    idx = z.own_index()
+    idx = z.own_index() if index is None else _index(index)
     if isinstance(tile, InterpTile):
         src = tile.data
         if dtypes.is_half(tile.dtype) and not dtypes.is_half(z.dtype):

@@ -23,7 +23,8 @@ from numba.cuda import cgutils, types
 
 from .. import dtypes
 from .._registry import lowering_rule
-from ..typing.types import PartitionType, TensorType, TileType, element_llvm_type
+from ..typing.types import (PartitionIndexType, PartitionType, TensorType, TileType,
+                            element_llvm_type)
 from ..typing.common import make_tile
 from .common import (I1, block_index, chunk_coords, const_i64, convert, is_storing_thread,
                      make_fragment, padding_element, scalar_to)
@@ -198,6 +199,9 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
 
 
 def _index_values(context, builder, ty, val, ndim):
+    if isinstance(ty, PartitionIndexType):
+        idx = cgutils.create_struct_proxy(ty)(context, builder, value=val)
+        return cgutils.unpack_tuple(builder, idx.coords, ndim)
     if isinstance(ty, types.BaseTuple):
         vals = cgutils.unpack_tuple(builder, val, ndim)
         return [context.cast(builder, v, t, types.int64) for v, t in zip(vals, ty.types)]
@@ -210,7 +214,7 @@ def lower_load(context, builder, sig, args):
     x, idx, _s, pad = args
     tile = sig.return_type
     view = ArrayView(context, builder, xty, x)
-    if isinstance(xty, PartitionType):
+    if isinstance(xty, PartitionType) and isinstance(idxty, (types.Omitted, types.NoneType)):
         index = own_tile_index(builder, view, xty.tile_shape)
     else:
         index = _index_values(context, builder, idxty, idx, xty.ndim)
@@ -220,20 +224,23 @@ def lower_load(context, builder, sig, args):
 
 @lowering_rule("load_like")
 def lower_load_like(context, builder, sig, args):
-    xty, likety, padty = sig.args
-    x, like, pad = args
+    xty, likety, padty, idxty = sig.args
+    x, like, pad, idx = args
     tile = sig.return_type
     view = ArrayView(context, builder, xty, x)
-    like_view = ArrayView(context, builder, likety, like)
-    index = own_tile_index(builder, like_view, likety.tile_shape)
+    if isinstance(idxty, PartitionIndexType):
+        index = _index_values(context, builder, idxty, idx, xty.ndim)
+    else:
+        like_view = ArrayView(context, builder, likety, like)
+        index = own_tile_index(builder, like_view, likety.tile_shape)
     padv = padding_element(context, builder, padty, pad, tile.dtype)
     return emit_load(context, builder, view, index, tile, padv)
 
 
 @lowering_rule("store")
 def lower_store(context, builder, sig, args):
-    zty, tty, _ = sig.args
-    z, t, _ = args
+    zty, tty, idxty = sig.args
+    z, t, idx = args
     view = ArrayView(context, builder, zty, z)
     if isinstance(tty, TileType):
         tile = tty
@@ -243,6 +250,9 @@ def lower_store(context, builder, sig, args):
         tile = make_tile(zty.dtype, zty.tile_shape)
         e = scalar_to(context, builder, t, tty, zty.dtype)
         elems = [e] * tile.layout.elems_per_thread
-    index = own_tile_index(builder, view, zty.tile_shape)
+    if isinstance(idxty, PartitionIndexType):
+        index = _index_values(context, builder, idxty, idx, zty.ndim)
+    else:
+        index = own_tile_index(builder, view, zty.tile_shape)
     emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems)
     return context.get_dummy_value()

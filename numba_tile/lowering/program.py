@@ -3,7 +3,9 @@
 The launch grid is one-dimensional: block ``ctaid.x`` handles the tile of the grid
 partition (the kernel's first partition parameter) at the row-major unravelling of
 ``ctaid.x`` over that partition's tile grid. ``bid``/``num_blocks`` read that
-parameter's extents from the kernel's own arguments.
+parameter's extents from the kernel's own arguments. When the grid partition is mapped
+onto a fixed number of blocks, the grid is those blocks: ``bid(0)`` is ``ctaid.x`` and
+``num_blocks(0)`` is ``nctaid.x``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 from .. import compiler_context
 from .._registry import lowering_rule
 from ..errors import TileTypingError
+from numba.cuda import nvvmutils
+
+from .common import I64, block_index
 from .memory import ArrayView, own_tile_index, tile_grid
 
 
@@ -37,11 +42,17 @@ def _axis(sig):
 
 @lowering_rule("bid")
 def lower_bid(context, builder, sig, args):
+    ctx = compiler_context.current()
+    if ctx.argtypes[ctx.grid_param].mapped:       # one block per slot of the mapping
+        return block_index(builder)
     view, ty = _grid_view(context, builder)
     return own_tile_index(builder, view, ty.tile_shape)[_axis(sig)]
 
 
 @lowering_rule("num_blocks")
 def lower_num_blocks(context, builder, sig, args):
+    ctx = compiler_context.current()
+    if ctx.argtypes[ctx.grid_param].mapped:
+        return builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
     view, ty = _grid_view(context, builder)
     return tile_grid(builder, view, ty.tile_shape)[_axis(sig)]

@@ -75,15 +75,18 @@ class BoundArray:
         spec: the parameter.
         array: the argument's description (address, shape, byte strides, dtype, device).
         tile_shape: the partition's tile shape for partition parameters; None for tensors.
+        blocks: the blocks a mapped partition is mapped onto; None otherwise.
     """
 
     spec: ParamSpec
     array: ArrayArg
     tile_shape: tuple[int, ...] | None
+    blocks: int | None
 
-    def __init__(self, spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...] | None):
-        # One dict update instead of three object.__setattr__ calls (launch path).
-        self.__dict__.update(spec=spec, array=array, tile_shape=tile_shape)
+    def __init__(self, spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...] | None,
+                 blocks: int | None = None):
+        # One dict update instead of four object.__setattr__ calls (launch path).
+        self.__dict__.update(spec=spec, array=array, tile_shape=tile_shape, blocks=blocks)
 
     @property
     def mutable(self) -> bool:
@@ -91,11 +94,20 @@ class BoundArray:
         return self.spec.kind == "partition"
 
     @property
-    def grid(self) -> tuple[int, ...] | None:
+    def tile_grid(self) -> tuple[int, ...] | None:
         """Tiles per axis for a partition (ceil-div of shape by tile shape); None for a tensor."""
         if self.tile_shape is None:
             return None
         return tuple(-(-n // t) for n, t in zip(self.array.shape, self.tile_shape))
+
+    @property
+    def grid(self) -> tuple[int, ...] | None:
+        """The launch grid this partition implies: its tile grid, or ``(blocks,)`` when it is
+        mapped onto a fixed number of blocks (``(0,)`` if it has no tile); None for a tensor."""
+        tiles = self.tile_grid
+        if tiles is None or self.blocks is None:
+            return tiles
+        return (self.blocks,) if all(tiles) else (0,)
 
 
 def user_call_site() -> tuple[str, int] | None:
@@ -185,13 +197,13 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
                       f"read-only parameter '{spec.name}' received a partition {value!r}; pass the "
                       f"array itself (only parameters the kernel declares mutable take a "
                       f"partition)")
-        target, tile_shape = value, None
+        target, tile_shape, blocks = value, None, None
     elif kind == "partition":
         if type(value) is not Partition:
             raise err(MissingPartitionError,
                       f"mutable parameter '{spec.name}' received a plain {_type_name(value)}; "
                       f"pass partition(array, tile_shape) so that each tile block owns one tile")
-        target, tile_shape = value.array, value.tile_shape
+        target, tile_shape, blocks = value.array, value.tile_shape, value.blocks
     elif kind == "constant" or kind == "scalar":
         if type(value) is Partition:
             raise err(TileArgumentError,
@@ -217,7 +229,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
 
     if tile_shape is not None:
         _check_partition(spec, array, tile_shape, target, err)
-    return BoundArray(spec, array, tile_shape)
+    return BoundArray(spec, array, tile_shape, blocks if tile_shape is not None else None)
 
 
 def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...],
@@ -291,7 +303,8 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         if type(b) is BoundArray:
             arrays.append(b)
             a = b.array
-            key.append((b.tile_shape, a.ptr, a.shape, a.strides, a.dtype.itemsize, a.device))
+            key.append((b.tile_shape, b.blocks, a.ptr, a.shape, a.strides, a.dtype.itemsize,
+                        a.device))
     if len(arrays) < 2:
         return out
     key = tuple(key)

@@ -70,14 +70,18 @@ class Partition:
     raises :class:`~numba_tile.errors.PartitionShapeError`.
 
     The kernel parameter bound to a partition is the block's own tile; the launch grid is the number
-    of tiles per axis (:meth:`grid`). Edge tiles are partial and masked in the kernel.
+    of tiles per axis (:meth:`grid`). Edge tiles are partial and masked in the kernel. A partition
+    *mapped* onto ``blocks`` blocks (persistent kernels) launches that many blocks instead, and
+    each block iterates the tiles ``tiles(z)`` hands it: tiles ``b, b + blocks, b + 2 * blocks,
+    ...`` in row-major order for block ``b``, so no two blocks share a tile.
 
     Attributes:
         array: the user's array object, unchanged (converted at launch).
         tile_shape: tile extents per axis, each a positive power of two.
+        blocks: blocks the partition is mapped onto, or None (one block per tile).
     """
 
-    __slots__ = ("array", "tile_shape")
+    __slots__ = ("array", "tile_shape", "blocks")
 
     def __class_getitem__(cls, shape) -> PartitionAnnotation:
         shape = shape if isinstance(shape, tuple) else (shape,)
@@ -88,9 +92,14 @@ class Partition:
                 raise TypeError(f"Partition[...]: tile extents are powers of two, got {s}")
         return PartitionAnnotation(tuple(shape))
 
-    def __init__(self, array: object, tile_shape: tuple[int, ...]):
+    def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None):
         self.array = array
         self.tile_shape = normalize_tile_shape(tile_shape)
+        if blocks is not None and (isinstance(blocks, bool) or not isinstance(blocks, int)
+                                   or not 1 <= blocks < 2**31):
+            raise TileArgumentError(f"argument 'blocks': expected a number of blocks from 1 to "
+                                    f"2**31 - 1, or None, got {blocks!r}")
+        self.blocks = blocks
 
     def grid(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Number of tiles per axis for an array of ``shape``: ``ceil(shape[i] / tile_shape[i])``.
@@ -112,25 +121,30 @@ class Partition:
 
     def __repr__(self) -> str:
         t = type(self.array)
-        return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={self.tile_shape})"
+        mapped = f", blocks={self.blocks}" if self.blocks is not None else ""
+        return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={self.tile_shape}{mapped})"
 
 
-def partition(array: object, tile_shape: int | tuple[int, ...]) -> Partition:
+def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | None = None) -> Partition:
     """Splits ``array`` into disjoint tiles, to pass it to a mutable kernel parameter.
 
     Args:
         array: a device array (CuPy, Numba, PyTorch, CUDA Array Interface or DLPack producer), or a
             NumPy array in interpreter mode. Not inspected here; checked at launch.
         tile_shape: tile extents, one positive power of two per array axis; an int for a 1-D array.
+        blocks: map the partition onto this many blocks (a persistent kernel, e.g. one block per
+            multiprocessor): the kernel then iterates ``for idx in tiles(z)`` and stores with
+            ``store(z, tile, idx)``. None (default): one block per tile.
 
     Returns:
-        Partition: holds ``array`` and the tile shape.
+        Partition: holds ``array``, the tile shape and the block count.
 
     Raises:
-        TileArgumentError: ``tile_shape`` is not a tuple of positive powers of two.
+        TileArgumentError: ``tile_shape`` is not a tuple of positive powers of two, or ``blocks``
+            is not a positive int.
 
     Examples:
         >>> z = partition(out, (64, 64))   # doctest: +SKIP
         >>> kernel(x, y, z)                # doctest: +SKIP
     """
-    return Partition(array, tile_shape)
+    return Partition(array, tile_shape, blocks)

@@ -7,10 +7,28 @@ from numba.cuda import types
 from .. import dtypes
 from .._registry import typing_rule
 from .common import fail, is_omitted, is_scalar, make_tile, static_shape
-from .types import PartitionType, TensorType, TileType
+from .types import PartitionIndexType, PartitionType, TensorType, TileType
+
+
+def _mapped_needs_index(opname, p):
+    return fail(opname, "index", f"an index from tiles({p.param}): '{p.param}' is mapped onto a "
+                "fixed number of blocks, so a block has no single own tile "
+                f"(iterate `for idx in tiles({p.param})`)", "nothing")
+
+
+def _own_index(opname, p, index):
+    """Check an index given for partition ``p``: it must be minted by ``tiles(p)``."""
+    if isinstance(index, PartitionIndexType) and index.brand == p.param:
+        return
+    got = f"an index of partition '{index.brand}'" if isinstance(index, PartitionIndexType) \
+        else str(index)
+    raise fail(opname, "index", f"an index from tiles({p.param}) (a block reads only its own "
+               "tiles of an array being written; other tiles would race)", got)
 
 
 def _index_ok(ty, ndim: int) -> bool:
+    if isinstance(ty, PartitionIndexType):
+        return ty.ndim == ndim
     if ndim == 1 and isinstance(ty, types.Integer):
         return True
     return (isinstance(ty, types.BaseTuple) and len(ty.types) == ndim
@@ -34,10 +52,14 @@ def _check_padding(ty, dt, opname):
 @typing_rule("load")
 def type_load(x, index, shape, padding):
     if isinstance(x, PartitionType):
-        if not (is_omitted(index) and is_omitted(shape)):
-            raise fail("load", "index", "no index and no shape for a partition (a block reads "
-                       "only its own tile of an array being written; other tiles would race)",
-                       index)
+        if is_omitted(index):
+            if x.mapped:
+                raise _mapped_needs_index("load", x)
+        else:
+            _own_index("load", x, index)
+        if not is_omitted(shape):
+            raise fail("load", "shape", f"no shape for partition '{x.param}' (its tile shape "
+                       f"{x.tile_shape} is used)", shape)
         _check_padding(padding, x.dtype, "load")
         return make_tile(x.dtype, x.tile_shape)
     if not isinstance(x, TensorType):
@@ -56,9 +78,14 @@ def type_load(x, index, shape, padding):
 
 
 @typing_rule("load_like")
-def type_load_like(x, like, padding):
+def type_load_like(x, like, padding, index):
     if not isinstance(like, PartitionType):
         raise fail("load_like", "like", "a partition parameter", like)
+    if is_omitted(index):
+        if like.mapped:
+            raise _mapped_needs_index("load_like", like)
+    else:
+        _own_index("load_like", like, index)
     if not isinstance(x, (TensorType, PartitionType)):
         raise fail("load_like", "x", "a tensor or partition parameter", x)
     if x.ndim != like.ndim:
@@ -80,6 +107,10 @@ def type_store(z, tile, index):
         raise fail("store", "z", "a partition parameter", z)
     if isinstance(z, TensorType):
         return types.none
+    if is_omitted(index) and z.mapped:
+        raise _mapped_needs_index("store", z)
+    if not is_omitted(index) and not _index_ok(index, z.ndim):
+        raise fail("store", "index", f"an index from tiles({z.param})", index)
     if isinstance(tile, TileType):
         if tile.shape != z.tile_shape:
             raise fail("store", "tile", f"a tile of shape {z.tile_shape} (the tile shape of "

@@ -5,8 +5,9 @@ only what each op declares (:class:`numba_tile._registry.Effects`):
 
 * every operand an op *writes* must be a partition (a parameter the kernel signature
   declares mutable), else :class:`StoreToReadOnlyError`;
-* a write goes to the block's own tile: an op's ``store_index`` argument must be left
-  out, else :class:`ForeignTileStoreError` (branded indices will lift this);
+* a write goes to one of the block's own tiles: an op's ``store_index`` argument must be
+  left out (the block's own tile) or be an index minted by ``tiles(z)`` for that very
+  partition ``z`` (its type carries z's brand), else :class:`ForeignTileStoreError`;
 * a tensor or partition may be handed only to numba_tile ops, whose effects are
   known; a call to anything else that receives one is refused
   (:class:`UnanalyzedCallError`), so no helper can write behind the pass's back.
@@ -23,7 +24,7 @@ from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 
 from .._registry import op_for_key
 from ..errors import ForeignTileStoreError, StoreToReadOnlyError, UnanalyzedCallError
-from .types import PartitionType, TensorType
+from .types import PartitionIndexType, PartitionType, TensorType
 
 
 def _loc(inst):
@@ -61,12 +62,18 @@ def check_call(inst, expr, typemap, calltypes):
     j = d.effects.store_index
     if j is not None and j < len(argtys):
         t = argtys[j]
-        if not isinstance(t, (types.Omitted, types.NoneType)):
-            target = argtys[d.effects.writes[0]] if d.effects.writes else None
-            name = f"'{target.param}'" if target is not None and hasattr(target, "param") else ""
+        target = argtys[d.effects.writes[0]] if d.effects.writes else None
+        brand = getattr(target, "param", "?")
+        if isinstance(t, PartitionIndexType):
+            if t.brand != brand:
+                raise ForeignTileStoreError(
+                    f"{d.name}() to partition '{brand}' with an index of partition '{t.brand}': "
+                    f"indices of '{brand}' come from numba_tile.tiles({brand})", **_loc(inst))
+        elif not isinstance(t, (types.Omitted, types.NoneType)):
             raise ForeignTileStoreError(
-                f"{d.name}() to partition {name} at an explicit index: a block stores only its "
-                f"own tile (leave the index out)", **_loc(inst))
+                f"{d.name}() to partition '{brand}' at an index built by hand ({t}): a block "
+                f"stores only its own tiles, whose indices come from numba_tile.tiles({brand}) "
+                f"(or leave the index out for the block's own tile)", **_loc(inst))
 
 
 def check_function(func_ir, typemap, calltypes):

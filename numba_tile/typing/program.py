@@ -15,7 +15,8 @@ def _axis(opname, axis):
     if ctx.grid_param is None:
         raise fail(opname, "axis", "a kernel with a partition parameter (it defines the grid)",
                    "no partition parameter")
-    ndim = ctx.argtypes[ctx.grid_param].ndim
+    grid = ctx.argtypes[ctx.grid_param]
+    ndim = 1 if grid.mapped else grid.ndim
     if not isinstance(value, int) or not 0 <= value < ndim:
         raise fail(opname, "axis", f"a static integer in [0, {ndim})", axis)
     return value

@@ -66,16 +66,45 @@ class PartitionType(_ArrayParam):
     Args:
         dtype, ndim, vec16, param: as :class:`TensorType`.
         tile_shape: static tile shape (powers of two), one entry per axis.
+        mapped: the partition is mapped onto a fixed number of blocks (persistent kernels):
+            a block owns the tiles ``tiles(z)`` hands it, not one tile.
     """
 
     mutable = True
 
-    def __init__(self, dtype, ndim: int, tile_shape: tuple, vec16: bool, param: str):
+    def __init__(self, dtype, ndim: int, tile_shape: tuple, vec16: bool, param: str,
+                 mapped: bool = False):
         self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
         self.tile_shape = tuple(tile_shape)
+        self.mapped = mapped
         super().__init__(
             name=f"Partition[{dtypes.name(dtype)}, tile={self.tile_shape}"
-                 f"{', vec16' if vec16 else ''}, param={param}]")
+                 f"{', vec16' if vec16 else ''}{', mapped' if mapped else ''}, param={param}]")
+
+
+class PartitionIndexType(types.Type):
+    """A tile index minted by ``tiles(z)``: it carries the *brand* of partition ``z`` (its
+    parameter name), and only a store to ``z`` accepts it. Its value is the tile's
+    coordinates (int64, tile units), usable as the index of any load."""
+
+    def __init__(self, brand: str, ndim: int):
+        self.brand, self.ndim = brand, ndim
+        super().__init__(name=f"PartitionIndex[{brand}, {ndim}d]")
+
+
+class TilesIterable(types.SimpleIterableType):
+    """``tiles(z)``: the tiles of partition ``z`` this block owns."""
+
+    def __init__(self, ptype: PartitionType):
+        self.ptype = ptype
+        super().__init__(f"Tiles[{ptype.name}]", TilesIterator(ptype))
+
+
+class TilesIterator(types.SimpleIteratorType):
+    def __init__(self, ptype: PartitionType):
+        self.ptype = ptype
+        super().__init__(f"TilesIterator[{ptype.name}]",
+                         PartitionIndexType(ptype.param, ptype.ndim))
 
 
 class TileType(types.Type):
@@ -102,6 +131,26 @@ class ArrayParamModel(models.StructModel):
             ("shape", types.UniTuple(types.int64, fe_type.ndim)),
             ("strides", types.UniTuple(types.int64, fe_type.ndim)),
         ]
+        super().__init__(dmm, fe_type, members)
+
+
+@register_model(PartitionIndexType)
+class PartitionIndexModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("coords", types.UniTuple(types.int64, fe_type.ndim))])
+
+
+@register_model(TilesIterable)
+class TilesIterableModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("part", fe_type.ptype)])
+
+
+@register_model(TilesIterator)
+class TilesIteratorModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        members = [("part", fe_type.ptype), ("next", types.EphemeralPointer(types.int64)),
+                   ("stop", types.int64), ("step", types.int64)]
         super().__init__(dmm, fe_type, members)
 
 

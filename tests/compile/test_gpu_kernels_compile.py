@@ -65,3 +65,14 @@ def test_integer_power_kernel():
 def test_computed_shape_kernel():
     x = np.zeros(1000, np.float32)
     no_local(g.computed_shape_kernel.ptx(x, nt.partition(np.zeros(200, np.float32), 32), 32))
+
+
+def test_persistent_kernels():
+    from tests.gpu import test_persistent as p
+    x = np.zeros(5000, np.float32)
+    no_local(p.persistent_saxpy.ptx(1.5, x, x, nt.partition(x.copy(), 256, blocks=7), 256))
+    no_local(p.persistent_saxpy.ptx(1.5, x, x, nt.partition(x.copy(), 256), 256))
+    y = np.zeros((100, 130), np.float32)
+    no_local(p.persistent_2d.ptx(y, nt.partition(y.copy(), (16, 32), blocks=5), 16, 32))
+    no_local(p.strip_sum.ptx(np.zeros((50, 100), np.float32),
+                             nt.partition(np.zeros((50, 64), np.float32), (16, 64)), 16, 64))

@@ -1,0 +1,28 @@
+"""Typing rule of ``tiles``: the branded tile iterator of a partition."""
+
+from __future__ import annotations
+
+from numba.cuda import types
+
+from .._registry import typing_rule
+from .common import fail, is_array_param, literal_int, static_shape
+from .types import PartitionType, TilesIterable
+
+
+@typing_rule("tiles")
+def type_tiles(z):
+    if not isinstance(z, PartitionType):
+        raise fail("tiles", "z", "a partition parameter (indices are minted only for arrays "
+                   "the kernel may write)", z)
+    return TilesIterable(z)
+
+
+@typing_rule("num_tiles")
+def type_num_tiles(x, axis, tile):
+    if not is_array_param(x):
+        raise fail("num_tiles", "x", "a tensor or partition parameter", x)
+    a = axis.value if isinstance(axis, types.Omitted) else literal_int(axis)
+    if not isinstance(a, int) or not 0 <= a < x.ndim:
+        raise fail("num_tiles", "axis", f"a static integer in [0, {x.ndim})", axis)
+    static_shape(tile, "num_tiles", "tile")
+    return types.int64
