@@ -55,6 +55,7 @@ class OpDef:
     lower: Callable | None = None
     interp: Callable | None = None
     lower_types: tuple | None = None   # explicit lowering signature (operators)
+    unchecked: bool = False            # usable only in kernels marked unchecked
     extra: dict = field(default_factory=dict)
 
 
@@ -68,15 +69,16 @@ def op_for_key(key) -> OpDef | None:
     return _BY_KEY.get(id(key))
 
 
-def op(family: str, *, reads=(), writes=(), store_index=None, name=None):
+def op(family: str, *, reads=(), writes=(), store_index=None, name=None, unchecked=False):
     """Declare a public op from its stub. The stub runs the interpreter rule when
-    called from Python (interpreter mode)."""
+    called from Python (interpreter mode). ``unchecked`` ops (atomics, scatter, gather)
+    compile only in kernels marked unchecked."""
 
     def deco(fn):
         opname = name or fn.__name__
         pysig = inspect.signature(fn)
         d = OpDef(opname, family, key=None, pysig=pysig,
-                  effects=Effects(tuple(reads), tuple(writes), store_index))
+                  effects=Effects(tuple(reads), tuple(writes), store_index), unchecked=unchecked)
 
         def stub(*args, **kwargs):
             if d.interp is None:

@@ -215,20 +215,21 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
             abi_info={})
 
 
-def _context(pyfunc, argtypes, num_warps, grid_param):
+def _context(pyfunc, argtypes, num_warps, grid_param, unchecked=False):
     return compiler_context.CompileContext(
         num_warps=num_warps, kernel_name=pyfunc.__qualname__, argtypes=tuple(argtypes),
-        grid_param=grid_param, pyfunc=pyfunc)
+        grid_param=grid_param, pyfunc=pyfunc, unchecked=unchecked)
 
 
 @global_compiler_lock
-def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None):
+def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
+                 unchecked: bool = False):
     """Type the kernel and run the ownership pass, without lowering (interpreter mode).
 
     Raises:
         TileTypingError, OwnershipError: as :func:`compile_kernel`.
     """
-    ctx = _context(pyfunc, argtypes, num_warps, grid_param)
+    ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     with compiler_context.compiling(ctx):
         try:
             _run(pyfunc, argtypes, ctx, typing_only=True, cc=(8, 0))
@@ -238,7 +239,8 @@ def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None):
 
 @global_compiler_lock
 def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
-                   cc: tuple = (9, 0), lineinfo: bool = False) -> CompiledKernel:
+                   cc: tuple = (9, 0), lineinfo: bool = False,
+                   unchecked: bool = False) -> CompiledKernel:
     """Compile ``pyfunc`` for ``argtypes`` to PTX.
 
     Args:
@@ -258,7 +260,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     from numba.cuda.compiler import kernel_fixup
     from numba.cuda.cudadrv import nvvm
 
-    ctx = _context(pyfunc, argtypes, num_warps, grid_param)
+    ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     with compiler_context.compiling(ctx):
         try:
             cres = _run(pyfunc, argtypes, ctx, typing_only=False, cc=cc, lineinfo=lineinfo)

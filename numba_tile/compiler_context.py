@@ -25,6 +25,7 @@ class CompileContext:
         argtypes: Numba types of the kernel's parameters (constants as Omitted).
         grid_param: index of the partition parameter that defines the grid.
         pyfunc: the kernel's Python function.
+        unchecked: the kernel is marked unchecked (``@jit(unchecked=True)``).
         errors: ``(location, error)`` of numba_tile errors raised by typing rules at
             calls not (yet) typed, oldest first.
     """
@@ -34,6 +35,7 @@ class CompileContext:
     argtypes: tuple = ()
     grid_param: int | None = None
     pyfunc: object = None
+    unchecked: bool = False
     errors: list = field(default_factory=list)
 
     @property

@@ -24,6 +24,8 @@ Hierarchy::
         +-- GridMismatchError      two partitions imply different launch grids (launch)
         +-- StreamConflictError    an array in use by a launch in flight on another stream,
                                    with on_conflict="raise" (launch runtime)
+        +-- UncheckedOpError       an unchecked op (atomic, scatter, gather) in a safe kernel
+        +-- UncheckedLaunchError   an unchecked kernel launched without unchecked=True
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ __all__ = [
     "PartitionShapeError",
     "GridMismatchError",
     "StreamConflictError",
+    "UncheckedOpError",
+    "UncheckedLaunchError",
 ]
 
 
@@ -151,3 +155,11 @@ class GridMismatchError(OwnershipError):
 class StreamConflictError(OwnershipError):
     rule = ("an array in use by a launch in flight on another stream is not handed to a launch "
             "on this stream without ordering")
+
+
+class UncheckedOpError(OwnershipError):
+    rule = "unchecked operations only in kernels marked unchecked"
+
+
+class UncheckedLaunchError(OwnershipError):
+    rule = "launching an unchecked kernel needs an explicit unchecked=True at the call site"

@@ -54,6 +54,12 @@ class Tensor:
     """Annotation of a read-only array parameter (the default for unannotated ones)."""
 
 
+class Mutable:
+    """Annotation of a whole array an *unchecked* kernel may write anywhere (atomics, scatter,
+    stores at any index): it takes a plain array, not a partition. The launch still checks
+    that it overlaps no other argument and not itself, and that it is writable."""
+
+
 class Constant:
     """Annotation of a compile-time constant parameter (``BLOCK: numba_tile.Constant``).
 
@@ -67,7 +73,7 @@ class Constant:
 @dataclass(frozen=True)
 class _Param:
     name: str
-    role: str                 # 'array' (tensor or scalar), 'partition', 'constant'
+    role: str                 # 'array' (tensor or scalar), 'partition', 'mutable', 'constant'
     declared: tuple | None    # partition tile shape entries (int or constant name)
     default: object
 
@@ -84,7 +90,8 @@ def _parse_params(fn) -> list:
                                     f"plain positional parameter (no *args/**kwargs/keyword-only)")
         ann = p.annotation
         if isinstance(ann, str):
-            ann = {"Partition": Partition, "Constant": Constant, "Tensor": Tensor}.get(
+            ann = {"Partition": Partition, "Constant": Constant, "Tensor": Tensor,
+                   "Mutable": Mutable}.get(
                 ann.split(".")[-1], inspect.Parameter.empty)
         default = p.default
         if ann is Partition:
@@ -93,6 +100,8 @@ def _parse_params(fn) -> list:
             out.append(_Param(p.name, "partition", ann.tile_shape, default))
         elif ann is Constant:
             out.append(_Param(p.name, "constant", None, default))
+        elif ann is Mutable:
+            out.append(_Param(p.name, "mutable", None, default))
         else:
             out.append(_Param(p.name, "array", None, default))
     return out
@@ -163,15 +172,24 @@ class Kernel:
         interpret: run in the interpreter by default.
     """
 
-    def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False):
+    def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
+                 unchecked: bool = False):
         if not (is_pow2(num_warps) and num_warps <= 32):
             raise TileArgumentError(f"num_warps: expected a power of two from 1 to 32, got {num_warps!r}")
         self.fn = fn
         self.num_warps = num_warps
+        self.unchecked = bool(unchecked)
         # the environment switch is read when the kernel is defined (as Triton's
         # TRITON_INTERPRET), not on every launch
         self.interpret = bool(interpret) or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
         self.params = _parse_params(fn)
+        if not self.unchecked:
+            for p in self.params:
+                if p.role == "mutable":
+                    raise TileArgumentError(
+                        f"kernel '{fn.__qualname__}': parameter '{p.name}' is annotated Mutable, "
+                        f"which only kernels marked @numba_tile.jit(unchecked=True) may declare; "
+                        f"a safe kernel writes through partitions")
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -245,6 +263,8 @@ class Kernel:
                 specs.append(ParamSpec(p.name, "partition", shape))
             elif p.role == "constant":
                 specs.append(ParamSpec(p.name, "constant"))
+            elif p.role == "mutable":
+                specs.append(ParamSpec(p.name, "mutable"))
             elif isinstance(v, _SCALARS):
                 specs.append(ParamSpec(p.name, "scalar"))
             else:
@@ -280,18 +300,19 @@ class Kernel:
             if isinstance(b, BoundArray):
                 a = b.array
                 dt = dtypes.from_any(a.dtype)
-                if b.mutable:
+                if b.spec.kind == "partition":
                     if grid_param is None:
                         grid_param = i
                     argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name,
                                                   mapped=b.blocks is not None))
                 else:
-                    argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name))
+                    argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name,
+                                               writable=b.spec.kind == "mutable"))
             elif p.role == "constant":
                 argtypes.append(types.Omitted(b))
             else:
                 argtypes.append(_scalar_type(b, p.name))
-        if grid_param is None:
+        if grid_param is None and not self.unchecked:
             raise TileArgumentError(
                 f"kernel '{self.__qualname__}' has no Partition parameter: a safe kernel writes "
                 f"only through partitions, and the first one defines the launch grid")
@@ -307,11 +328,12 @@ class Kernel:
             with self._lock:
                 ck = self._compiled.get((key, cc))
                 if ck is None:
-                    digest = cache.entry_key(self.fn, key, self.num_warps, cc)
+                    digest = cache.entry_key(self.fn, (key, self.unchecked), self.num_warps, cc)
                     ck = cache.load(digest) if digest else None
                     if ck is None:
                         ck = compile_kernel(self.fn, argtypes, num_warps=self.num_warps,
-                                            grid_param=grid_param, cc=cc)
+                                            grid_param=grid_param, cc=cc,
+                                            unchecked=self.unchecked)
                         if digest:
                             cache.store(digest, ck)
                     self._compiled[(key, cc)] = ck
@@ -319,12 +341,15 @@ class Kernel:
 
     def check(self, key, argtypes, grid_param):
         if key not in self._checked:
-            check_kernel(self.fn, argtypes, num_warps=self.num_warps, grid_param=grid_param)
+            check_kernel(self.fn, argtypes, num_warps=self.num_warps, grid_param=grid_param,
+                         unchecked=self.unchecked)
             self._checked.add(key)
 
     # -- launch --------------------------------------------------------------------------
 
-    def __call__(self, *args, stream=None, interpret=None, on_conflict="wait", **kwargs):
+    def __call__(self, *args, stream=None, interpret=None, on_conflict="wait", grid=None,
+                 unchecked=False, **kwargs):
+        grid_arg = grid
         """Launch the kernel.
 
         Args:
@@ -340,6 +365,10 @@ class Kernel:
                 flight on another stream (it writes what this launch uses, or uses what this
                 launch writes): ``"wait"`` (default) makes ``stream`` wait for that launch's
                 event; ``"raise"`` refuses the launch with StreamConflictError.
+            grid: blocks to launch (an int), for an unchecked kernel without a Partition
+                parameter; otherwise the first partition defines the grid.
+            unchecked: the call site's acknowledgement that it launches an unchecked kernel;
+                required for kernels marked ``unchecked``.
 
         Returns:
             A launch handle: ``sync()`` waits and returns the arguments' arrays; dropping it
@@ -348,13 +377,22 @@ class Kernel:
         Raises:
             TileArgumentError, HostArrayError: unusable arguments.
             OwnershipError: a launch-time ownership rule is broken (nothing is queued);
-                StreamConflictError with ``on_conflict="raise"``.
+                StreamConflictError with ``on_conflict="raise"``; UncheckedLaunchError for an
+                unchecked kernel launched without ``unchecked=True``.
             TileTypingError: the kernel does not type for these arguments.
         """
         if interpret is None:
             interpret = self.interpret
         if on_conflict not in ("wait", "raise"):
             raise TileArgumentError(f"on_conflict: expected 'wait' or 'raise', got {on_conflict!r}")
+        if self.unchecked and unchecked is not True:
+            from .errors import UncheckedLaunchError
+            from .runtime.launch_checks import user_call_site
+            site = user_call_site() or (None, None)
+            raise UncheckedLaunchError(
+                f"kernel '{self.__qualname__}' is marked unchecked (it may use atomics, scatter "
+                f"and stores at any index, which numba_tile does not check): launch it with "
+                f"unchecked=True", filename=site[0], lineno=site[1])
         values = self._bind(args, kwargs)
         specs = self._specs(values)
         handle = None if interpret else stream_handle(stream)
@@ -362,6 +400,11 @@ class Kernel:
                             call_site=None, stream=handle)
         spec = self._signature(bound)
         grid = launch_grid(bound)
+        if grid is None:
+            grid = self._explicit_grid(grid_arg)
+        elif grid_arg is not None:
+            raise TileArgumentError(f"kernel '{self.__qualname__}': grid= is for kernels without "
+                                    f"a Partition parameter; here the first partition defines it")
         if interpret:
             self.check(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
@@ -369,6 +412,17 @@ class Kernel:
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound))
         return self._launch(spec, bound, grid, handle, on_conflict)
+
+    def _explicit_grid(self, grid):
+        if grid is None:
+            raise TileArgumentError(f"kernel '{self.__qualname__}' has no Partition parameter: "
+                                    f"pass grid=<number of blocks>")
+        if isinstance(grid, tuple) and len(grid) == 1:
+            grid = grid[0]
+        if isinstance(grid, bool) or not isinstance(grid, int) or not 0 <= grid < 2**31:
+            raise TileArgumentError(f"grid: expected a number of blocks from 0 to 2**31 - 1, "
+                                    f"got {grid!r}")
+        return (grid,)
 
     def _launch(self, spec, bound, grid, stream, on_conflict="wait"):
         flat, arrays, writes, objs, device = [], [], [], [], None
@@ -453,13 +507,17 @@ class Kernel:
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
 
 
-def jit(fn=None, *, num_warps: int = 4, interpret: bool = False):
+def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False):
     """Decorate a tile kernel.
 
     Args:
         fn: the kernel function (parameters annotated as in :mod:`numba_tile.kernel`).
         num_warps: warps per block (a power of two, 1 to 32; default 4, as Triton).
         interpret: run in the interpreter by default (CPU, NumPy).
+        unchecked: mark the kernel unchecked: it may use atomics, scatter/gather, stores at
+            any tile index and ``Mutable`` parameters, which numba_tile does not check; every
+            launch must then say ``unchecked=True``. The launch-time argument checks
+            (aliasing, self-overlap, read-only producers) still apply.
 
     Returns:
         Kernel.
@@ -471,5 +529,5 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False):
         ...     nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
     """
     if fn is None:
-        return lambda f: Kernel(f, num_warps=num_warps, interpret=interpret)
-    return Kernel(fn, num_warps=num_warps, interpret=interpret)
+        return lambda f: Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked)
+    return Kernel(fn, num_warps=num_warps, interpret=interpret, unchecked=unchecked)

@@ -145,6 +145,98 @@ def num_tiles(x, axis, tile):
     """
 
 
+# ------------------------------------------------------------------------ unchecked
+# Available only in kernels marked @jit(unchecked=True), launched with unchecked=True.
+
+_ELEMENT_INDICES = """indices (Tile[S] of int32/int64, or a tuple of ndim of them): element
+            coordinates in ``x`` (a tile for a 1-D array, one tile per axis otherwise).
+            Elements whose coordinates fall outside ``x`` are skipped (bounds-checked).
+        mask (Tile[S] of bool, optional): only elements where it is True take part."""
+
+_SEMANTICS = """sem (str, static): memory order, ``"relaxed"`` (default), ``"acquire"``,
+            ``"release"`` or ``"acq_rel"`` (PTX ``atom.sem``).
+        scope (str, static): ``"gpu"`` (default), ``"cta"`` or ``"sys"`` (PTX ``atom.scope``)."""
+
+
+@op("unchecked", reads=(0,), unchecked=True)
+def gather(x, indices, mask=None, padding=0):
+    """Read ``x`` at computed element coordinates (unchecked kernels only).
+
+    Args:
+        x (Tensor | Partition | Mutable): the array.
+        {indices}
+        padding (scalar): value of skipped elements.
+
+    Returns:
+        Tile[S] of x's dtype.
+
+    Raises:
+        UncheckedOpError: used in a kernel not marked unchecked.
+    """
+
+
+@op("unchecked", writes=(0,), unchecked=True)
+def scatter(x, indices, values, mask=None):
+    """Write ``values`` into ``x`` at computed element coordinates (unchecked kernels only).
+
+    Two blocks writing one element race; the interpreter's race detector reports it.
+
+    Args:
+        x (Mutable | Partition): the array.
+        {indices}
+        values (Tile[S] | scalar): converted to x's dtype without narrowing.
+
+    Raises:
+        UncheckedOpError: used in a kernel not marked unchecked.
+    """
+
+
+def _atomic(name, what, dtypes_text):
+    def fn(x, indices, values, mask=None, sem="relaxed", scope="gpu"):
+        pass
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__
+    fn.__doc__ = (f"Atomic {what} at computed element coordinates (unchecked kernels only).\n\n"
+                  f"    Each element's read-modify-write is one PTX ``atom`` instruction; the order\n"
+                  f"    between elements (and blocks) is unspecified.\n\n"
+                  f"    Args:\n        x (Mutable | Partition): the array, of {dtypes_text}.\n"
+                  f"        {_ELEMENT_INDICES}\n        values (Tile[S] | scalar): the operands.\n"
+                  f"        {_SEMANTICS}\n\n    Returns:\n        Tile[S] of x's dtype: the values "
+                  f"before the operation.\n\n    Raises:\n        UncheckedOpError: used in a "
+                  f"kernel not marked unchecked.\n")
+    return op("unchecked", writes=(0,), unchecked=True)(fn)
+
+
+atomic_add = _atomic("atomic_add", "add, ``x[i] += v``", "int32, int64, float32 or float64")
+atomic_max = _atomic("atomic_max", "maximum, ``x[i] = max(x[i], v)``", "int32 or int64")
+atomic_min = _atomic("atomic_min", "minimum, ``x[i] = min(x[i], v)``", "int32 or int64")
+atomic_xchg = _atomic("atomic_xchg", "exchange, ``x[i] = v``",
+                      "int32, int64, float32 or float64")
+
+
+@op("unchecked", writes=(0,), unchecked=True)
+def atomic_cas(x, indices, expected, desired, mask=None, sem="relaxed", scope="gpu"):
+    """Atomic compare-and-swap: ``x[i] = desired if x[i] == expected`` (unchecked kernels only).
+
+    Args:
+        x (Mutable | Partition): the array, of int32 or int64.
+        {indices}
+        expected, desired (Tile[S] | scalar): the operands.
+        {sem}
+
+    Returns:
+        Tile[S] of x's dtype: the values before the operation (equal to ``expected`` where the
+        swap happened).
+
+    Raises:
+        UncheckedOpError: used in a kernel not marked unchecked.
+    """
+
+
+for _f in (gather, scatter, atomic_cas):
+    _f.__doc__ = _f.__doc__.format(indices=_ELEMENT_INDICES, sem=_SEMANTICS)
+
+
 # ---------------------------------------------------------------------- elementwise
 
 for _name, _key, _n in [

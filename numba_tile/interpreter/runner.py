@@ -30,7 +30,7 @@ def interp_values(params, bound):
         if isinstance(b, BoundArray):
             arr = host_array(b.array.obj)
             dt = dtypes.from_any(b.array.dtype)
-            if b.mutable:
+            if b.spec.kind == "partition":
                 out.append(InterpPartition(p.name, arr, dt, b.tile_shape))
             else:
                 out.append(InterpTensor(p.name, arr, dt))

@@ -43,8 +43,8 @@ def _axis(sig):
 @lowering_rule("bid")
 def lower_bid(context, builder, sig, args):
     ctx = compiler_context.current()
-    if ctx.argtypes[ctx.grid_param].mapped:       # one block per slot of the mapping
-        return block_index(builder)
+    if ctx.grid_param is None or ctx.argtypes[ctx.grid_param].mapped:
+        return block_index(builder)               # an explicit or mapped 1-D grid
     view, ty = _grid_view(context, builder)
     return own_tile_index(builder, view, ty.tile_shape)[_axis(sig)]
 
@@ -52,7 +52,7 @@ def lower_bid(context, builder, sig, args):
 @lowering_rule("num_blocks")
 def lower_num_blocks(context, builder, sig, args):
     ctx = compiler_context.current()
-    if ctx.argtypes[ctx.grid_param].mapped:
+    if ctx.grid_param is None or ctx.argtypes[ctx.grid_param].mapped:
         return builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
     view, ty = _grid_view(context, builder)
     return tile_grid(builder, view, ty.tile_shape)[_axis(sig)]

@@ -43,8 +43,8 @@ from numba_tile.runtime.partition import Partition
 
 __all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_site", "PARAM_KINDS"]
 
-#: parameter kinds: array kinds first.
-PARAM_KINDS = ("tensor", "partition", "constant", "scalar")
+#: parameter kinds: array kinds first ('mutable': a whole array an unchecked kernel may write).
+PARAM_KINDS = ("tensor", "partition", "mutable", "constant", "scalar")
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -90,8 +90,8 @@ class BoundArray:
 
     @property
     def mutable(self) -> bool:
-        """True for a partition (mutable) parameter."""
-        return self.spec.kind == "partition"
+        """True for a mutable parameter: a partition, or an unchecked kernel's Mutable array."""
+        return self.spec.kind in ("partition", "mutable")
 
     @property
     def tile_grid(self) -> tuple[int, ...] | None:
@@ -204,6 +204,12 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
                       f"mutable parameter '{spec.name}' received a plain {_type_name(value)}; "
                       f"pass partition(array, tile_shape) so that each tile block owns one tile")
         target, tile_shape, blocks = value.array, value.tile_shape, value.blocks
+    elif kind == "mutable":
+        if type(value) is Partition:
+            raise err(UnexpectedPartitionError,
+                      f"Mutable parameter '{spec.name}' received a partition {value!r}; an "
+                      f"unchecked kernel's Mutable parameter takes the whole array")
+        target, tile_shape, blocks = value, None, None
     elif kind == "constant" or kind == "scalar":
         if type(value) is Partition:
             raise err(TileArgumentError,
@@ -229,6 +235,8 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
 
     if tile_shape is not None:
         _check_partition(spec, array, tile_shape, target, err)
+    elif kind == "mutable":
+        _check_writable(spec, array, target, err)
     return BoundArray(spec, array, tile_shape, blocks if tile_shape is not None else None)
 
 
@@ -243,6 +251,12 @@ def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ..
         raise err(PartitionShapeError,
                   f"partition '{name}' has tile shape {tile_shape}; the kernel declares "
                   f"{tuple(spec.tile_shape)}")
+    _check_writable(spec, array, target, err)
+
+
+def _check_writable(spec: ParamSpec, array: ArrayArg, target: object, err: _Raiser) -> None:
+    """The checks of any array a kernel may write: no self-overlap, not read-only."""
+    name = spec.name
     if _self_overlaps(array):
         raise err(SelfOverlapError,
                   f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
@@ -303,8 +317,8 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         if type(b) is BoundArray:
             arrays.append(b)
             a = b.array
-            key.append((b.tile_shape, b.blocks, a.ptr, a.shape, a.strides, a.dtype.itemsize,
-                        a.device))
+            key.append((b.spec.kind, b.tile_shape, b.blocks, a.ptr, a.shape, a.strides,
+                        a.dtype.itemsize, a.device))
     if len(arrays) < 2:
         return out
     key = tuple(key)

@@ -23,7 +23,8 @@ from numba.cuda.core import ir
 from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 
 from .._registry import op_for_key
-from ..errors import ForeignTileStoreError, StoreToReadOnlyError, UnanalyzedCallError
+from ..errors import (ForeignTileStoreError, StoreToReadOnlyError, UnanalyzedCallError,
+                      UncheckedOpError)
 from .types import PartitionIndexType, PartitionType, TensorType
 
 
@@ -37,8 +38,11 @@ def _callee_name(fnty) -> str:
     return getattr(key, "__qualname__", None) or getattr(key, "__name__", None) or str(fnty)
 
 
-def check_call(inst, expr, typemap, calltypes):
-    """Check one call expression; raise an OwnershipError on a violation."""
+def check_call(inst, expr, typemap, calltypes, unchecked=False):
+    """Check one call expression; raise an OwnershipError on a violation.
+
+    In a kernel marked ``unchecked``: unchecked ops are allowed, ``Mutable`` tensors may be
+    written, and a store may go to any tile index (the launch checks still apply)."""
     fnty = typemap[expr.func.name]
     sig = calltypes.get(expr)
     argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
@@ -52,15 +56,19 @@ def check_call(inst, expr, typemap, calltypes):
                 f"check; tensors and partitions can only be given to numba_tile ops",
                 **_loc(inst))
         return
+    if d.unchecked and not unchecked:
+        raise UncheckedOpError(
+            f"{d.name}() is an unchecked operation: it is available only in kernels marked "
+            f"@numba_tile.jit(unchecked=True), launched with unchecked=True", **_loc(inst))
     for j in d.effects.writes:
         t = argtys[j]
-        if isinstance(t, TensorType):
+        if isinstance(t, TensorType) and not (unchecked and t.writable):
             raise StoreToReadOnlyError(
                 f"{d.name}() writes parameter '{t.param}', which the kernel signature does not "
                 f"declare mutable (annotate it 'numba_tile.Partition' and pass a partition)",
                 **_loc(inst))
     j = d.effects.store_index
-    if j is not None and j < len(argtys):
+    if j is not None and j < len(argtys) and not unchecked:
         t = argtys[j]
         target = argtys[d.effects.writes[0]] if d.effects.writes else None
         brand = getattr(target, "param", "?")
@@ -76,12 +84,12 @@ def check_call(inst, expr, typemap, calltypes):
                 f"(or leave the index out for the block's own tile)", **_loc(inst))
 
 
-def check_function(func_ir, typemap, calltypes):
+def check_function(func_ir, typemap, calltypes, unchecked=False):
     for block in func_ir.blocks.values():
         for inst in block.body:
             if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr) \
                     and inst.value.op == "call":
-                check_call(inst, inst.value, typemap, calltypes)
+                check_call(inst, inst.value, typemap, calltypes, unchecked)
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
@@ -94,5 +102,6 @@ class OwnershipPass(AnalysisPass):
         AnalysisPass.__init__(self)
 
     def run_pass(self, state):
-        check_function(state.func_ir, state.typemap, state.calltypes)
+        from ..compiler_context import current
+        check_function(state.func_ir, state.typemap, state.calltypes, current().unchecked)
         return False

@@ -13,10 +13,10 @@ def _axis(opname, axis):
     value = literal_int(axis) if not isinstance(axis, types.Omitted) else axis.value
     ctx = compiler_context.current()
     if ctx.grid_param is None:
-        raise fail(opname, "axis", "a kernel with a partition parameter (it defines the grid)",
-                   "no partition parameter")
-    grid = ctx.argtypes[ctx.grid_param]
-    ndim = 1 if grid.mapped else grid.ndim
+        ndim = 1                               # an explicit grid= of an unchecked kernel
+    else:
+        grid = ctx.argtypes[ctx.grid_param]
+        ndim = 1 if grid.mapped else grid.ndim
     if not isinstance(value, int) or not 0 <= value < ndim:
         raise fail(opname, "axis", f"a static integer in [0, {ndim})", axis)
     return value

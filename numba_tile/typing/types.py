@@ -52,12 +52,16 @@ class TensorType(_ArrayParam):
             pointer 16-byte aligned, last axis contiguous, every other stride and the
             last extent multiples of 16 bytes).
         param: the kernel parameter's name (its brand).
+        writable: a ``Mutable`` parameter of an unchecked kernel (unchecked ops and stores
+            at any index may write it).
     """
 
-    def __init__(self, dtype, ndim: int, vec16: bool, param: str):
+    def __init__(self, dtype, ndim: int, vec16: bool, param: str, writable: bool = False):
         self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
+        self.writable = writable
         super().__init__(
-            name=f"Tensor[{dtypes.name(dtype)}, {ndim}d{', vec16' if vec16 else ''}, param={param}]")
+            name=f"Tensor[{dtypes.name(dtype)}, {ndim}d{', vec16' if vec16 else ''}"
+                 f"{', mutable' if writable else ''}, param={param}]")
 
 
 class PartitionType(_ArrayParam):

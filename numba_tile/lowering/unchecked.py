@@ -1,0 +1,164 @@
+"""Lowering of the unchecked ops: per-element gather, scatter and PTX atomics.
+
+Every element of the result layout computes its address from its coordinates (64-bit
+offsets), is masked by its bounds (``0 <= coord < extent`` on every axis, one unsigned
+compare each) and by the user's mask, and only owning (not replicating) threads write.
+Atomics are one inline-PTX ``atom{.sem}{.scope}.op.type`` per element on the generic
+address (PTX ISA 8.x, "atom"), ``relaxed``/``acquire``/``release``/``acq_rel`` and
+``cta``/``gpu``/``sys`` as the op's ``sem``/``scope`` arguments say.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import types
+
+from .. import dtypes
+from .._registry import lowering_rule
+from ..typing.types import element_llvm_type
+from .common import I1, I64, const_i64, is_storing_thread, make_fragment, padding_element
+from .elementwise import Operand
+from .memory import ArrayView, _reg_to_storage, _storage_to_reg
+
+
+def _index_operands(context, builder, sig_ty, value, layout):
+    tys = list(sig_ty.types) if isinstance(sig_ty, types.BaseTuple) else [sig_ty]
+    if isinstance(sig_ty, types.BaseTuple):
+        vals = [builder.extract_value(value, i) for i in range(len(tys))]
+    else:
+        vals = [value]
+    return [Operand(context, builder, t, v, dtypes.int64, layout) for t, v in zip(tys, vals)]
+
+
+def _elements(context, builder, view, idx_ops, mask_op, i):
+    """(in-bounds-and-masked i1, element pointer) of element ``i``."""
+    ok = ir.Constant(I1, 1)
+    offset = const_i64(0)
+    for d, op in enumerate(idx_ops):
+        c = op.element(i)
+        ok = builder.and_(ok, builder.icmp_unsigned("<", c, view.shape[d]))
+        offset = builder.add(offset, builder.mul(c, view.strides[d]))
+    if mask_op is not None:
+        ok = builder.and_(ok, mask_op.element(i))
+    return ok, view.global_ptr(builder, offset, 1)
+
+
+def _mask_operand(context, builder, ty, value, layout):
+    if isinstance(ty, (types.Omitted, types.NoneType)):
+        return None
+    return Operand(context, builder, ty, value, dtypes.bool_, layout)
+
+
+@lowering_rule("gather")
+def lower_gather(context, builder, sig, args):
+    xty, ity, mty, pty = sig.args
+    res = sig.return_type
+    view = ArrayView(context, builder, xty, args[0])
+    idx = _index_operands(context, builder, ity, args[1], res.layout)
+    mask = _mask_operand(context, builder, mty, args[2], res.layout)
+    pad = padding_element(context, builder, pty, args[3], res.dtype)
+    pad_s = _reg_to_storage(builder, pad, res.dtype, view.storage_llvm)
+    out = []
+    for i in range(res.layout.elems_per_thread):
+        ok, ptr = _elements(context, builder, view, idx, mask, i)
+        entry = builder.block
+        with builder.if_then(ok):
+            then = builder.block
+            v = builder.load(ptr, align=view.itemsize)
+        phi = builder.phi(view.storage_llvm)
+        phi.add_incoming(v, then)
+        phi.add_incoming(pad_s, entry)
+        out.append(_storage_to_reg(builder, phi, res.dtype))
+    return make_fragment(builder, res, out)
+
+
+@lowering_rule("scatter")
+def lower_scatter(context, builder, sig, args):
+    xty, ity, vty, mty = sig.args
+    from ..typing.common import make_tile
+    shape = (ity.types[0] if isinstance(ity, types.BaseTuple) else ity).shape
+    layout = make_tile(xty.dtype, shape).layout
+    view = ArrayView(context, builder, xty, args[0])
+    idx = _index_operands(context, builder, ity, args[1], layout)
+    vals = Operand(context, builder, vty, args[2], xty.dtype, layout)
+    mask = _mask_operand(context, builder, mty, args[3], layout)
+    owner = is_storing_thread(builder, layout)
+    for i in range(layout.elems_per_thread):
+        ok, ptr = _elements(context, builder, view, idx, mask, i)
+        with builder.if_then(builder.and_(ok, owner)):
+            builder.store(_reg_to_storage(builder, vals.element(i), xty.dtype, view.storage_llvm),
+                          ptr, align=view.itemsize)
+    return context.get_dummy_value()
+
+
+_PTX_OP = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min",
+           "atomic_xchg": "exch", "atomic_cas": "cas"}
+
+
+def _ptx_type(name, dt):
+    if name in ("atomic_xchg", "atomic_cas"):
+        return "b32" if dtypes.itemsize(dt) == 4 else "b64"
+    if dt == dtypes.float32:
+        return "f32"
+    if dt == dtypes.float64:
+        return "f64"
+    if name == "atomic_add":
+        return "s32" if dt == dtypes.int32 else "u64"   # two's complement: u64 add is s64 add
+    return "s32" if dt == dtypes.int32 else "s64"
+
+
+def _constraint(dt):
+    return {dtypes.int32: "r", dtypes.int64: "l", dtypes.float32: "f", dtypes.float64: "d"}[dt]
+
+
+def _static(ty):
+    return ty.value if isinstance(ty, types.Omitted) else ty.literal_value
+
+
+def _atomic_lowering(name):
+    def lower(context, builder, sig, args):
+        if name == "atomic_cas":
+            xty, ity, ety, dty, mty, sty, scty = sig.args
+        else:
+            xty, ity, vty, mty, sty, scty = sig.args
+        res = sig.return_type
+        layout = res.layout
+        dt = xty.dtype
+        view = ArrayView(context, builder, xty, args[0])
+        idx = _index_operands(context, builder, ity, args[1], layout)
+        if name == "atomic_cas":
+            operands = [Operand(context, builder, ety, args[2], dt, layout),
+                        Operand(context, builder, dty, args[3], dt, layout)]
+            mask = _mask_operand(context, builder, mty, args[4], layout)
+        else:
+            operands = [Operand(context, builder, vty, args[2], dt, layout)]
+            mask = _mask_operand(context, builder, mty, args[3], layout)
+        sem, scope = _static(sty), _static(scty)
+        reg = element_llvm_type(dt)
+        c = _constraint(dt)
+        ops = ", ".join(f"${k + 2}" for k in range(len(operands)))
+        asm_text = f"atom.{sem}.{scope}.{_PTX_OP[name]}.{_ptx_type(name, dt)} $0, [$1], {ops};"
+        constraints = f"={c},l," + ",".join(c for _ in operands) + ",~{memory}"
+        fnty = ir.FunctionType(reg, [I64] + [reg] * len(operands))
+        asm = ir.InlineAsm(fnty, asm_text, constraints, side_effect=True)
+        owner = is_storing_thread(builder, layout)
+        zero = ir.Constant(reg, 0)
+        out = []
+        for i in range(layout.elems_per_thread):
+            ok, ptr = _elements(context, builder, view, idx, mask, i)
+            addr = builder.ptrtoint(builder.addrspacecast(ptr, reg.as_pointer()), I64)
+            entry = builder.block
+            with builder.if_then(builder.and_(ok, owner)):
+                then = builder.block
+                old = builder.call(asm, [addr] + [op.element(i) for op in operands])
+            phi = builder.phi(reg)
+            phi.add_incoming(old, then)
+            phi.add_incoming(zero, entry)
+            out.append(phi)
+        return make_fragment(builder, res, out)
+
+    return lower
+
+
+for _n in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"):
+    lowering_rule(_n)(_atomic_lowering(_n))

@@ -1,0 +1,121 @@
+"""Typing rules of the unchecked ops: gather, scatter and atomics at computed coordinates."""
+
+from __future__ import annotations
+
+from numba.cuda import types
+
+from .. import dtypes
+from .._registry import typing_rule
+from .common import fail, is_array_param, is_omitted, is_scalar, make_tile
+from .memory import _check_padding, check_scalar_fits
+from .types import TileType
+
+SEMS = ("relaxed", "acquire", "release", "acq_rel")
+SCOPES = ("gpu", "cta", "sys")
+ATOMIC_DTYPES = {
+    "atomic_add": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
+    "atomic_max": (dtypes.int32, dtypes.int64),
+    "atomic_min": (dtypes.int32, dtypes.int64),
+    "atomic_xchg": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
+    "atomic_cas": (dtypes.int32, dtypes.int64),
+}
+
+
+def index_tiles(opname, x, indices):
+    """The index tiles of ``indices`` (one per axis of ``x``) and their common shape."""
+    tiles = list(indices.types) if isinstance(indices, types.BaseTuple) else [indices]
+    if len(tiles) != x.ndim or not all(isinstance(t, TileType) and dtypes.is_int(t.dtype)
+                                       for t in tiles):
+        raise fail(opname, "indices", f"{'an integer tile' if x.ndim == 1 else ''}"
+                   f"{'' if x.ndim == 1 else f'a tuple of {x.ndim} integer tiles'} (element "
+                   f"coordinates in '{x.param}')", indices)
+    shape = tiles[0].shape
+    if any(t.shape != shape for t in tiles):
+        raise fail(opname, "indices", "index tiles of one shape", [t.shape for t in tiles])
+    return tiles, shape
+
+
+def _check_mask(opname, mask, shape):
+    if is_omitted(mask):
+        return
+    if not (isinstance(mask, TileType) and dtypes.is_bool(mask.dtype) and mask.shape == shape):
+        raise fail(opname, "mask", f"a bool tile of shape {shape}", mask)
+
+
+def _check_values(opname, arg, values, x, shape):
+    if isinstance(values, TileType):
+        if values.shape != shape:
+            raise fail(opname, arg, f"a tile of shape {shape} (the shape of the indices)",
+                       values.shape)
+        if not dtypes.storable(values.dtype, x.dtype):
+            raise fail(opname, arg, f"values {dtypes.name(x.dtype)} holds without narrowing "
+                       f"(the dtype of '{x.param}'; use astype())", dtypes.name(values.dtype))
+    elif is_scalar(values) or isinstance(values, types.Omitted):
+        check_scalar_fits(values, x.dtype, opname, arg, f"the dtype of '{x.param}'")
+    else:
+        raise fail(opname, arg, "a tile or a scalar", values)
+
+
+def _static_str(opname, arg, ty, allowed):
+    v = ty.value if isinstance(ty, types.Omitted) else getattr(ty, "literal_value", None)
+    if v not in allowed:
+        raise fail(opname, arg, f"one of {', '.join(repr(a) for a in allowed)} (static)", ty)
+
+
+def _array(opname, x):
+    if not is_array_param(x):
+        raise fail(opname, "x", "an array parameter", x)
+
+
+@typing_rule("gather")
+def type_gather(x, indices, mask, padding):
+    _array("gather", x)
+    _, shape = index_tiles("gather", x, indices)
+    _check_mask("gather", mask, shape)
+    _check_padding(padding, x.dtype, "gather")
+    return make_tile(x.dtype, shape)
+
+
+@typing_rule("scatter")
+def type_scatter(x, indices, values, mask):
+    _array("scatter", x)
+    _, shape = index_tiles("scatter", x, indices)
+    _check_mask("scatter", mask, shape)
+    _check_values("scatter", "values", values, x, shape)
+    return types.none
+
+
+def _atomic(name):
+    @typing_rule(name)
+    def rule(x, indices, values, mask, sem, scope):
+        _array(name, x)
+        if x.dtype not in ATOMIC_DTYPES[name]:
+            raise fail(name, "x", "an array of " + ", ".join(dtypes.name(d) for d in
+                                                            ATOMIC_DTYPES[name]),
+                       dtypes.name(x.dtype))
+        _, shape = index_tiles(name, x, indices)
+        _check_mask(name, mask, shape)
+        _check_values(name, "values", values, x, shape)
+        _static_str(name, "sem", sem, SEMS)
+        _static_str(name, "scope", scope, SCOPES)
+        return make_tile(x.dtype, shape)
+
+    return rule
+
+
+for _n in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg"):
+    _atomic(_n)
+
+
+@typing_rule("atomic_cas")
+def type_atomic_cas(x, indices, expected, desired, mask, sem, scope):
+    _array("atomic_cas", x)
+    if x.dtype not in ATOMIC_DTYPES["atomic_cas"]:
+        raise fail("atomic_cas", "x", "an array of int32 or int64", dtypes.name(x.dtype))
+    _, shape = index_tiles("atomic_cas", x, indices)
+    _check_mask("atomic_cas", mask, shape)
+    _check_values("atomic_cas", "expected", expected, x, shape)
+    _check_values("atomic_cas", "desired", desired, x, shape)
+    _static_str("atomic_cas", "sem", sem, SEMS)
+    _static_str("atomic_cas", "scope", scope, SCOPES)
+    return make_tile(x.dtype, shape)
