@@ -5,7 +5,9 @@ constant, which would make ``load(x, (i,), (2 * BLOCK,))`` a non-static shape. T
 runs just before type inference: it replaces each read of a Constant parameter by its
 value (``ir.Const``) and folds integer arithmetic whose operands are all constants
 (``+ - * // % ** << >> & | ^`` and unary ``-``), so such expressions type as integer
-literals. Nothing else changes: values that are not compile-time constants are left alone.
+literals, then prunes branches whose condition became constant (Numba's
+``dead_branch_prune``), so ``if OP == 0: ... elif OP == 1: ...`` types and compiles only
+the taken branch. Values that are not compile-time constants are left alone.
 """
 
 from __future__ import annotations
@@ -81,4 +83,10 @@ class FoldConstantsPass(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        return fold_constants(state.func_ir, state.args)
+        changed = fold_constants(state.func_ir, state.args)
+        if changed:
+            # branches on Constant parameters (``if OP == 0:``) are now branches on constants:
+            # prune the dead ones, so only the taken branch is typed and compiled
+            from numba.cuda.core.analysis import dead_branch_prune
+            dead_branch_prune(state.func_ir, state.args)
+        return changed

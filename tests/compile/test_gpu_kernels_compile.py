@@ -76,3 +76,32 @@ def test_persistent_kernels():
     no_local(p.persistent_2d.ptx(y, nt.partition(y.copy(), (16, 32), blocks=5), 16, 32))
     no_local(p.strip_sum.ptx(np.zeros((50, 100), np.float32),
                              nt.partition(np.zeros((50, 64), np.float32), (16, 64)), 16, 64))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_unchecked_kernels(dt):
+    import re
+    from tests.gpu import test_unchecked as u
+    idx = np.zeros(4000, np.int32)
+    vals = np.zeros(4000, dt)
+    out = np.zeros(37, dt)
+    expected = {0: r"atom\.relaxed\.gpu\.add\.", 1: r"atom\.acq_rel\.gpu\.max\.s",
+                2: r"atom\.relaxed\.sys\.min\.s", 3: r"atom\.release\.cta\.exch\.b"}
+    for op, pattern in expected.items():
+        if op in (1, 2) and np.dtype(dt).kind == "f":
+            continue
+        ptx = u.atomic_kernel.ptx(idx, vals, out, nt.partition(np.zeros(4000, dt), 256), 256, op)
+        no_local(ptx)
+        assert re.search(pattern, ptx), pattern
+    no_local(u.gather_kernel.ptx(np.zeros(300, np.float32), idx,
+                                 nt.partition(np.zeros(4000, np.float32), 256), 256))
+
+
+def test_cas_and_scatter_kernels():
+    from tests.gpu import test_unchecked as u
+    ptx = u.cas_kernel.ptx(np.zeros(100, np.int32), np.zeros(50, np.int32),
+                           nt.partition(np.zeros(100, np.bool_), 256), 256)
+    assert "atom.relaxed.gpu.cas.b32" in ptx
+    no_local(u.scatter_2d.ptx(np.zeros(400, np.int32), np.zeros(400, np.int32),
+                              np.zeros(400, np.float32), np.zeros((20, 30), np.float32), 128))

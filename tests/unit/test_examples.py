@@ -29,7 +29,8 @@ def run_example(path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("name", ["vecadd.py", "saxpy.py", "persistent.py"])
+@pytest.mark.parametrize("name", ["vecadd.py", "saxpy.py", "persistent.py", "histogram.py",
+                                  "scatter_add.py"])
 def test_numerical_example(name):
     proc = run_example(ROOT / "examples" / name)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,212 @@
+"""Unchecked kernels: gather, scatter and atomics against NumPy, on the GPU and in the
+interpreter; the acknowledgement and the refusals that keep safe kernels safe."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.errors import (DataRaceError, StoreToReadOnlyError, TileArgumentError,
+                               UncheckedLaunchError, UncheckedOpError)
+
+
+@nt.jit(unchecked=True)
+def gather_kernel(x, idx, out: nt.Partition["B"], B: nt.Constant):
+    i = nt.load_like(idx, out, padding=-1)
+    nt.store(out, nt.gather(x, i, padding=-7.0))
+
+
+def test_gather_with_out_of_bounds_indices(tile_backend):
+    rng = np.random.default_rng()
+    xh = rng.standard_normal(300).astype(np.float32)
+    ih = rng.integers(-20, 320, 1000).astype(np.int32)          # some out of bounds
+    out = tile_backend.asarray(np.zeros(1000, np.float32))
+    tile_backend.run(gather_kernel, tile_backend.asarray(xh), tile_backend.asarray(ih),
+                     nt.partition(out, 256), 256, unchecked=True)
+    inside = (ih >= 0) & (ih < 300)
+    ref = np.where(inside, xh[np.clip(ih, 0, 299)], -7.0)
+    np.testing.assert_array_equal(tile_backend.to_numpy(out), ref)
+
+
+@nt.jit(unchecked=True)
+def scatter_kernel(idx, vals, out: nt.Mutable, B: nt.Constant):
+    i = nt.bid(0)
+    nt.scatter(out, nt.load(idx, (i,), (B,), padding=-1), nt.load(vals, (i,), (B,)))
+
+
+def test_scatter_of_a_permutation(tile_backend):
+    rng = np.random.default_rng()
+    n = 3000
+    perm = rng.permutation(n).astype(np.int64)
+    vals = rng.standard_normal(n)
+    out = tile_backend.asarray(np.full(n, np.nan))
+    tile_backend.run(scatter_kernel, tile_backend.asarray(perm), tile_backend.asarray(vals), out,
+                     512, grid=-(-n // 512), unchecked=True)
+    ref = np.empty(n)
+    ref[perm] = vals
+    np.testing.assert_array_equal(tile_backend.to_numpy(out), ref)
+
+
+@nt.jit(unchecked=True)
+def atomic_kernel(idx, vals, out: nt.Mutable, old: nt.Partition["B"], B: nt.Constant,
+                  OP: nt.Constant):
+    i = nt.load_like(idx, old, padding=-1)
+    v = nt.load_like(vals, old)
+    if OP == 0:
+        r = nt.atomic_add(out, i, v)
+    elif OP == 1:
+        r = nt.atomic_max(out, i, v, sem="acq_rel")
+    elif OP == 2:
+        r = nt.atomic_min(out, i, v, scope="sys")
+    else:
+        r = nt.atomic_xchg(out, i, v, sem="release", scope="cta")
+    nt.store(old, r)
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.int64, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ["add", "max", "min", "xchg"])
+def test_atomics(tile_backend, dt, op):
+    if op in ("max", "min") and np.dtype(dt).kind == "f":
+        pytest.skip("atomic max/min are integer-only")
+    rng = np.random.default_rng()
+    n, m = 4000, 37
+    ih = rng.integers(0, m, n).astype(np.int32)
+    vh = rng.integers(-1000, 1000, n).astype(dt)            # exact in every dtype
+    base = rng.integers(-1000, 1000, m).astype(dt)
+    out = tile_backend.asarray(base.copy())
+    old = tile_backend.asarray(np.zeros(n, dt))
+    code = ["add", "max", "min", "xchg"].index(op)
+    tile_backend.run(atomic_kernel, tile_backend.asarray(ih), tile_backend.asarray(vh), out,
+                     nt.partition(old, 256), 256, code, unchecked=True)
+    got, olds = tile_backend.to_numpy(out), tile_backend.to_numpy(old)
+    if op == "add":
+        ref = base.astype(np.float64).copy()
+        np.add.at(ref, ih, vh.astype(np.float64))
+        np.testing.assert_array_equal(got, ref.astype(dt))
+        # whatever the order, the first add saw the base and the last one made the final value
+        for k in range(m):
+            sel = ih == k
+            if sel.any():
+                assert (olds[sel] == base[k]).any()
+                assert ((olds[sel] + vh[sel]) == got[k]).any()
+    elif op in ("max", "min"):
+        ref = base.copy()
+        (np.maximum if op == "max" else np.minimum).at(ref, ih, vh)
+        np.testing.assert_array_equal(got, ref)
+    else:
+        # each slot ends with one of the values exchanged into it; every other value and the
+        # base come back as old values exactly once
+        for k in range(m):
+            mine = vh[ih == k]
+            if len(mine) == 0:
+                assert got[k] == base[k]
+                continue
+            assert got[k] in mine
+            returned = np.sort(np.append(olds[ih == k], got[k]))
+            np.testing.assert_array_equal(returned, np.sort(np.append(mine, base[k])))
+
+
+@nt.jit(unchecked=True)
+def cas_kernel(slot, claims: nt.Mutable, won: nt.Partition["B"], B: nt.Constant):
+    tid = nt.arange(B) + nt.full((B,), nt.bid(0) * B, nt.int32)
+    s = nt.load_like(slot, won, padding=-1)
+    prev = nt.atomic_cas(claims, s, -1, tid)          # first claimant wins the slot
+    nt.store(won, prev == -1)
+
+
+def test_compare_and_swap_has_one_winner_per_slot(tile_backend):
+    rng = np.random.default_rng()
+    n, m = 2048, 50
+    sh = rng.integers(0, m, n).astype(np.int32)
+    claims = tile_backend.asarray(np.full(m, -1, np.int32))
+    won = tile_backend.asarray(np.zeros(n, np.bool_))
+    tile_backend.run(cas_kernel, tile_backend.asarray(sh), claims, nt.partition(won, 256), 256,
+                     unchecked=True)
+    c, w = tile_backend.to_numpy(claims), tile_backend.to_numpy(won)
+    for k in range(m):
+        contenders = np.nonzero(sh == k)[0]
+        if len(contenders) == 0:
+            assert c[k] == -1
+        else:
+            assert w[contenders].sum() == 1 and c[k] in contenders and w[c[k]]
+
+
+@nt.jit(unchecked=True)
+def scatter_2d(ri, ci, vals, out: nt.Mutable, B: nt.Constant):
+    i = nt.bid(0)
+    nt.scatter(out, (nt.load(ri, (i,), (B,)), nt.load(ci, (i,), (B,))), nt.load(vals, (i,), (B,)),
+               mask=nt.load(vals, (i,), (B,), padding=-1.0) >= 0.0)
+
+
+def test_scatter_with_2d_coordinates_and_mask(tile_backend):
+    rng = np.random.default_rng()
+    rows, cols = 20, 30
+    flat = rng.permutation(rows * cols)[:400]
+    ri, ci = (flat // cols).astype(np.int32), (flat % cols).astype(np.int32)
+    vals = rng.standard_normal(400).astype(np.float32)
+    out = tile_backend.asarray(np.full((rows, cols), 5.0, np.float32))
+    tile_backend.run(scatter_2d, tile_backend.asarray(ri), tile_backend.asarray(ci),
+                     tile_backend.asarray(vals), out, 128, grid=4, unchecked=True)
+    ref = np.full((rows, cols), 5.0, np.float32)
+    keep = vals >= 0
+    ref[ri[keep], ci[keep]] = vals[keep]
+    np.testing.assert_array_equal(tile_backend.to_numpy(out), ref)
+
+
+# ------------------------------------------------------------------- refusals
+
+@nt.jit
+def safe_with_atomic(x, z: nt.Partition):
+    nt.atomic_add(z, nt.arange(16), nt.load_like(x, z))
+
+
+@nt.jit
+def safe_with_gather(x, z: nt.Partition):
+    nt.store(z, nt.gather(x, nt.arange(16)))
+
+
+@nt.jit(unchecked=True)
+def unchecked_store_to_input(x, out: nt.Mutable):
+    nt.scatter(x, nt.arange(16), 1.0)
+
+
+def test_safe_kernels_cannot_use_unchecked_ops():
+    x, z = np.ones(16, np.float32), np.zeros(16, np.float32)
+    for kernel, name in [(safe_with_atomic, "atomic_add"), (safe_with_gather, "gather")]:
+        with pytest.raises(UncheckedOpError, match=f"{name}\\(\\) is an unchecked operation"):
+            kernel(x, nt.partition(z, 16), interpret=True)
+    assert not z.any()
+
+
+def test_unchecked_launch_needs_acknowledgement():
+    x, out = np.ones(16, np.int64), np.zeros(16, np.float64)
+    with pytest.raises(UncheckedLaunchError, match="unchecked=True"):
+        scatter_kernel(x, x, out, 16, grid=1, interpret=True)
+    assert not out.any()
+
+
+def test_unchecked_kernels_still_cannot_write_read_only_parameters():
+    with pytest.raises(StoreToReadOnlyError, match="'x'"):
+        unchecked_store_to_input(np.ones(16, np.float32), np.zeros(16, np.float32), grid=1,
+                                 interpret=True, unchecked=True)
+
+
+def test_mutable_parameters_need_an_unchecked_kernel():
+    with pytest.raises(TileArgumentError, match="Mutable"):
+        @nt.jit
+        def k(x, out: nt.Mutable):
+            pass
+
+
+def test_unchecked_launch_checks_still_apply():
+    buf = np.zeros(32, np.float64)
+    with pytest.raises(nt.errors.AliasingError):
+        scatter_kernel(np.zeros(16, np.int64), buf[:16], buf[8:24], 16, grid=1, interpret=True,
+                       unchecked=True)
+
+
+def test_racy_unchecked_kernel_trips_the_race_detector():
+    idx = np.tile(np.arange(16), 4).astype(np.int64)      # every block scatters to 0..15
+    with pytest.raises(DataRaceError, match="block"):
+        scatter_kernel(idx, np.ones(64), np.zeros(16), 16, grid=4, interpret=True,
+                       unchecked=True)
