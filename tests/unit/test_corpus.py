@@ -1,0 +1,1902 @@
+"""Violation corpus: kernels and launches numba_tile must refuse, and tricky ones it must accept.
+
+Two tables drive this file:
+
+* ``REFUSED``: each entry breaks one ownership or typing rule. The test asserts the exact error
+  class (``type(err) is cls``), message fragments, the rule text, that no output changed (every
+  check runs before any work), and that ``err.lineno`` is the user's line: for errors found
+  while compiling, the offending statement inside the kernel; for launch errors, the launch
+  line in this file. Those lines end with a marker comment (``# C07``, ``# L12``) naming the
+  entry. Entries ``C..`` are refused by typing or the ownership pass; entries ``L..`` by the
+  launch checks. Every ``C..`` entry (but C15, which runs only there) also goes through
+  ``kernel.ptx(...)`` (the GPU compile pipeline, no GPU) and must fail there the same way.
+* ``VALID``: each entry is legal but close to a violation (aliasing views that do not share an
+  element, aliases of partitions, branded indices through closures, persistent kernels...). It
+  runs in the interpreter and its values are checked against a float64 NumPy reference on fresh
+  random data; the same launches, turned into ``kernel.ptx(...)`` calls, must compile.
+
+Everything runs without a GPU: interpreter launches (``interpret=True``) run the same typing,
+ownership pass and launch checks as the GPU path.
+
+Known gaps are kept as strict xfails (never weakened): ``NotRefused`` marks a violation numba_tile
+accepts, ``WrongLine`` a refusal that does not point at the user's line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+from llvmlite import ir as llvm_ir
+from numba import cuda
+from numba.cuda import types
+from numba.cuda.extending import intrinsic
+from numpy.lib.stride_tricks import as_strided
+
+import numba_tile as nt
+from numba_tile import errors
+from numba_tile.dtypes import BFLOAT16_NP
+
+GPU = nt.gpu_available()
+RNG = np.random.default_rng()
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+class NotRefused(AssertionError):
+    """A corpus entry that must be refused was accepted."""
+
+
+class WrongLine(AssertionError):
+    """A corpus entry was refused, but the error does not point at the user's line."""
+
+
+def marker_line(marker: str) -> int:
+    """1-based line of this file that ends with the comment ``# <marker>``."""
+    with open(__file__) as f:
+        hits = [i for i, line in enumerate(f, 1) if line.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, f"marker {marker!r} found on lines {hits}"
+    return hits[0]
+
+
+def randn(*shape, dtype=np.float32):
+    """Fresh standard-normal data (never zero in practice)."""
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def randint(*shape, dtype=np.int32):
+    """Fresh nonzero integers in [-1000, 1000]."""
+    mag = RNG.integers(1, 1001, shape)
+    return (mag * RNG.choice([-1, 1], shape)).astype(dtype)
+
+
+def nans(*shape, dtype=np.float32):
+    """An output whose every element must be written."""
+    return np.full(shape, np.nan, dtype)
+
+
+def f64(a):
+    return np.array(a, dtype=np.float64)
+
+
+def close(got, want, rtol=1e-6, atol=1e-6):
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=atol)
+
+
+@dataclass
+class Refusal:
+    """launch(): the refused launch (interpreter); guarded: arrays that must stay unchanged;
+    compile(): the same kernel and arguments through kernel.ptx() (compile-time entries)."""
+
+    launch: Callable
+    guarded: list
+    compile: Callable | None = None
+
+
+def compiled(kernel, guarded, *args):
+    """A compile-time refusal: ``kernel(*args)`` in the interpreter and through ``ptx``."""
+    return Refusal(lambda: kernel(*args, interpret=True), guarded, lambda: kernel.ptx(*args))
+
+
+def catch(fn):
+    try:
+        fn()
+    except errors.TileError as e:
+        return e
+    return None
+
+
+REFUSED = []
+VALID = []
+
+
+def refused(case_id, cls, *fragments, xfail=None, raises=None):
+    """Register a refused entry: ``build() -> Refusal``."""
+    def deco(build):
+        marks = [pytest.mark.xfail(strict=True, raises=raises, reason=xfail)] if xfail else []
+        REFUSED.append(pytest.param(case_id, build, cls, fragments,
+                                    id=f"{case_id}-{build.__name__}", marks=marks))
+        return build
+    return deco
+
+
+def valid(case_id):
+    """Register a valid entry: ``build() -> (launch, check)``."""
+    def deco(build):
+        VALID.append(pytest.param(build, id=f"{case_id}-{build.__name__}"))
+        return build
+    return deco
+
+
+LINE_GAP = "refused with the right class, but err.lineno is None: the report has no user line"
+
+
+# ============================================================================= kernels
+# ----------------------------------------------------------------- shared, legal kernels
+
+
+@nt.jit
+def add_1d(x, y, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+
+
+@nt.jit
+def add_2d(x, y, z: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+
+
+@nt.jit
+def scale(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z) * 2.0)
+
+
+@nt.jit
+def two_out(x, z1: nt.Partition, z2: nt.Partition):
+    nt.store(z1, nt.load_like(x, z1) + 1.0)
+    nt.store(z2, nt.load_like(x, z2) * 3.0)
+
+
+@nt.jit
+def two_out_xy(x, y, z1: nt.Partition, z2: nt.Partition):
+    nt.store(z1, nt.load_like(x, z1) + 1.0)
+    nt.store(z2, nt.load_like(y, z2) * 2.0)
+
+
+@nt.jit
+def two_mapped(x, a: nt.Partition, b: nt.Partition):
+    for idx in nt.tiles(a):
+        nt.store(a, nt.load_like(x, a, index=idx) + 1.0, idx)
+    for idx in nt.tiles(b):
+        nt.store(b, nt.load_like(x, b, index=idx) * 3.0, idx)
+
+
+@nt.jit
+def mapped_and_plain(x, a: nt.Partition, b: nt.Partition):
+    for idx in nt.tiles(a):
+        nt.store(a, nt.load_like(x, a, index=idx), idx)
+    nt.store(b, nt.load_like(x, b))
+
+
+@nt.jit
+def scaled_by_constant(x, z: nt.Partition, S: nt.Constant):
+    nt.store(z, nt.load_like(x, z) * S)
+
+
+@nt.jit
+def fixed_tile(x, z: nt.Partition[(4, 8)]):
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def fill(z: nt.Partition, V):
+    nt.store(z, V)
+
+
+@nt.jit
+def no_partition(x, y):
+    nt.load(x, (0,), (16,))
+
+
+@nt.jit
+def persistent_saxpy(alpha, x, y, z: nt.Partition["B"], B: nt.Constant):
+    for idx in nt.tiles(z):
+        nt.store(z, alpha * nt.load_like(x, z, index=idx) + nt.load(y, idx, (B,)), idx)
+
+
+# --------------------------------------------------------- C: stores to read-only params
+
+
+@nt.jit
+def c_store_in_for(x, z: nt.Partition, n):
+    t = nt.load_like(x, z)
+    for i in range(n):
+        nt.store(x, t + i)  # C01
+    nt.store(z, t)
+
+
+@nt.jit
+def c_store_in_while(x, z: nt.Partition, n):
+    t = nt.load_like(x, z)
+    i = 0
+    while i < n:
+        nt.store(x, t)  # C02
+        i += 1
+    nt.store(z, t)
+
+
+@nt.jit
+def c_store_in_if(x, z: nt.Partition, flag):
+    t = nt.load_like(x, z)
+    if flag:
+        nt.store(x, t)  # C03
+    nt.store(z, t)
+
+
+@nt.jit
+def c_store_in_else(x, z: nt.Partition, flag):
+    t = nt.load_like(x, z)
+    if flag:
+        nt.store(z, t)
+    else:
+        nt.store(x, t)  # C04
+
+
+@nt.jit
+def c_tuple_unpack(x, z: nt.Partition):
+    a, b = x, z
+    nt.store(a, nt.load_like(x, b))  # C05
+
+
+@nt.jit
+def c_tuple_item(x, z: nt.Partition):
+    pair = (z, x)
+    nt.store(pair[1], nt.load_like(x, z))  # C06
+
+
+@nt.jit
+def c_list_item(x, z: nt.Partition):
+    inputs = [x, x]
+    nt.store(inputs[1], nt.load_like(x, z))  # C07
+
+
+@nt.jit
+def c_rebind_partition_name(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    z = x
+    nt.store(z, t)  # C08
+
+
+@nt.jit
+def c_store_function_alias(x, z: nt.Partition):
+    put = nt.store
+    put(x, nt.load_like(x, z))  # C09
+
+
+@nt.jit
+def c_store_keywords(x, z: nt.Partition):
+    nt.store(tile=nt.load_like(x, z), z=x)  # C10
+
+
+@nt.jit
+def c_closure_captures_input(x, z: nt.Partition):
+    def put(t):
+        nt.store(x, t)  # C11
+    put(nt.load_like(x, z))
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def c_closure_argument(x, z: nt.Partition):
+    def put(dst, t):
+        nt.store(dst, t)  # C12
+    put(z, nt.load_like(x, z))
+    put(x, nt.load_like(x, z))
+
+
+def py_store(dst, tile):
+    nt.store(dst, tile)
+
+
+@nt.jit
+def c_python_helper(x, z: nt.Partition):
+    py_store(x, nt.load_like(x, z))  # C13
+    nt.store(z, nt.load_like(x, z))
+
+
+@cuda.jit(device=True)
+def dev_helper(a):
+    return 0
+
+
+@nt.jit
+def c_device_function(x, z: nt.Partition):
+    dev_helper(x)  # C14
+    nt.store(z, nt.load_like(x, z))
+
+
+@intrinsic
+def poke_packed(typingctx, pack):
+    """An opaque helper that writes 42.0 to element 0 of the tensor packed in ``pack[0]``."""
+    def codegen(context, builder, signature, args):
+        tensor = builder.extract_value(args[0], 0)
+        data = builder.extract_value(tensor, 0)
+        builder.store(llvm_ir.Constant(llvm_ir.FloatType(), 42.0), data)
+        return context.get_constant(types.int64, 0)
+    return types.int64(pack), codegen
+
+
+@nt.jit
+def c_intrinsic_tuple(x, z: nt.Partition):
+    poke_packed((x, 1))  # C15
+    nt.store(z, nt.load_like(x, z))
+
+
+@intrinsic
+def opaque_star(typingctx, *args):
+    def codegen(context, builder, signature, llargs):
+        return context.get_constant(types.int64, 0)
+    return types.int64(*args), codegen
+
+
+@nt.jit
+def c_intrinsic_star_args(x, z: nt.Partition):
+    opaque_star(1, x)  # C16
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def c_conditional_alias(x, z: nt.Partition, flag):
+    w = z if flag else x  # C17
+    nt.store(w, nt.load_like(x, z))
+
+
+GLOBAL_OUT = np.ones(32, np.float32)
+
+
+@nt.jit
+def c_store_to_global(x, z: nt.Partition):
+    nt.store(GLOBAL_OUT, nt.load_like(x, z))  # C18
+
+
+@nt.jit
+def c_inplace_add(x, z: nt.Partition):
+    z += nt.load_like(x, z)  # C19
+
+
+@nt.jit
+def c_setitem(x, z: nt.Partition):
+    x[0] = 1.0  # C20
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def c_setattr(x, z: nt.Partition):
+    x.data = 0  # C21
+    nt.store(z, nt.load_like(x, z))
+
+
+# ------------------------------------------------------- C: indices and other partitions
+
+
+@nt.jit
+def c_index_plus_one(x, z: nt.Partition):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx), idx + 1)  # C22
+
+
+@nt.jit
+def c_index_tuple_from_bid(x, z: nt.Partition):
+    i = nt.bid(0)
+    nt.store(z, nt.load_like(x, z), (i,))  # C23
+
+
+@nt.jit
+def c_index_mirror(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z), nt.num_blocks(0) - 1 - nt.bid(0))  # C24
+
+
+@nt.jit
+def c_index_component(x, z: nt.Partition):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx), (idx[0],))  # C25
+
+
+@nt.jit
+def c_foreign_index(x, z: nt.Partition, w: nt.Partition):
+    for iw in nt.tiles(w):
+        nt.store(w, nt.load_like(x, w, index=iw), iw)
+        nt.store(z, nt.load_like(x, z), iw)  # C26
+
+
+@nt.jit
+def c_foreign_index_nested(x, z: nt.Partition, w: nt.Partition):
+    for iz in nt.tiles(z):
+        for iw in nt.tiles(w):
+            nt.store(z, nt.load_like(x, z, index=iz), iw)  # C27
+
+
+@nt.jit
+def c_load_other_partition_tile(x, z: nt.Partition, w: nt.Partition):
+    for iw in nt.tiles(w):
+        nt.store(w, nt.load(z, iw), iw)  # C28
+
+
+@nt.jit
+def c_load_like_other_partition(x, z: nt.Partition, w: nt.Partition):
+    nt.store(z, nt.load_like(w, z))  # C29
+    nt.store(w, nt.load_like(x, w))
+
+
+@nt.jit
+def c_load_like_foreign_index(x, z: nt.Partition, w: nt.Partition):
+    for iw in nt.tiles(w):
+        nt.store(w, nt.load_like(x, z, index=iw), iw)  # C30
+
+
+@nt.jit
+def c_load_own_tile_by_hand(x, z: nt.Partition):
+    nt.store(z, nt.load(z, (nt.bid(0),)) + nt.load_like(x, z))  # C31
+
+
+@nt.jit
+def c_mapped_store_without_index(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load(x, (nt.bid(0),), (B,)))  # C32
+
+
+@nt.jit
+def c_mapped_load_like_without_index(x, z: nt.Partition):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z), idx)  # C33
+
+
+@nt.jit
+def c_mapped_bid_axis(x, z: nt.Partition):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx) + nt.bid(1), idx)  # C34
+
+
+@nt.jit
+def c_tiles_of_input(x, z: nt.Partition):
+    for idx in nt.tiles(x):  # C35
+        nt.store(z, nt.load(x, idx, (16,)))
+
+
+# ------------------------------------------------------------ C: shapes, dtypes, budgets
+
+
+@nt.jit
+def c_wrong_tile_shape(x, z: nt.Partition):
+    nt.store(z, nt.load(x, (nt.bid(0),), (8,)))  # C36
+
+
+@nt.jit
+def c_computed_shape(x, z: nt.Partition, B: nt.Constant):
+    nt.store(z, nt.load(x, (nt.bid(0),), (2 * B,)))  # C37
+
+
+@nt.jit
+def c_store_partition_as_tile(x, z: nt.Partition, w: nt.Partition):
+    nt.store(z, w)  # C38
+    nt.store(w, nt.load_like(x, w))
+
+
+@nt.jit
+def c_narrow_f32_to_f16(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z))  # C39
+
+
+@nt.jit
+def c_narrow_i64_to_i32(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z))  # C40
+
+
+@nt.jit
+def c_narrow_through_where(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    nt.store(z, nt.where(t > 0, t, 0.5))  # C41
+
+
+@nt.jit
+def c_narrow_bf16_to_f16(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z) * 2.0)  # C42
+
+
+@nt.jit
+def c_scalar_float_into_int(z: nt.Partition):
+    nt.store(z, 1.5)  # C43
+
+
+@nt.jit
+def c_scalar_runtime_int64_into_int32(z: nt.Partition, V):
+    nt.store(z, V)  # C44
+
+
+@nt.jit
+def c_scalar_two_into_bool(z: nt.Partition):
+    nt.store(z, 2)  # C45
+
+
+@nt.jit
+def c_register_budget_load(x, z: nt.Partition):
+    nt.store(z, nt.load(x, (0,), (65536,)))  # C46
+
+
+@nt.jit(num_warps=1)
+def c_register_budget_partition(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z))  # C47
+
+
+# ----------------------------------------------------------------- V: valid kernels
+
+
+@nt.jit
+def v_alias_partition(x, z: nt.Partition):
+    w = z
+    nt.store(w, nt.load_like(x, w) * 3.0)
+
+
+@nt.jit
+def v_tuple_unpack(x, z: nt.Partition):
+    a, b = x, z
+    nt.store(b, nt.load_like(a, b) - 1.0)
+
+
+@nt.jit
+def v_rebind_input_name(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    x = z
+    nt.store(x, t * 2.0)
+
+
+@nt.jit
+def v_closure_store(x, z: nt.Partition):
+    def put(t):
+        nt.store(z, t)
+    put(nt.load_like(x, z) * 4.0)
+
+
+@nt.jit
+def v_closure_branded_index(x, z: nt.Partition):
+    def put(t, i):
+        nt.store(z, t, i)
+    for idx in nt.tiles(z):
+        put(nt.load_like(x, z, index=idx) * 2.0, idx)
+
+
+@nt.jit
+def v_store_in_for(x, z: nt.Partition, n):
+    t = nt.load_like(x, z)
+    for k in range(n):
+        nt.store(z, t + k)
+
+
+@nt.jit
+def v_store_in_while(x, z: nt.Partition, n):
+    t = nt.load_like(x, z)
+    i = 0
+    while i < n:
+        i += 1
+        nt.store(z, t * i)
+
+
+@nt.jit
+def v_store_in_branches(x, z: nt.Partition, flag):
+    t = nt.load_like(x, z)
+    if flag:
+        nt.store(z, t + 1.0)
+    else:
+        nt.store(z, t - 1.0)
+
+
+@nt.jit
+def v_tiles_of_plain_partition(x, y, z: nt.Partition["B"], B: nt.Constant):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load(y, idx, (B,)) + nt.load_like(x, z, index=idx), idx)
+
+
+@nt.jit
+def v_own_tile_at_branded_index(x, z: nt.Partition[("BM", "BN")], BM: nt.Constant,
+                                BN: nt.Constant):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load(z, idx) * 0.5 + nt.load_like(x, z, index=idx), idx)
+
+
+@nt.jit
+def v_load_like_itself(x, z: nt.Partition):
+    nt.store(z, nt.load_like(z, z) - nt.load_like(x, z))
+
+
+@nt.jit
+def v_column_tiles_max(x, out: nt.Partition[("BM", "BK")], BM: nt.Constant, BK: nt.Constant):
+    i = nt.bid(0)
+    acc = nt.full((BM, BK), -float("inf"))
+    for k in range(nt.num_tiles(x, 1, BK)):
+        acc = nt.maximum(acc, nt.load(x, (i, k), (BM, BK), padding=-float("inf")))
+    nt.store(out, acc)
+
+
+@nt.jit
+def v_stencil_of_input(x, z: nt.Partition["B"], B: nt.Constant):
+    i = nt.bid(0)
+    nt.store(z, nt.load(x, (i - 1,), (B,)) + nt.load(x, (i + 1,), (B,), padding=1.0))
+
+
+@nt.jit
+def v_computed_shape(x, y, z: nt.Partition, B: nt.Constant):
+    nt.store(z, nt.load(x, (nt.bid(0),), (2 * B,)) + nt.load_like(y, z))
+
+
+@nt.jit
+def v_where_astype_chain(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    u = nt.where(t > 0.0, nt.sqrt(t), -t * 0.5)
+    nt.store(z, nt.astype(u * 3.0, nt.float16))
+
+
+@nt.jit(num_warps=8)
+def v_big_tile_more_warps(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z) * 2.0)
+
+
+@nt.jit
+def v_int_scalar(x, z: nt.Partition, V):
+    nt.store(z, nt.load_like(x, z) * V)
+
+
+@nt.jit
+def v_index_none(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z) + 2.0, None)
+
+
+# ============================================================================= REFUSED
+# ------------------------------------------------------------ compile-time (C) entries
+
+READ_ONLY_X = ("store() writes parameter 'x'", "does not declare mutable")
+
+
+@refused("C01", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c01_store_to_input_in_for_loop():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_in_for, [x, z], x, nt.partition(z, 16), 3)
+
+
+@refused("C02", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c02_store_to_input_in_while_that_never_runs():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_in_while, [x, z], x, nt.partition(z, 16), 0)
+
+
+@refused("C03", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c03_store_to_input_in_branch_not_taken():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_in_if, [x, z], x, nt.partition(z, 16), 0)
+
+
+@refused("C04", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c04_store_to_input_in_else_not_taken():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_in_else, [x, z], x, nt.partition(z, 16), True)
+
+
+@refused("C05", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c05_alias_through_tuple_unpacking():
+    x, z = randn(40), randn(40)
+    return compiled(c_tuple_unpack, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C06", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c06_alias_through_tuple_item():
+    x, z = randn(40), randn(40)
+    return compiled(c_tuple_item, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C07", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c07_alias_through_list_item():
+    x, z = randn(40), randn(40)
+    return compiled(c_list_item, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C08", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c08_partition_name_rebound_to_input():
+    x, z = randn(40), randn(40)
+    return compiled(c_rebind_partition_name, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C09", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c09_store_called_through_an_alias():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_function_alias, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C10", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c10_store_with_keyword_arguments():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_keywords, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C11", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c11_closure_capturing_the_input():
+    x, z = randn(40), randn(40)
+    return compiled(c_closure_captures_input, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C12", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c12_closure_given_the_input():
+    x, z = randn(40), randn(40)
+    return compiled(c_closure_argument, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C13", errors.TileTypingError, "Untyped global name 'py_store'",
+         xfail=LINE_GAP, raises=WrongLine)
+def c13_plain_python_helper():
+    x, z = randn(40), randn(40)
+    return compiled(c_python_helper, [x, z], x, nt.partition(z, 16))
+
+
+# numba-cuda types a call of a device function by compiling it for the current GPU: with a GPU
+# the ownership pass refuses the call (UnanalyzedCallError); without one (this machine) the
+# kernel does not type (TileTypingError), and that error carries no line.
+@refused("C14", errors.UnanalyzedCallError if GPU else errors.TileTypingError,
+         *(("parameter(s) 'x'", "dev_helper") if GPU else
+           ("'c_device_function' calls a numba-cuda device function",)),
+         xfail=None if GPU else LINE_GAP, raises=WrongLine)
+def c14_numba_cuda_device_function():
+    x, z = randn(40), randn(40)
+    return compiled(c_device_function, [x, z], x, nt.partition(z, 16))
+
+
+# The ownership pass refuses a tensor handed to an opaque callee only when the tensor is a
+# top-level argument; packed in a tuple it passes, and the kernel compiles to PTX with the
+# helper's global store to x. (The interpreter then fails with NotImplementedError, because an
+# @intrinsic has no Python body, so this entry goes through kernel.ptx().)
+@refused("C15", errors.UnanalyzedCallError, "parameter(s) 'x'", "poke_packed()",
+         xfail="ownership pass checks only top-level call arguments: a tensor inside a tuple "
+               "reaches an opaque @intrinsic, which can write it", raises=NotRefused)
+def c15_input_packed_in_a_tuple_for_an_intrinsic():
+    x, z = randn(40), randn(40)
+    return Refusal(lambda: c_intrinsic_tuple.ptx(x, nt.partition(z, 16)), [x, z])
+
+
+@refused("C16", errors.UnanalyzedCallError, "parameter(s) 'x'", "opaque_star()",
+         "only be given to numba_tile ops")
+def c16_input_through_star_args_intrinsic():
+    x, z = randn(40), randn(40)
+    return compiled(c_intrinsic_star_args, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C17", errors.TileTypingError, "Cannot unify", "param=z", "param=x",
+         xfail=LINE_GAP, raises=WrongLine)
+def c17_alias_chosen_by_a_branch():
+    x, z = randn(40), randn(40)
+    return compiled(c_conditional_alias, [x, z], x, nt.partition(z, 16), 1)
+
+
+@refused("C18", errors.TileTypingError, 'Invalid argument "z" of store()',
+         "expected a partition parameter", "readonly array")
+def c18_store_to_a_global_array():
+    x, z = randn(40), randn(40)
+    return compiled(c_store_to_global, [x, z, GLOBAL_OUT], x, nt.partition(z, 16))
+
+
+@refused("C19", errors.TileTypingError, "iadd(Partition[")
+def c19_inplace_add_to_partition():
+    x, z = randn(40), randn(40)
+    return compiled(c_inplace_add, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C20", errors.TileTypingError, "setitem(Tensor[", "param=x")
+def c20_element_assignment_to_input():
+    x, z = randn(40), randn(40)
+    return compiled(c_setitem, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C21", errors.TileTypingError, "Cannot resolve setattr", "param=x",
+         xfail=LINE_GAP, raises=WrongLine)
+def c21_attribute_assignment_to_input():
+    x, z = randn(40), randn(40)
+    return compiled(c_setattr, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C22", errors.TileTypingError, "add(PartitionIndex[z, 1d]")
+def c22_branded_index_plus_one():
+    x, z = randn(40), randn(40)
+    return compiled(c_index_plus_one, [x, z], x, nt.partition(z, 16, blocks=2))
+
+
+@refused("C23", errors.ForeignTileStoreError, "store() to partition 'z'", "built by hand",
+         "tiles(z)")
+def c23_index_tuple_built_from_bid():
+    x, z = randn(40), randn(40)
+    return compiled(c_index_tuple_from_bid, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C24", errors.ForeignTileStoreError, "built by hand (int64)")
+def c24_index_laundered_through_arithmetic():
+    x, z = randn(40), randn(40)
+    return compiled(c_index_mirror, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C25", errors.TileTypingError, "getitem(PartitionIndex[z, 1d]")
+def c25_index_rebuilt_from_its_component():
+    x, z = randn(40), randn(40)
+    return compiled(c_index_component, [x, z], x, nt.partition(z, 16, blocks=2))
+
+
+@refused("C26", errors.ForeignTileStoreError, "store() to partition 'z'",
+         "index of partition 'w'", "tiles(z)")
+def c26_index_minted_for_another_partition():
+    x, z, w = randn(40), randn(40), randn(40)
+    return compiled(c_foreign_index, [x, z, w], x, nt.partition(z, 16), nt.partition(w, 16))
+
+
+@refused("C27", errors.ForeignTileStoreError, "index of partition 'w'")
+def c27_index_from_inner_loop_over_another_partition():
+    x, z, w = randn(40), randn(40), randn(40)
+    return compiled(c_foreign_index_nested, [x, z, w], x, nt.partition(z, 16, blocks=2),
+                    nt.partition(w, 16, blocks=2))
+
+
+@refused("C28", errors.TileTypingError, '"index" of load()', "an index from tiles(z)",
+         "index of partition 'w'")
+def c28_read_another_partitions_tile():
+    x, z, w = randn(40), randn(40), randn(40)
+    return compiled(c_load_other_partition_tile, [x, z, w], x, nt.partition(z, 16),
+                    nt.partition(w, 16))
+
+
+@refused("C29", errors.TileTypingError, '"x" of load_like()',
+         "reading another partition's tile", "got w")
+def c29_load_like_of_another_partition():
+    x, z, w = randn(40), randn(40), randn(40)
+    return compiled(c_load_like_other_partition, [x, z, w], x, nt.partition(z, 16),
+                    nt.partition(w, 16))
+
+
+@refused("C30", errors.TileTypingError, '"index" of load_like()', "an index from tiles(z)",
+         "index of partition 'w'")
+def c30_load_like_at_another_partitions_index():
+    x, z, w = randn(40), randn(40), randn(40)
+    return compiled(c_load_like_foreign_index, [x, z, w], x, nt.partition(z, 16),
+                    nt.partition(w, 16))
+
+
+@refused("C31", errors.TileTypingError, '"index" of load()', "an index from tiles(z)")
+def c31_own_tile_index_computed_by_hand():
+    x, z = randn(40), randn(40)
+    return compiled(c_load_own_tile_by_hand, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C32", errors.TileTypingError, '"index" of store()',
+         "'z' is mapped onto a fixed number of blocks")
+def c32_mapped_partition_stored_without_index():
+    x, z = randn(40), randn(40)
+    return compiled(c_mapped_store_without_index, [x, z], x, nt.partition(z, 16, blocks=2), 16)
+
+
+@refused("C33", errors.TileTypingError, '"index" of load_like()',
+         "'z' is mapped onto a fixed number of blocks")
+def c33_mapped_partition_loaded_without_index():
+    x, z = randn(40), randn(40)
+    return compiled(c_mapped_load_like_without_index, [x, z], x, nt.partition(z, 16, blocks=2))
+
+
+@refused("C34", errors.TileTypingError, '"axis" of bid()', "a static integer in [0, 1)")
+def c34_second_grid_axis_of_a_mapped_2d_partition():
+    x, z = randn(16, 16), randn(16, 16)
+    return compiled(c_mapped_bid_axis, [x, z], x, nt.partition(z, (8, 8), blocks=2))
+
+
+@refused("C35", errors.TileTypingError, '"z" of tiles()', "a partition parameter",
+         "param=x")
+def c35_tiles_of_a_read_only_tensor():
+    x, z = randn(40), randn(40)
+    return compiled(c_tiles_of_input, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C36", errors.TileTypingError, '"tile" of store()', "a tile of shape (16,)",
+         "got (8,)")
+def c36_tile_shape_differs_from_partition():
+    x, z = randn(40), randn(40)
+    return compiled(c_wrong_tile_shape, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C37", errors.TileTypingError, '"shape" of load()', "power of two", "(6,)")
+def c37_computed_shape_not_a_power_of_two():
+    x, z = randn(40), randn(40)
+    return compiled(c_computed_shape, [x, z], x, nt.partition(z, 8), 3)
+
+
+@refused("C38", errors.TileTypingError, '"tile" of store()', "a tile or a scalar",
+         "param=w")
+def c38_partition_stored_as_a_tile():
+    x, z, w = randn(40), randn(40), randn(40)
+    return compiled(c_store_partition_as_tile, [x, z, w], x, nt.partition(z, 16),
+                    nt.partition(w, 16))
+
+
+@refused("C39", errors.TileTypingError, "float16 holds without narrowing", "'z'",
+         "a tile of float32")
+def c39_narrowing_float32_into_float16():
+    x, z = randn(40), randn(40, dtype=np.float16)
+    return compiled(c_narrow_f32_to_f16, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C40", errors.TileTypingError, "int32 holds without narrowing", "a tile of int64")
+def c40_narrowing_int64_into_int32():
+    x, z = randint(40, dtype=np.int64), randint(40)
+    return compiled(c_narrow_i64_to_i32, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C41", errors.TileTypingError, "int32 holds without narrowing", "a tile of float32")
+def c41_narrowing_hidden_in_where_promotion():
+    x, z = randint(40), randint(40)
+    return compiled(c_narrow_through_where, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C42", errors.TileTypingError, "float16 holds without narrowing", "got a tile of",
+         "bfloat16")
+def c42_narrowing_bfloat16_into_float16():
+    x, z = randn(40).astype(BFLOAT16_NP), randn(40, dtype=np.float16)
+    return compiled(c_narrow_bf16_to_f16, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C43", errors.TileTypingError, '"tile" of store()', "a scalar that int32 holds")
+def c43_float_literal_into_int32():
+    z = randint(40)
+    return compiled(c_scalar_float_into_int, [z], nt.partition(z, 16))
+
+
+@refused("C44", errors.TileTypingError, "a scalar that int32 holds", "int64")
+def c44_runtime_int64_scalar_into_int32():
+    z = randint(40)
+    return compiled(c_scalar_runtime_int64_into_int32, [z], nt.partition(z, 16), 2**40)
+
+
+@refused("C45", errors.TileTypingError, "a scalar that bool holds")
+def c45_int_literal_2_into_bool():
+    z = RNG.integers(0, 2, 40).astype(np.bool_)
+    return compiled(c_scalar_two_into_bool, [z], nt.partition(z, 16))
+
+
+@refused("C46", errors.TileTypingError, "(65536,) over 128 threads", "512 elements",
+         "more than 256")
+def c46_tile_beyond_register_budget():
+    x, z = randn(70000), randn(40)
+    return compiled(c_register_budget_load, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C47", errors.TileTypingError, "(16384,) over 32 threads", "512 elements")
+def c47_partition_tile_beyond_budget_of_one_warp():
+    x, z = randn(20000), randn(20000)
+    return compiled(c_register_budget_partition, [x, z], x, nt.partition(z, 16384))
+
+
+# --------------------------------------------------------------- launch-time (L) entries
+# Each launch sits on one line that ends with its marker: a launch error points there.
+
+
+@refused("L01", errors.AliasingError, "kernel 'add_1d'",
+         "mutable argument 'z' overlaps read-only argument 'x'")
+def l01_output_also_passed_as_input():
+    buf, y = randn(40), randn(40)
+
+    def launch():
+        add_1d(buf, y, nt.partition(buf, 16), 16, interpret=True)  # L01
+    return Refusal(launch, [buf, y])
+
+
+@refused("L02", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l02_reshape_and_transpose_of_the_output():
+    buf = randn(32)
+    z, x = buf.reshape(4, 8), buf.reshape(8, 4).T       # both (4, 8), same 32 floats
+
+    def launch():
+        scale(x, nt.partition(z, (2, 8)), interpret=True)  # L02
+    return Refusal(launch, [buf])
+
+
+@refused("L03", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'y'")
+def l03_transpose_of_the_output_as_second_input():
+    a, w = randn(4, 4), randn(4, 4)
+
+    def launch():
+        add_2d(w, a.T, nt.partition(a, (2, 2)), 2, 2, interpret=True)  # L03
+    return Refusal(launch, [a, w])
+
+
+@refused("L04", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l04_overlapping_2d_blocks():
+    a = randn(8, 8)
+    z, x, y = a[0:4, 0:4], a[2:6, 2:6], a[4:8, 4:8]      # x shares a[2:4, 2:4] with z
+
+    def launch():
+        add_2d(x, y, nt.partition(z, (2, 2)), 2, 2, interpret=True)  # L04
+    return Refusal(launch, [a])
+
+
+@refused("L05", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l05_reversed_output_and_even_input():
+    buf = randn(16)
+
+    def launch():
+        scale(buf[::2], nt.partition(buf[::-1], 4), interpret=True)  # L05
+    return Refusal(launch, [buf])
+
+
+@refused("L06", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l06_negative_strides_in_2d():
+    a = randn(8, 8)
+
+    def launch():
+        scale(a[2:4, 2:6], nt.partition(a[::-1, ::-1], (2, 2)), interpret=True)  # L06
+    return Refusal(launch, [a])
+
+
+@refused("L07", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l07_strided_views_that_meet_every_sixth_element():
+    buf = randn(30)
+
+    def launch():
+        scale(buf[::2], nt.partition(buf[::3], 4), interpret=True)  # L07
+    return Refusal(launch, [buf])
+
+
+@refused("L08", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l08_stride0_broadcast_of_one_output_element():
+    z, y = randn(16), randn(16)
+    xb = np.broadcast_to(z[3:4], (16,))
+
+    def launch():
+        add_1d(xb, y, nt.partition(z, 4), 4, interpret=True)  # L08
+    return Refusal(launch, [z, y])
+
+
+@refused("L09", errors.AliasingError, "mutable argument 'z' overlaps read-only argument 'x'")
+def l09_same_bytes_viewed_as_another_dtype():
+    buf, y = randn(16), randn(16)
+    as_int = buf.view(np.int32)
+
+    def launch():
+        add_1d(as_int, y, nt.partition(buf, 4), 4, interpret=True)  # L09
+    return Refusal(launch, [buf, y])
+
+
+@refused("L10", errors.AliasingError, "mutable argument 'z1' overlaps mutable argument 'z2'")
+def l10_one_array_given_to_two_partition_parameters():
+    x, buf = randn(32), randn(32)
+
+    def launch():
+        two_out(x, nt.partition(buf, 8), nt.partition(buf, 8), interpret=True)  # L10
+    return Refusal(launch, [x, buf])
+
+
+@refused("L11", errors.AliasingError, "mutable argument 'z1' overlaps mutable argument 'z2'")
+def l11_one_partition_object_passed_twice():
+    x, buf = randn(32), randn(32)
+    p = nt.partition(buf, 8)
+
+    def launch():
+        two_out(x, p, p, interpret=True)  # L11
+    return Refusal(launch, [x, buf])
+
+
+@refused("L12", errors.AliasingError, "mutable argument 'z1' overlaps mutable argument 'z2'")
+def l12_one_array_as_two_partitions_of_different_tiles():
+    x, buf = randn(32), randn(32)
+
+    def launch():
+        two_out(x, nt.partition(buf, 8), nt.partition(buf, 16), interpret=True)  # L12
+    return Refusal(launch, [x, buf])
+
+
+@refused("L13", errors.AliasingError, "mutable argument 'z1' overlaps mutable argument 'z2'")
+def l13_two_outputs_sharing_four_elements():
+    x, buf = randn(20), randn(40)
+    z1, z2 = buf[0:20], buf[16:36]
+
+    def launch():
+        two_out(x, nt.partition(z1, 4), nt.partition(z2, 4), interpret=True)  # L13
+    return Refusal(launch, [x, buf])
+
+
+@refused("L14", errors.SelfOverlapError, "mutable argument 'z' overlaps itself", "(0,)")
+def l14_stride0_output():
+    one, x = randn(1), randn(4)
+    out = as_strided(one, (4,), (0,), writeable=True)
+
+    def launch():
+        add_1d(x, x, nt.partition(out, 4), 4, interpret=True)  # L14
+    return Refusal(launch, [one, x])
+
+
+@refused("L15", errors.SelfOverlapError, "mutable argument 'z' overlaps itself",
+         "shape (4, 4) with byte strides (4, 4)")
+def l15_as_strided_sliding_window_output():
+    base, x = randn(8), randn(4, 4)
+    win = as_strided(base, (4, 4), (4, 4), writeable=True)
+
+    def launch():
+        scale(x, nt.partition(win, (2, 2)), interpret=True)  # L15
+    return Refusal(launch, [base, x])
+
+
+@refused("L16", errors.SelfOverlapError, "mutable argument 'z' overlaps itself",
+         "byte strides (4,)")
+def l16_float64_elements_four_bytes_apart():
+    base, x = randn(8, dtype=np.float64), randn(8, dtype=np.float64)
+    half = as_strided(base, (8,), (4,), writeable=True)
+
+    def launch():
+        scale(x, nt.partition(half, 4), interpret=True)  # L16
+    return Refusal(launch, [base, x])
+
+
+@refused("L17", errors.ReadOnlyProducerError, "mutable argument 'z'",
+         "read-only by its producer (numpy.ndarray)")
+def l17_non_writeable_output():
+    x, z = randn(16), randn(16)
+    z.flags.writeable = False
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 4), 4, interpret=True)  # L17
+    return Refusal(launch, [x, z])
+
+
+@refused("L18", errors.ReadOnlyProducerError, "mutable argument 'z'", "read-only by its producer")
+def l18_broadcast_output_with_only_an_extent1_axis():
+    o, x = randn(4), randn(1, 4)
+    b = np.broadcast_to(o, (1, 4))            # no element repeats, but NumPy marks it read-only
+
+    def launch():
+        add_2d(x, x, nt.partition(b, (1, 4)), 1, 4, interpret=True)  # L18
+    return Refusal(launch, [o, x])
+
+
+@refused("L19", errors.UnexpectedPartitionError, "read-only parameter 'x' received a partition")
+def l19_partition_to_read_only_parameter():
+    x, y, z = randn(16), randn(16), randn(16)
+
+    def launch():
+        add_1d(nt.partition(x, 4), y, nt.partition(z, 4), 4, interpret=True)  # L19
+    return Refusal(launch, [x, y, z])
+
+
+@refused("L20", errors.TileArgumentError, "argument 'S'",
+         "a constant parameter received a partition")
+def l20_partition_to_constant_parameter():
+    x, z, w = randn(16), randn(16), randn(16)
+
+    def launch():
+        scaled_by_constant(x, nt.partition(z, 4), nt.partition(w, 4), interpret=True)  # L20
+    return Refusal(launch, [x, z, w])
+
+
+@refused("L21", errors.MissingPartitionError,
+         "mutable parameter 'z' received a plain numpy.ndarray", "partition(array, tile_shape)")
+def l21_plain_array_to_partition_parameter():
+    x, z = randn(16), randn(16)
+
+    def launch():
+        add_1d(x, x, z, 4, interpret=True)  # L21
+    return Refusal(launch, [x, z])
+
+
+@refused("L22", errors.PartitionShapeError,
+         "partition 'z' has tile shape (256,); the kernel declares (512,)")
+def l22_tile_shape_differs_from_declared():
+    x, z = randn(1000), randn(1000)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 256), 512, interpret=True)  # L22
+    return Refusal(launch, [x, z])
+
+
+@refused("L23", errors.PartitionShapeError, "rank-2 tile shape (16, 32)", "rank-1 array")
+def l23_tile_rank_differs_from_array():
+    x, z = randn(100), randn(100)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, (16, 32)), 16, interpret=True)  # L23
+    return Refusal(launch, [x, z])
+
+
+@refused("L24", errors.PartitionShapeError, "has tile shape (8, 4); the kernel declares (4, 8)")
+def l24_literal_declared_tile_transposed():
+    x, z = randn(16, 16), randn(16, 16)
+
+    def launch():
+        fixed_tile(x, nt.partition(z, (8, 4)), interpret=True)  # L24
+    return Refusal(launch, [x, z])
+
+
+@refused("L25", errors.GridMismatchError, "partitions 'z1'", "'z2'", "grid (4,)", "grid (2,)")
+def l25_grid_mismatch():
+    x, z1, z2 = randn(100), randn(100), randn(100)
+
+    def launch():
+        two_out(x, nt.partition(z1, 32), nt.partition(z2, 64), interpret=True)  # L25
+    return Refusal(launch, [x, z1, z2])
+
+
+@refused("L26", errors.GridMismatchError, "grid (4,)", "grid (5,)")
+def l26_mapped_grid_mismatch():
+    x, a, b = randn(1000), randn(1000), randn(1000)
+    pa, pb = nt.partition(a, 256, blocks=4), nt.partition(b, 256, blocks=5)
+
+    def launch():
+        two_mapped(x, pa, pb, interpret=True)  # L26
+    return Refusal(launch, [x, a, b])
+
+
+@refused("L27", errors.GridMismatchError, "partitions 'a'", "'b'", "grid (4,)", "grid (8,)")
+def l27_mapped_against_plain_grid():
+    x, a, b = randn(32), randn(32), randn(32)
+
+    def launch():
+        mapped_and_plain(x, nt.partition(a, 4, blocks=4), nt.partition(b, 4), interpret=True)  # L27
+    return Refusal(launch, [x, a, b])
+
+
+@refused("L28", errors.GridMismatchError, "grid (2, 2)", "grid (4,)")
+def l28_2d_grid_against_1d_grid_of_as_many_blocks():
+    x, y, z1, z2 = randn(8, 8), randn(16), randn(8, 8), randn(16)
+    p1, p2 = nt.partition(z1, (4, 4)), nt.partition(z2, 4)
+
+    def launch():
+        two_out_xy(x, y, p1, p2, interpret=True)  # L28
+    return Refusal(launch, [x, y, z1, z2])
+
+
+@refused("L29", errors.TileArgumentError, "on_conflict: expected 'wait' or 'raise'", "'ignore'",
+         xfail=LINE_GAP, raises=WrongLine)
+def l29_on_conflict_unknown_value():
+    x, z = randn(16), randn(16)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 4), 4, interpret=True, on_conflict="ignore")  # L29
+    return Refusal(launch, [x, z])
+
+
+@refused("L30", errors.TileArgumentError, "on_conflict: expected 'wait' or 'raise'", "'RAISE'",
+         xfail=LINE_GAP, raises=WrongLine)
+def l30_on_conflict_is_case_sensitive():
+    x, z = randn(16), randn(16)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 4), 4, interpret=True, on_conflict="RAISE")  # L30
+    return Refusal(launch, [x, z])
+
+
+@refused("L31", errors.TileArgumentError, "argument 'V'", "does not fit in 64 bits",
+         xfail=LINE_GAP, raises=WrongLine)
+def l31_scalar_beyond_64_bits():
+    z = randint(16, dtype=np.int64)
+
+    def launch():
+        fill(nt.partition(z, 16), 2**70, interpret=True)  # L31
+    return Refusal(launch, [z])
+
+
+@refused("L32", errors.TileArgumentError, "kernel 'no_partition' has no Partition parameter",
+         xfail=LINE_GAP, raises=WrongLine)
+def l32_kernel_without_partition_parameter():
+    x, y = randn(16), randn(16)
+
+    def launch():
+        no_partition(x, y, interpret=True)  # L32
+    return Refusal(launch, [x, y])
+
+
+@refused("L33", errors.TileArgumentError, "every tile extent must be a positive power of two",
+         "got 12", xfail=LINE_GAP, raises=WrongLine)
+def l33_tile_extent_not_a_power_of_two():
+    x, z = randn(48), randn(48)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 12), 12, interpret=True)  # L33
+    return Refusal(launch, [x, z])
+
+
+@refused("L34", errors.HostArrayError, "argument 'x'",
+         "NumPy (host) arrays run only in interpreter mode")
+def l34_numpy_arrays_on_the_gpu_path():
+    x, z = randn(16), randn(16)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 4), 4, interpret=False)  # L34
+    return Refusal(launch, [x, z])
+
+
+# ============================================================================= VALID
+# ------------------------------------------------------------- views that do not overlap
+
+
+@valid("V01")
+def v01_interleaved_views():
+    buf, y = randn(22), randn(11)
+    b0 = f64(buf)
+
+    def launch():
+        add_1d(buf[1::2], y, nt.partition(buf[0::2], 4), 4, interpret=True)
+
+    def check():
+        want = b0.copy()
+        want[0::2] = b0[1::2] + y
+        close(buf, want)
+    return launch, check
+
+
+@valid("V02")
+def v02_interleaved_columns_2d():
+    a = randn(6, 10)
+    a0 = f64(a)
+
+    def launch():
+        scale(a[:, 1::2], nt.partition(a[:, ::2], (2, 4)), interpret=True)
+
+    def check():
+        want = a0.copy()
+        want[:, ::2] = 2 * a0[:, 1::2]
+        close(a, want)
+    return launch, check
+
+
+@valid("V03")
+def v03_2d_blocks_whose_byte_ranges_interleave():
+    a = randn(8, 8)
+    a0 = f64(a)
+
+    def launch():
+        add_2d(a[4:8, 4:8], a[0:4, 4:8], nt.partition(a[0:4, 0:4], (2, 2)), 2, 2, interpret=True)
+
+    def check():
+        want = a0.copy()
+        want[0:4, 0:4] = a0[4:8, 4:8] + a0[0:4, 4:8]
+        close(a, want)
+    return launch, check
+
+
+@valid("V04")
+def v04_reversed_even_columns_against_odd_columns():
+    a = randn(6, 8, dtype=np.float64)
+    a0 = a.copy()
+
+    def launch():
+        scale(a[:, 1::2], nt.partition(a[::-1, ::2], (2, 2)), interpret=True)
+
+    def check():
+        want = a0.copy()
+        want[::-1, ::2] = 2 * a0[:, 1::2]
+        close(a, want, rtol=1e-15, atol=0)
+    return launch, check
+
+
+@valid("V05")
+def v05_as_strided_output_that_needs_the_exact_test():
+    """Element (i, j) at element offset 2i + 3j: offsets 0, 3, 2, 5, 4, 7, all distinct."""
+    base, x = randn(16), randn(3, 2)
+    b0 = f64(base)
+    out = as_strided(base, (3, 2), (8, 12), writeable=True)
+
+    def launch():
+        scale(x, nt.partition(out, (1, 2)), interpret=True)
+
+    def check():
+        want = b0.copy()
+        for i in range(3):
+            for j in range(2):
+                want[2 * i + 3 * j] = 2 * float(x[i, j])
+        close(base, want)
+    return launch, check
+
+
+@valid("V06")
+def v06_fortran_order_output():
+    zt, x = nans(8, 6), randn(6, 8)
+
+    def launch():
+        scale(x, nt.partition(zt.T, (2, 4)), interpret=True)
+
+    def check():
+        close(zt.T, 2 * f64(x))
+    return launch, check
+
+
+@valid("V07")
+def v07_disjoint_halves_as_two_outputs():
+    x, buf = randn(32), nans(64)
+
+    def launch():
+        two_out(x, nt.partition(buf[:32], 8), nt.partition(buf[32:], 8), interpret=True)
+
+    def check():
+        close(buf[:32], f64(x) + 1)
+        close(buf[32:], 3 * f64(x))
+    return launch, check
+
+
+@valid("V08")
+def v08_one_input_as_two_read_only_parameters():
+    x, z = randn(50), nans(50)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 16), 16, interpret=True)
+
+    def check():
+        close(z, 2 * f64(x))
+    return launch, check
+
+
+@valid("V09")
+def v09_matrix_and_its_transpose_as_inputs():
+    a, z = randn(8, 8), nans(8, 8)
+    a0 = f64(a)
+
+    def launch():
+        add_2d(a, a.T, nt.partition(z, (4, 4)), 4, 4, interpret=True)
+
+    def check():
+        close(z, a0 + a0.T)
+        close(a, a0, rtol=0, atol=0)
+    return launch, check
+
+
+@valid("V10")
+def v10_stride0_broadcast_input():
+    v, y, z = randn(1), randn(13), nans(13)
+
+    def launch():
+        add_1d(np.broadcast_to(v, (13,)), y, nt.partition(z, 4), 4, interpret=True)
+
+    def check():
+        close(z, float(v[0]) + f64(y))
+    return launch, check
+
+
+@valid("V11")
+def v11_non_writeable_input():
+    x, y, z = randn(20), randn(20), nans(20)
+    x.flags.writeable = False
+
+    def launch():
+        add_1d(x, y, nt.partition(z, 8), 8, interpret=True)
+
+    def check():
+        close(z, f64(x) + f64(y))
+    return launch, check
+
+
+@valid("V12")
+def v12_other_half_viewed_as_int32_input():
+    buf, y = randn(16), randn(8)
+    b0 = f64(buf)
+    as_int = buf[8:].view(np.int32).copy()
+
+    def launch():
+        add_1d(buf[8:].view(np.int32), y, nt.partition(buf[:8], 4), 4, interpret=True)
+
+    def check():
+        want = b0.copy()
+        want[:8] = as_int.astype(np.float64) + f64(y)
+        close(buf, want)
+    return launch, check
+
+
+# ------------------------------------------------------ aliases, closures, control flow
+
+
+@valid("V13")
+def v13_alias_of_partition_stored_through():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_alias_partition(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, 3 * f64(x))
+    return launch, check
+
+
+@valid("V14")
+def v14_tuple_unpacked_partition_stored_through():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_tuple_unpack(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, f64(x) - 1)
+    return launch, check
+
+
+@valid("V15")
+def v15_input_name_rebound_to_the_partition():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_rebind_input_name(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, 2 * f64(x))
+    return launch, check
+
+
+@valid("V16")
+def v16_closure_storing_to_the_partition():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_closure_store(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, 4 * f64(x))
+    return launch, check
+
+
+@valid("V17")
+def v17_closure_given_a_branded_index():
+    x, z = randn(100), nans(100)
+
+    def launch():
+        v_closure_branded_index(x, nt.partition(z, 8, blocks=3), interpret=True)
+
+    def check():
+        close(z, 2 * f64(x))
+    return launch, check
+
+
+@valid("V18")
+def v18_stores_to_partition_in_a_for_loop():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_store_in_for(x, nt.partition(z, 16), 4, interpret=True)
+
+    def check():
+        close(z, f64(x) + 3)
+    return launch, check
+
+
+@valid("V19")
+def v19_stores_to_partition_in_a_while_loop():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_store_in_while(x, nt.partition(z, 16), 3, interpret=True)
+
+    def check():
+        close(z, 3 * f64(x))
+    return launch, check
+
+
+@valid("V20")
+def v20_store_in_taken_branch():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_store_in_branches(x, nt.partition(z, 16), True, interpret=True)
+
+    def check():
+        close(z, f64(x) + 1)
+    return launch, check
+
+
+@valid("V21")
+def v21_store_in_else_branch():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_store_in_branches(x, nt.partition(z, 16), False, interpret=True)
+
+    def check():
+        close(z, f64(x) - 1)
+    return launch, check
+
+
+@valid("V22")
+def v22_store_with_index_none():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        v_index_none(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, f64(x) + 2)
+    return launch, check
+
+
+# ------------------------------------------------------------- persistent and branded
+
+
+def _persistent(case_id, blocks):
+    def build():
+        n = 1000                      # 8 tiles of 128, the last one partial
+        x, y, z = randn(n), randn(n), nans(n)
+
+        def launch():
+            persistent_saxpy(1.5, x, y, nt.partition(z, 128, blocks=blocks), 128, interpret=True)
+
+        def check():
+            close(z, 1.5 * f64(x) + f64(y))
+        return launch, check
+    build.__name__ = f"v_persistent_saxpy_blocks_{blocks}"
+    return valid(case_id)(build)
+
+
+for _id, _blocks in [("V23", 1), ("V24", 3), ("V25", 7), ("V26", 64)]:   # 64 > 8 tiles
+    _persistent(_id, _blocks)
+
+
+@valid("V27")
+def v27_two_mapped_partitions_with_different_tiles():
+    x, a, b = randn(1000), nans(1000), nans(1000)
+
+    def launch():
+        two_mapped(x, nt.partition(a, 256, blocks=4), nt.partition(b, 128, blocks=4),
+                   interpret=True)
+
+    def check():
+        close(a, f64(x) + 1)
+        close(b, 3 * f64(x))
+    return launch, check
+
+
+@valid("V28")
+def v28_tiles_of_a_plain_partition():
+    x, y, z = randn(70), randn(70), nans(70)
+
+    def launch():
+        v_tiles_of_plain_partition(x, y, nt.partition(z, 16), 16, interpret=True)
+
+    def check():
+        close(z, f64(x) + f64(y))
+    return launch, check
+
+
+@valid("V29")
+def v29_own_tile_loaded_at_branded_index():
+    x, z = randn(37, 70), randn(37, 70)
+    z0 = f64(z)
+
+    def launch():
+        v_own_tile_at_branded_index(x, nt.partition(z, (8, 16), blocks=3), 8, 16, interpret=True)
+
+    def check():
+        close(z, 0.5 * z0 + f64(x))
+    return launch, check
+
+
+@valid("V30")
+def v30_load_like_of_the_partition_itself():
+    x, z = randn(40), randn(40)
+    z0 = f64(z)
+
+    def launch():
+        v_load_like_itself(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, z0 - f64(x))
+    return launch, check
+
+
+@valid("V31")
+def v31_num_tiles_loop_with_minus_inf_padding():
+    rows, cols, bm, bk = 20, 100, 8, 32
+    x, out = randn(rows, cols), nans(rows, bk)
+
+    def launch():
+        v_column_tiles_max(x, nt.partition(out, (bm, bk)), bm, bk, interpret=True)
+
+    def check():
+        padded = np.full((rows, -(-cols // bk) * bk), -np.inf)
+        padded[:, :cols] = x
+        close(out, padded.reshape(rows, -1, bk).max(axis=1), rtol=0, atol=0)
+    return launch, check
+
+
+@valid("V32")
+def v32_hand_built_indices_into_a_read_only_tensor():
+    n, b = 50, 8
+    x, z = randn(n), nans(n)
+
+    def launch():
+        v_stencil_of_input(x, nt.partition(z, b), b, interpret=True)
+
+    def check():
+        xs = f64(x)
+        left = np.concatenate([np.zeros(b), xs])[:n]           # tile i - 1, zero padding
+        right = np.concatenate([xs[b:], np.ones(b)])[:n]       # tile i + 1, padding 1.0
+        close(z, left + right)
+    return launch, check
+
+
+# ------------------------------------------------------- shapes, dtypes, budgets, sizes
+
+
+@valid("V33")
+def v33_computed_tile_shape():
+    x, y, z = randn(50), randn(50), nans(50)
+
+    def launch():
+        v_computed_shape(x, y, nt.partition(z, 16), 8, interpret=True)
+
+    def check():
+        close(z, f64(x) + f64(y))
+    return launch, check
+
+
+@valid("V34")
+def v34_where_astype_chain_into_float16():
+    x, z = randn(40), nans(40, dtype=np.float16)
+
+    def launch():
+        v_where_astype_chain(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        xs = f64(x)
+        want = 3 * np.where(xs > 0, np.sqrt(np.abs(xs)), -0.5 * xs)
+        close(z, want, rtol=2e-3, atol=1e-4)
+    return launch, check
+
+
+@valid("V35")
+def v35_zero_size_1d():
+    guard = randn(8)
+    g0 = guard.copy()
+    z = guard[4:4]
+    x = randn(0)
+
+    def launch():
+        handle = add_1d(x, x, nt.partition(z, 16), 16, interpret=True)
+        assert handle.done() and handle.sync()[2] is z
+
+    def check():
+        assert z.shape == (0,)
+        np.testing.assert_array_equal(guard, g0)
+    return launch, check
+
+
+@valid("V36")
+def v36_zero_size_2d():
+    guard = randn(8)
+    g0 = guard.copy()
+    z = guard[4:4].reshape(5, 0)
+    x = randn(5, 0)
+
+    def launch():
+        add_2d(x, x, nt.partition(z, (4, 4)), 4, 4, interpret=True)
+
+    def check():
+        assert z.shape == (5, 0)
+        np.testing.assert_array_equal(guard, g0)
+    return launch, check
+
+
+@valid("V37")
+def v37_large_tile_fits_with_more_warps():
+    x, z = randn(70000), nans(70000)
+
+    def launch():
+        v_big_tile_more_warps(x, nt.partition(z, 65536), interpret=True)
+
+    def check():
+        close(z, 2 * f64(x))
+    return launch, check
+
+
+@valid("V38")
+def v38_int_scalar_that_fits():
+    x, z = randint(40), np.full(40, -7, np.int32)
+
+    def launch():
+        v_int_scalar(x, nt.partition(z, 16), 7, interpret=True)
+
+    def check():
+        np.testing.assert_array_equal(z.astype(np.int64), 7 * x.astype(np.int64))
+    return launch, check
+
+
+@valid("V39")
+def v39_two_2d_partitions_of_different_shapes_one_grid():
+    x, y = randn(8, 8), randn(4, 16)
+    z1, z2 = nans(8, 8), nans(4, 16)
+
+    def launch():
+        two_out_xy(x, y, nt.partition(z1, (4, 4)), nt.partition(z2, (2, 8)), interpret=True)
+
+    def check():
+        close(z1, f64(x) + 1)
+        close(z2, 2 * f64(y))
+    return launch, check
+
+
+@valid("V40")
+def v40_on_conflict_raise_with_nothing_in_flight():
+    x, y, z = randn(30), randn(30), nans(30)
+
+    def launch():
+        add_1d(x, y, nt.partition(z, 8), 8, interpret=True, on_conflict="raise", stream=None)
+
+    def check():
+        close(z, f64(x) + f64(y))
+    return launch, check
+
+
+# ============================================================================= tests
+
+
+@pytest.mark.parametrize("case_id,build,cls,fragments", REFUSED)
+def test_refused(case_id, build, cls, fragments):
+    case = build()
+    before = [np.array(a, copy=True) for a in case.guarded]
+    err = catch(case.launch)
+    if err is None:
+        raise NotRefused(f"{case_id} was accepted; expected {cls.__name__}")
+    assert type(err) is cls, f"{case_id}: expected {cls.__name__}, got {type(err).__name__}: {err}"
+    for frag in fragments:
+        assert frag in err.message, f"{case_id}: {frag!r} not in {err.message!r}"
+    if cls.rule:
+        assert cls.rule in str(err)
+    for after, was in zip(case.guarded, before):
+        np.testing.assert_array_equal(after, was)            # nothing ran
+    line = marker_line(case_id)
+    if (err.filename, err.lineno) != (__file__, line):
+        raise WrongLine(f"{case_id}: error points at {err.filename}:{err.lineno}, expected "
+                        f"{__file__}:{line}")
+    assert open(__file__).read().splitlines()[line - 1].strip() in str(err)   # shows the line
+
+
+COMPILE_PATH = [pytest.param(*p.values, id=p.id) for p in REFUSED
+                if p.values[0].startswith("C") and p.values[0] != "C15"]
+
+
+@pytest.mark.parametrize("case_id,build,cls,fragments", COMPILE_PATH)
+def test_refused_on_the_compile_path_too(case_id, build, cls, fragments):
+    """kernel.ptx() (the GPU compile pipeline, no GPU needed) refuses every compile-time entry
+    with the same error as the interpreter, at the same line."""
+    case = build()
+    in_interpreter = catch(case.launch)
+    on_compile_path = catch(case.compile)
+    assert in_interpreter is not None and on_compile_path is not None
+    assert type(on_compile_path) is type(in_interpreter) is cls
+    assert on_compile_path.message == in_interpreter.message
+    assert (on_compile_path.filename, on_compile_path.lineno) == \
+        (in_interpreter.filename, in_interpreter.lineno)
+
+
+@pytest.mark.parametrize("build", VALID)
+def test_valid(build):
+    launch, check = build()
+    launch()
+    check()
+
+
+@pytest.mark.parametrize("build", VALID)
+def test_valid_on_the_compile_path_too(build, monkeypatch, tmp_path):
+    """The same launches, turned into ``kernel.ptx(...)`` calls, compile to PTX (typing,
+    ownership pass, lowering, libNVVM; no GPU): no false positive on the GPU path either."""
+    from numba_tile.cache import CACHE_ENV
+    from numba_tile.kernel import CompletedLaunch
+    from numba_tile.runtime.partition import Partition
+
+    ptx = []
+
+    def compile_instead(self, *args, interpret=None, stream=None, on_conflict="wait", **kwargs):
+        ptx.append(self.ptx(*args, **kwargs))
+        return CompletedLaunch(tuple(a.array if isinstance(a, Partition) else a for a in args))
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))          # compile, do not read a disk cache
+    monkeypatch.setattr(nt.Kernel, "__call__", compile_instead)
+    launch, _check = build()
+    launch()
+    assert ptx and all(".entry" in text for text in ptx)
+
+
+def test_corpus_size():
+    ids = [p.values[0] for p in REFUSED]
+    assert len(ids) == len(set(ids)) and len(REFUSED) >= 45 and len(VALID) >= 22
+    for case_id in ids:
+        marker_line(case_id)                                  # one marked line per entry
