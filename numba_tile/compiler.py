@@ -12,6 +12,7 @@ line (Numba's own TypingError is translated); ownership errors keep their class.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -104,10 +105,13 @@ def _translate(exc: Exception, ctx) -> Exception:
             err = type(err)(err.message, filename=loc.filename, lineno=loc.line)
         return err
     if type(exc).__name__ == "CudaSupportError":
+        code = getattr(ctx.pyfunc, "__code__", None)
+        where = _loc_from_traceback(exc, code.co_filename if code else None)
+        kw = dict(filename=where.filename, lineno=where.line) if where is not None else {}
         return TileTypingError(
             f"kernel '{ctx.kernel_name}' calls a numba-cuda device function, which numba-cuda "
             f"can only type with a GPU present ({exc}); helper functions are not supported in "
-            f"interpreter mode without a GPU")
+            f"interpreter mode without a GPU", **kw)
     if isinstance(exc, NumbaError) or isinstance(exc, AttributeError):
         return _summarize(exc, loc, ctx)
     return exc
@@ -135,17 +139,33 @@ _MESSAGE = re.compile(r"(Untyped global name|No implementation of function|Unkno
 _NOISE = ("Failed in ", 'File "', "During:", "<source", "Enable logging", "- Resolution")
 
 
-def _loc_from_traceback(exc):
-    """Location of the typing constraint that raised ``exc`` (Numba's resolution failures
-    carry none): the innermost traceback frame of a ``*Constraint`` object with a ``loc``."""
-    found = None
+def _loc_from_traceback(exc, filename=None):
+    """Location of the IR statement Numba was typing when it raised ``exc`` (its resolution
+    failures carry none): the innermost traceback frame holding an IR location (a typing
+    constraint's ``loc``, an instruction's ``loc``, or a ``loc`` variable), preferring one in
+    the kernel's own file ``filename``."""
+    from numba.cuda.core import ir
+
+    def locs(frame):
+        for name in ("self", "inst", "stmt", "expr", "constraint", "loc", "value"):
+            obj = frame.f_locals.get(name)
+            try:     # some objects' attributes query the driver: never let that escape
+                loc = obj if isinstance(obj, ir.Loc) else getattr(obj, "loc", None)
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(loc, ir.Loc):
+                yield loc
+
+    found = fallback = None
     tb = exc.__traceback__
     while tb is not None:
-        owner = tb.tb_frame.f_locals.get("self")
-        if owner is not None and type(owner).__name__.endswith("Constraint"):
-            found = getattr(owner, "loc", None) or found
+        for loc in locs(tb.tb_frame):
+            if filename is None or loc.filename == filename:
+                found = loc
+            elif fallback is None:
+                fallback = loc
         tb = tb.tb_next
-    return found
+    return found or fallback
 
 
 def _summarize(exc, loc, ctx) -> TileTypingError:
@@ -164,16 +184,20 @@ def _summarize(exc, loc, ctx) -> TileTypingError:
     if hint:
         msg += f"\n  hint: {hint}"
     filename = lineno = None
-    if loc is None:
-        loc = _loc_from_traceback(exc)
-    if loc is not None:
-        filename, lineno = loc.filename, loc.line
     kernel_file = getattr(getattr(ctx, "pyfunc", None), "__code__", None)
     kernel_file = kernel_file.co_filename if kernel_file else None
+    if loc is None:
+        loc = _loc_from_traceback(exc, kernel_file)
+    if loc is not None:
+        filename, lineno = loc.filename, loc.line
     if lineno is None and kernel_file:
-        for m in re.finditer(r'File "([^"]+)", line (\d+)', text):
-            if m.group(1) == kernel_file:
-                filename, lineno = m.group(1), int(m.group(2))
+        # Numba's report names the line twice: 'File "rel/path.py", line N' and
+        # 'at /abs/path.py (N)'; either may be relative to the working directory
+        pattern = r'File "([^"]+)", line (\d+)|at (\S+\.py) \((\d+)\)'
+        for m in re.finditer(pattern, text):
+            path, line = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            if os.path.abspath(path) == os.path.abspath(kernel_file):
+                filename, lineno = kernel_file, int(line)
                 break
     if lineno is None and isinstance(exc, AttributeError) and kernel_file:
         name = re.search(r"attribute '(\w+)'", text)

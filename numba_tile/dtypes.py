@@ -71,7 +71,11 @@ _INT_RANK = {int32: 32, int64: 64}
 
 def name(dt) -> str:
     """Canonical name of a supported dtype (``'float32'``, ``'bool'`` ...)."""
-    return "bool" if dt == bool_ else str(dt)
+    if dt == bool_:
+        return "bool"
+    if dt == bfloat16:
+        return "bfloat16"     # numba-cuda's own name for it is "__nv_bfloat16"
+    return str(dt)
 
 
 def is_float(dt) -> bool:

@@ -127,6 +127,13 @@ class CompletedLaunch:
 
 # ----------------------------------------------------------------------------- kernel
 
+def _arg_error(message: str) -> TileArgumentError:
+    """A TileArgumentError pointing at the user's launch line."""
+    from .runtime.launch_checks import user_call_site
+    site = user_call_site() or (None, None)
+    return TileArgumentError(message, filename=site[0], lineno=site[1])
+
+
 def _vec16(a) -> bool:
     """16-byte vector accesses are legal for this array (see lowering/memory.py)."""
     if a.size == 0 or a.ndim == 0:
@@ -145,11 +152,11 @@ def _scalar_type(value, name):
             return types.int32          # as Triton: int arguments that fit are int32
         if -2**63 <= v < 2**63:
             return types.int64
-        raise TileArgumentError(f"argument '{name}': {v} does not fit in 64 bits")
+        raise _arg_error(f"argument '{name}': {v} does not fit in 64 bits")
     if isinstance(value, (float, np.floating)):
         return types.float64
-    raise TileArgumentError(f"argument '{name}': expected an array or a Python number, "
-                            f"got {type(value).__name__}")
+    raise _arg_error(f"argument '{name}': expected an array or a Python number, "
+                     f"got {type(value).__name__}")
 
 
 class _Specialization:
@@ -210,14 +217,14 @@ class Kernel:
             return list(args)
         names = [p.name for p in self.params]
         if len(args) > len(names):
-            raise TileArgumentError(f"kernel '{self.__qualname__}' takes {len(names)} arguments "
+            raise _arg_error(f"kernel '{self.__qualname__}' takes {len(names)} arguments "
                                     f"({', '.join(names)}), got {len(args)}")
         values = dict(zip(names, args))
         for k, v in kwargs.items():
             if k not in names:
-                raise TileArgumentError(f"kernel '{self.__qualname__}' has no parameter '{k}'")
+                raise _arg_error(f"kernel '{self.__qualname__}' has no parameter '{k}'")
             if k in values:
-                raise TileArgumentError(f"kernel '{self.__qualname__}': argument '{k}' given twice")
+                raise _arg_error(f"kernel '{self.__qualname__}': argument '{k}' given twice")
             values[k] = v
         out = []
         for p in self.params:
@@ -226,7 +233,7 @@ class Kernel:
             elif p.default is not inspect.Parameter.empty:
                 out.append(p.default)
             else:
-                raise TileArgumentError(f"kernel '{self.__qualname__}': missing argument '{p.name}'")
+                raise _arg_error(f"kernel '{self.__qualname__}': missing argument '{p.name}'")
         return out
 
     def _specs(self, values) -> list:
@@ -254,7 +261,7 @@ class Kernel:
                     for s in p.declared:
                         if isinstance(s, str):
                             if s not in consts:
-                                raise TileArgumentError(
+                                raise _arg_error(
                                     f"kernel '{self.__qualname__}': Partition[...] of '{p.name}' "
                                     f"names '{s}', which is not a Constant parameter")
                             s = consts[s]
@@ -283,7 +290,8 @@ class Kernel:
                 try:
                     hash(b)
                 except TypeError:
-                    raise TileArgumentError(f"constant '{p.name}' must be hashable, got "
+                    raise _arg_error(f"kernel '{self.__qualname__}': constant '{p.name}' must be "
+                                     f"hashable, got "
                                             f"{type(b).__name__}") from None
                 key.append((type(b), b))
             else:
@@ -313,7 +321,7 @@ class Kernel:
             else:
                 argtypes.append(_scalar_type(b, p.name))
         if grid_param is None and not self.unchecked:
-            raise TileArgumentError(
+            raise _arg_error(
                 f"kernel '{self.__qualname__}' has no Partition parameter: a safe kernel writes "
                 f"only through partitions, and the first one defines the launch grid")
         return tuple(argtypes), grid_param
@@ -384,7 +392,8 @@ class Kernel:
         if interpret is None:
             interpret = self.interpret
         if on_conflict not in ("wait", "raise"):
-            raise TileArgumentError(f"on_conflict: expected 'wait' or 'raise', got {on_conflict!r}")
+            raise _arg_error(f"kernel '{self.__qualname__}': on_conflict: expected 'wait' or "
+                             f"'raise', got {on_conflict!r}")
         if self.unchecked and unchecked is not True:
             from .errors import UncheckedLaunchError
             from .runtime.launch_checks import user_call_site
@@ -403,8 +412,8 @@ class Kernel:
         if grid is None:
             grid = self._explicit_grid(grid_arg)
         elif grid_arg is not None:
-            raise TileArgumentError(f"kernel '{self.__qualname__}': grid= is for kernels without "
-                                    f"a Partition parameter; here the first partition defines it")
+            raise _arg_error(f"kernel '{self.__qualname__}': grid= is for kernels without "
+                             f"a Partition parameter; here the first partition defines it")
         if interpret:
             self.check(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
@@ -415,13 +424,13 @@ class Kernel:
 
     def _explicit_grid(self, grid):
         if grid is None:
-            raise TileArgumentError(f"kernel '{self.__qualname__}' has no Partition parameter: "
-                                    f"pass grid=<number of blocks>")
+            raise _arg_error(f"kernel '{self.__qualname__}' has no Partition parameter: "
+                             f"pass grid=<number of blocks>")
         if isinstance(grid, tuple) and len(grid) == 1:
             grid = grid[0]
         if isinstance(grid, bool) or not isinstance(grid, int) or not 0 <= grid < 2**31:
-            raise TileArgumentError(f"grid: expected a number of blocks from 0 to 2**31 - 1, "
-                                    f"got {grid!r}")
+            raise _arg_error(f"kernel '{self.__qualname__}': grid: expected a number of blocks "
+                             f"from 0 to 2**31 - 1, got {grid!r}")
         return (grid,)
 
     def _launch(self, spec, bound, grid, stream, on_conflict="wait"):
@@ -447,7 +456,7 @@ class Kernel:
         if nblocks == 0:
             return CompletedLaunch(objs)          # case E3: nothing reaches the driver
         if nblocks > _MAX_GRID:
-            raise TileArgumentError(f"kernel '{self.__qualname__}': {nblocks} tiles exceed the "
+            raise _arg_error(f"kernel '{self.__qualname__}': {nblocks} tiles exceed the "
                                     f"{_MAX_GRID} blocks of a launch; use larger tiles")
         device = device or 0
         driver.ensure_context(device)

@@ -147,4 +147,11 @@ def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | No
         >>> z = partition(out, (64, 64))   # doctest: +SKIP
         >>> kernel(x, y, z)                # doctest: +SKIP
     """
-    return Partition(array, tile_shape, blocks)
+    try:
+        return Partition(array, tile_shape, blocks)
+    except TileArgumentError as exc:
+        if exc.lineno is not None:
+            raise
+        from numba_tile.runtime.launch_checks import user_call_site
+        site = user_call_site() or (None, None)
+        raise TileArgumentError(exc.message, filename=site[0], lineno=site[1]) from None

@@ -33,6 +33,19 @@ def _loc(inst):
     return dict(filename=loc.filename, lineno=loc.line, col=getattr(loc, "col", None))
 
 
+def _array_params_in(ty):
+    """The tensor and partition types in ``ty``, looking inside tuples (a tensor packed in a
+    tuple is still handed to the callee)."""
+    if isinstance(ty, (TensorType, PartitionType)):
+        return [ty]
+    if isinstance(ty, types.BaseTuple):
+        return [t for inner in ty.types for t in _array_params_in(inner)]
+    if isinstance(ty, (types.List, types.Optional)):
+        inner = getattr(ty, "dtype", None) or getattr(ty, "type", None)
+        return _array_params_in(inner) if inner is not None else []
+    return []
+
+
 def _callee_name(fnty) -> str:
     key = getattr(fnty, "typing_key", None)
     return getattr(key, "__qualname__", None) or getattr(key, "__name__", None) or str(fnty)
@@ -48,7 +61,7 @@ def check_call(inst, expr, typemap, calltypes, unchecked=False):
     argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
     d = op_for_key(getattr(fnty, "typing_key", None))
     if d is None:
-        passed = [t for t in argtys if isinstance(t, (TensorType, PartitionType))]
+        passed = [t for a in argtys for t in _array_params_in(a)]
         if passed:
             names = ", ".join(f"'{t.param}'" for t in passed)
             raise UnanalyzedCallError(
