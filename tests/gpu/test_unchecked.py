@@ -210,3 +210,20 @@ def test_racy_unchecked_kernel_trips_the_race_detector():
     with pytest.raises(DataRaceError, match="block"):
         scatter_kernel(idx, np.ones(64), np.zeros(16), 16, grid=4, interpret=True,
                        unchecked=True)
+
+
+@nt.jit(unchecked=True)
+def reverse_tiles(x, z: nt.Partition["B"], B: nt.Constant):
+    i = nt.bid(0)
+    n = nt.num_blocks(0)
+    nt.store(z, nt.load_like(x, z), (n - 1 - i,))      # a hand-built index: unchecked only
+
+
+def test_unchecked_store_at_a_hand_built_tile_index(tile_backend):
+    rng = np.random.default_rng()
+    xh = rng.standard_normal(8 * 64).astype(np.float32)
+    z = tile_backend.asarray(np.zeros(8 * 64, np.float32))
+    tile_backend.run(reverse_tiles, tile_backend.asarray(xh), nt.partition(z, 64), 64,
+                     unchecked=True)
+    ref = xh.reshape(8, 64)[::-1].reshape(-1)
+    np.testing.assert_array_equal(tile_backend.to_numpy(z), ref)
