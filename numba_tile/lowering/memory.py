@@ -250,9 +250,9 @@ def lower_store(context, builder, sig, args):
         tile = make_tile(zty.dtype, zty.tile_shape)
         e = scalar_to(context, builder, t, tty, zty.dtype)
         elems = [e] * tile.layout.elems_per_thread
-    if isinstance(idxty, PartitionIndexType):
-        index = _index_values(context, builder, idxty, idx, zty.ndim)
-    else:
+    if isinstance(idxty, (types.Omitted, types.NoneType)):
         index = own_tile_index(builder, view, zty.tile_shape)
+    else:   # a branded index, or (unchecked kernels) a tuple built by hand
+        index = _index_values(context, builder, idxty, idx, zty.ndim)
     emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems)
     return context.get_dummy_value()

@@ -169,3 +169,24 @@ def test_layout_round_trip_compiles(block):
                                        nt.partition(np.zeros(5000), block))
     assert "bar.sync" in ptx
     no_local_memory(ptx)
+
+
+def test_store_at_a_hand_built_index_uses_that_index():
+    """Regression (seen on the H200): an unchecked kernel's store at a tuple index was lowered
+    as a store to the block's own tile. The index must reach the store's address."""
+    import re
+
+    from tests.gpu.test_unchecked import reverse_tiles
+
+    @nt.jit(unchecked=True)
+    def own_tiles(x, z: nt.Partition["B"], B: nt.Constant):
+        i = nt.bid(0)
+        n = nt.num_blocks(0)
+        nt.store(z, nt.load_like(x, z), (i + 0 * n,))
+
+    x = np.zeros(512, np.float32)
+
+    def code(kernel):
+        return re.sub(r"_ZN\w+", "K", body(kernel.ptx(x, nt.partition(x.copy(), 64), 64)))
+
+    assert code(reverse_tiles) != code(own_tiles)     # the store address depends on n - 1 - i
