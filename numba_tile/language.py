@@ -145,6 +145,76 @@ def num_tiles(x, axis, tile):
     """
 
 
+# ---------------------------------------------------------------------------- shape
+# Rearrangements of a tile's elements between threads go through shared memory (unless
+# the register layouts happen to coincide, as for most expand_dims/reshape of 1-D tiles).
+
+
+@op("shape")
+def reshape(x, shape):
+    """The tile's elements, in row-major order, in a new static shape.
+
+    Args:
+        x (Tile[S]): the tile.
+        shape (tuple of int, static): the new shape, powers of two, with ``prod(shape) ==
+            prod(S)``.
+
+    Returns:
+        Tile[shape] of x's dtype.
+
+    Raises:
+        TileTypingError: the element counts differ or the shape is not static.
+    """
+
+
+@op("shape")
+def expand_dims(x, axis):
+    """Insert an axis of extent 1 at ``axis`` (as ``numpy.expand_dims``).
+
+    Args:
+        x (Tile[S]): the tile.
+        axis (int, static): position of the new axis, ``-(ndim + 1) <= axis <= ndim``.
+
+    Returns:
+        Tile of x's dtype, of rank ``ndim + 1``.
+    """
+
+
+@op("shape")
+def broadcast_to(x, shape):
+    """Broadcast a tile to a larger static shape (NumPy's rules: trailing axes aligned, each
+    axis of ``x`` either 1 or equal to the target's).
+
+    Args:
+        x (Tile[S]): the tile.
+        shape (tuple of int, static): the target shape, powers of two.
+
+    Returns:
+        Tile[shape] of x's dtype.
+
+    Raises:
+        TileTypingError: the shapes do not broadcast.
+    """
+
+
+@op("shape")
+def permute(x, dims):
+    """Reorder the tile's axes: axis ``k`` of the result is axis ``dims[k]`` of ``x``.
+
+    Args:
+        x (Tile[S]): the tile.
+        dims (tuple of int, static): a permutation of ``range(ndim)``.
+
+    Returns:
+        Tile of x's dtype, of shape ``tuple(S[d] for d in dims)``.
+    """
+
+
+@op("shape")
+def transpose(x):
+    """Reverse the tile's axes (the matrix transpose of a 2-D tile)."""
+
+
 # ------------------------------------------------------------------------ unchecked
 # Available only in kernels marked @jit(unchecked=True), launched with unchecked=True.
 

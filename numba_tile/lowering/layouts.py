@@ -7,6 +7,8 @@ buffer at the elements' row-major positions, the block synchronizes (``bar.sync 
 and every thread reads the elements of the target layout. A leading barrier keeps a
 conversion inside a loop from overwriting a buffer still being read. Each conversion
 site has its own statically sized buffer (``.shared`` array of the tile's size).
+The shape ops (reshape, broadcast, permute) use the same mechanism with a different
+source index per destination element (:func:`remap`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from numba.cuda import cgutils
 from .. import dtypes
 from ..errors import TileTypingError
 from ..typing.types import element_llvm_type
-from .common import I64, const_i64, thread_index
+from .common import const_i64, thread_index
 
 _MAX_SHARED = 48 * 1024   # static shared memory per block without opt-in (bytes)
 _counter = itertools.count()
@@ -41,25 +43,46 @@ def chunk_linear(builder, layout, rep: int):
                        const_i64(rep * layout.threads_used * layout.vec))
 
 
+def same_distribution(a, b) -> bool:
+    """True when layouts ``a`` and ``b`` put the same row-major linear indices in the same
+    fragment slots of the same threads (then a reshape between them moves no data)."""
+    return (a.num_threads == b.num_threads and a.numel == b.numel and a.vec == b.vec
+            and a.threads_used == b.threads_used and a.reps == b.reps)
+
+
 def convert_layout(builder, dt, src_layout, elems, dst_layout):
-    """Register elements of a tile of dtype ``dt`` in ``src_layout`` -> in ``dst_layout``.
+    """Register elements of a tile of dtype ``dt`` in ``src_layout`` -> in ``dst_layout``
+    (same shape: every element keeps its row-major index).
 
     Raises:
         TileTypingError: the tile does not fit the 48 KB of static shared memory.
     """
-    if src_layout == dst_layout:
+    if src_layout == dst_layout or same_distribution(src_layout, dst_layout):
         return list(elems)
+    return remap(builder, dt, src_layout, elems, dst_layout, lambda coords, linear: linear)
+
+
+def remap(builder, dt, src_layout, elems, dst_layout, source):
+    """Rearrange a tile through shared memory.
+
+    Every thread writes its ``elems`` (in ``src_layout``) at their row-major indices, the
+    block synchronizes, and every thread reads, for each slot of ``dst_layout``, the element
+    at ``source(coords, linear)``: the source's row-major index (an i64 value) of the
+    destination element with multi-index ``coords`` and row-major index ``linear``.
+
+    Raises:
+        TileTypingError: the source tile does not fit the 48 KB of static shared memory.
+    """
     numel = src_layout.numel
     reg_ty = element_llvm_type(dt)
-    # Elements travel through shared memory as plain integers of their width.
     smem_ty = ir.IntType(8) if dt == dtypes.bool_ else ir.IntType(8 * dtypes.itemsize(dt))
     nbytes = numel * max(dtypes.itemsize(dt), 1)
     if nbytes > _MAX_SHARED:
-        raise TileTypingError(f"a layout conversion of a {src_layout.shape} tile needs {nbytes} "
-                              f"bytes of shared memory, more than {_MAX_SHARED}")
+        raise TileTypingError(f"rearranging a {src_layout.shape} tile needs {nbytes} bytes of "
+                              f"shared memory, more than {_MAX_SHARED}")
     module = builder.module
     arr_ty = ir.ArrayType(smem_ty, numel)
-    gv = ir.GlobalVariable(module, arr_ty, name=f"__numba_tile_cvt_{next(_counter)}", addrspace=3)
+    gv = ir.GlobalVariable(module, arr_ty, name=f"__numba_tile_smem_{next(_counter)}", addrspace=3)
     gv.linkage = "internal"
     gv.initializer = ir.Constant(arr_ty, ir.Undefined)
     # No over-alignment: with ``align 16`` NVVM's load/store vectorizer merges the accesses
@@ -83,8 +106,11 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
     out = []
     for rep in range(dst_layout.reps):
         start = chunk_linear(builder, dst_layout, rep)
+        first = _coords_of(builder, dst_layout, start)
         for v in range(dst_layout.vec):
-            e = builder.load(ptr(builder.add(start, const_i64(v))))
+            linear = builder.add(start, const_i64(v))
+            coords = first[:-1] + [builder.add(first[-1], const_i64(v))] if first else []
+            e = builder.load(ptr(source(coords, linear)))
             if dt == dtypes.bool_:
                 e = builder.icmp_unsigned("!=", e, ir.Constant(smem_ty, 0))
             else:
@@ -93,4 +119,23 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
     return out
 
 
-__all__ = ["barrier", "chunk_linear", "convert_layout", "I64"]
+def _coords_of(builder, layout, linear):
+    """Multi-index (i64 values) of row-major index ``linear`` in ``layout.shape`` (powers of
+    two: shifts and masks)."""
+    coords = []
+    lin = linear
+    for s in reversed(layout.shape):
+        coords.append(builder.and_(lin, const_i64(s - 1)))
+        lin = builder.lshr(lin, const_i64(s.bit_length() - 1))
+    return list(reversed(coords))
+
+
+def linear_of(builder, shape, coords):
+    """Row-major index (i64) of multi-index ``coords`` in ``shape`` (powers of two)."""
+    lin = const_i64(0)
+    for s, c in zip(shape, coords):
+        lin = builder.add(builder.shl(lin, const_i64(s.bit_length() - 1)), c)
+    return lin
+
+
+__all__ = ["barrier", "chunk_linear", "convert_layout", "remap", "linear_of", "same_distribution"]

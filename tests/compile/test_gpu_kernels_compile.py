@@ -105,3 +105,32 @@ def test_cas_and_scatter_kernels():
     assert "atom.relaxed.gpu.cas.b32" in ptx
     no_local(u.scatter_2d.ptx(np.zeros(400, np.int32), np.zeros(400, np.int32),
                               np.zeros(400, np.float32), np.zeros((20, 30), np.float32), 128))
+
+
+def test_shape_kernels():
+    from tests.gpu import test_shape_ops as s
+    no_local(s.e1_kernel.ptx(np.zeros(6, np.float32), nt.partition(np.zeros((10, 6), np.float32),
+                                                                   (4, 4)), 4, 4))
+    for b in (8, 32):
+        for dt in (np.float32, np.float16, np.int64):
+            ptx = s.transpose_kernel.ptx(np.zeros((70, 50), dt),
+                                         nt.partition(np.zeros((50, 70), dt), (b, b)), b)
+            no_local(ptx)
+            assert "bar.sync" in ptx
+    for r, c in ((4, 64), (16, 16), (1, 256), (64, 4)):
+        no_local(s.reshape_kernel.ptx(np.zeros(100, np.float32),
+                                      nt.partition(np.zeros((28, c), np.float32), (r, c)), r, c))
+    no_local(s.permute_kernel.ptx(np.zeros((4, 8, 2), np.float32),
+                                  nt.partition(np.zeros((2, 4, 8), np.float32), (2, 4, 8)), 2, 4, 8))
+    no_local(s.outer_kernel.ptx(np.zeros(45, np.float32), np.zeros(70, np.float32),
+                                nt.partition(np.zeros((45, 70), np.float32), (16, 32)), 16, 32))
+
+
+def test_reshape_between_equal_distributions_moves_no_data():
+    @nt.jit
+    def flat_to_rows(x, z: nt.Partition[("R", "C")], R: nt.Constant, C: nt.Constant):
+        nt.store(z, nt.reshape(nt.load(x, (nt.bid(0),), (R * C,)), (R, C)))
+
+    ptx = flat_to_rows.ptx(np.zeros(4096, np.float32),
+                           nt.partition(np.zeros((64, 64), np.float32), (16, 64)), 16, 64)
+    assert "bar.sync" not in ptx and ".shared" not in ptx

@@ -167,7 +167,8 @@ def test_layout_round_trip_compiles(block):
     # "unsupported operation" for this kernel at tile sizes >= 1024
     ptx = round_trip_layout_kernel.ptx(np.zeros(5000, np.float16), np.zeros(5000),
                                        nt.partition(np.zeros(5000), block))
-    assert "bar.sync" in ptx
+    if block >= 1024:          # at 256 both layouts hold 2 elements per thread: nothing moves
+        assert "bar.sync" in ptx
     no_local_memory(ptx)
 
 

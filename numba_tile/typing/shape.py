@@ -1,0 +1,75 @@
+"""Typing rules of the shape ops: reshape, expand_dims, broadcast_to, permute, transpose."""
+
+from __future__ import annotations
+
+import math
+
+from numba.cuda import types
+
+from .._registry import typing_rule
+from .common import fail, literal_int, make_tile, static_shape
+from .types import TileType
+
+
+def _tile(opname, x):
+    if not isinstance(x, TileType):
+        raise fail(opname, "x", "a tile", x)
+
+
+def _static_ints(opname, arg, ty):
+    if isinstance(ty, types.Omitted):
+        v = ty.value
+        vals = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, tuple) else None
+    elif isinstance(ty, types.BaseTuple):
+        vals = tuple(literal_int(t) for t in ty.types)
+    else:
+        vals = (literal_int(ty),)
+    if vals is None or any(not isinstance(v, int) for v in vals):
+        raise fail(opname, arg, "static integers", ty)
+    return vals
+
+
+@typing_rule("reshape")
+def type_reshape(x, shape):
+    _tile("reshape", x)
+    sh = static_shape(shape, "reshape")
+    if math.prod(sh) != math.prod(x.shape):
+        raise fail("reshape", "shape", f"a shape of {math.prod(x.shape)} elements (as {x.shape})",
+                   sh)
+    return make_tile(x.dtype, sh)
+
+
+@typing_rule("expand_dims")
+def type_expand_dims(x, axis):
+    _tile("expand_dims", x)
+    (a,) = _static_ints("expand_dims", "axis", axis)
+    n = x.ndim + 1
+    if not -n <= a < n:
+        raise fail("expand_dims", "axis", f"a static integer in [{-n}, {n})", a)
+    a %= n
+    return make_tile(x.dtype, x.shape[:a] + (1,) + x.shape[a:])
+
+
+@typing_rule("broadcast_to")
+def type_broadcast_to(x, shape):
+    _tile("broadcast_to", x)
+    sh = static_shape(shape, "broadcast_to")
+    if len(sh) < x.ndim or any(s not in (1, t) for s, t in zip(x.shape[::-1], sh[::-1])):
+        raise fail("broadcast_to", "shape", f"a shape {x.shape} broadcasts to (trailing axes "
+                   f"equal or 1 in the tile)", sh)
+    return make_tile(x.dtype, sh)
+
+
+@typing_rule("permute")
+def type_permute(x, dims):
+    _tile("permute", x)
+    d = _static_ints("permute", "dims", dims)
+    if sorted(d) != list(range(x.ndim)):
+        raise fail("permute", "dims", f"a permutation of {tuple(range(x.ndim))}", d)
+    return make_tile(x.dtype, tuple(x.shape[k] for k in d))
+
+
+@typing_rule("transpose")
+def type_transpose(x):
+    _tile("transpose", x)
+    return make_tile(x.dtype, x.shape[::-1])
