@@ -97,6 +97,11 @@ def _param_kind(t: llvm_ir.Type) -> str:
 def _translate(exc: Exception, ctx) -> Exception:
     """Numba's TypingError -> the numba_tile error a typing rule raised, with its line."""
     if isinstance(exc, TileError):
+        if exc.lineno is None:      # raised while lowering: the statement being lowered
+            code = getattr(ctx.pyfunc, "__code__", None)
+            where = _loc_from_traceback(exc, code.co_filename if code else None)
+            if where is not None:
+                return type(exc)(exc.message, filename=where.filename, lineno=where.line)
         return exc
     loc = getattr(exc, "loc", None)
     if ctx.errors:

@@ -26,6 +26,7 @@ class CompileContext:
         grid_param: index of the partition parameter that defines the grid.
         pyfunc: the kernel's Python function.
         unchecked: the kernel is marked unchecked (``@jit(unchecked=True)``).
+        shared_bytes: static shared memory the kernel's layout conversions use so far.
         errors: ``(location, error)`` of numba_tile errors raised by typing rules at
             calls not (yet) typed, oldest first.
     """
@@ -36,6 +37,7 @@ class CompileContext:
     grid_param: int | None = None
     pyfunc: object = None
     unchecked: bool = False
+    shared_bytes: int = 0
     errors: list = field(default_factory=list)
 
     @property

@@ -376,7 +376,7 @@ class Kernel:
             grid: blocks to launch (an int), for an unchecked kernel without a Partition
                 parameter; otherwise the first partition defines the grid.
             unchecked: the call site's acknowledgement that it launches an unchecked kernel;
-                required for kernels marked ``unchecked``.
+                required for kernels marked ``unchecked``, without effect on safe kernels.
 
         Returns:
             A launch handle: ``sync()`` waits and returns the arguments' arrays; dropping it
@@ -428,6 +428,8 @@ class Kernel:
                              f"pass grid=<number of blocks>")
         if isinstance(grid, tuple) and len(grid) == 1:
             grid = grid[0]
+        if isinstance(grid, np.integer):
+            grid = int(grid)
         if isinstance(grid, bool) or not isinstance(grid, int) or not 0 <= grid < 2**31:
             raise _arg_error(f"kernel '{self.__qualname__}': grid: expected a number of blocks "
                              f"from 0 to 2**31 - 1, got {grid!r}")

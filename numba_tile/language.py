@@ -26,8 +26,9 @@ def load(x, index=None, shape=None, padding=0):
 
     Args:
         x (Tensor[dtype, ndim] | Partition): a read-only tensor parameter, or a
-            partition parameter (then ``index`` and ``shape`` are left out and the
-            block's own tile is loaded).
+            partition parameter: then ``shape`` is left out (the partition's tile shape is
+            used) and ``index`` is either left out (the block's own tile) or an index
+            minted by ``tiles(x)``.
         index (tuple of ndim int): tile index, in tile units (not elements); runtime
             values. A tile wholly or partly outside the array (a negative index, or one
             past the end) reads ``padding`` there: loads never fault.
@@ -272,7 +273,8 @@ def _atomic(name, what, dtypes_text):
                   f"    Args:\n        x (Mutable | Partition): the array, of {dtypes_text}.\n"
                   f"        {_ELEMENT_INDICES}\n        values (Tile[S] | scalar): the operands.\n"
                   f"        {_SEMANTICS}\n\n    Returns:\n        Tile[S] of x's dtype: the values "
-                  f"before the operation.\n\n    Raises:\n        UncheckedOpError: used in a "
+                  f"before the operation (0 where the mask is False or the coordinates are out "
+                  f"of bounds).\n\n    Raises:\n        UncheckedOpError: used in a "
                   f"kernel not marked unchecked.\n")
     return op("unchecked", writes=(0,), unchecked=True)(fn)
 
@@ -296,7 +298,7 @@ def atomic_cas(x, indices, expected, desired, mask=None, sem="relaxed", scope="g
 
     Returns:
         Tile[S] of x's dtype: the values before the operation (equal to ``expected`` where the
-        swap happened).
+        swap happened; 0 where the mask is False or the coordinates are out of bounds).
 
     Raises:
         UncheckedOpError: used in a kernel not marked unchecked.

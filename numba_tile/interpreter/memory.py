@@ -53,6 +53,8 @@ def interp_load_like(x, like, padding=0, index=None):
 
 @interp_rule("store")
 def interp_store(z, tile, index=None):
+    if not isinstance(z, InterpPartition):          # an unchecked kernel's Mutable array
+        return _store_mutable(z, tile, _index(index))
     idx = z.own_index() if index is None else _index(index)
     if isinstance(tile, InterpTile):
         src = tile.data
@@ -68,3 +70,29 @@ def interp_store(z, tile, index=None):
         src.append(slice(0, hi - lo))
     z.record_writes(tuple(dst))
     z.array[tuple(dst)] = values[tuple(src)]
+
+
+def _store_mutable(z, tile, idx):
+    from .unchecked import _writers
+    from .values import current_block
+    from ..errors import DataRaceError
+    src = tile.data.astype(np.float32) if dtypes.is_half(tile.dtype) else tile.data
+    values = src.astype(dtypes.to_numpy(z.dtype))
+    dst, sel = [], []
+    for i, s, ext in zip(idx, tile.shape, z.array.shape):
+        lo, hi = i * s, min((i + 1) * s, ext)
+        if i < 0 or lo >= ext:
+            return
+        dst.append(slice(lo, hi))
+        sel.append(slice(0, hi - lo))
+    writers = _writers(z)
+    blk = current_block()
+    seen = writers[tuple(dst)]
+    clash = (seen != -1) & (seen != blk.linear)
+    if clash.any():
+        local = tuple(int(v) for v in np.argwhere(clash)[0])
+        element = tuple(r.start + v for r, v in zip(dst, local))
+        raise DataRaceError(f"data race on '{z.name}': element {element} written by blocks "
+                            f"{int(seen[local])} and {blk.linear} (linear ids)")
+    writers[tuple(dst)] = blk.linear
+    z.array[tuple(dst)] = values[tuple(sel)]

@@ -18,10 +18,10 @@ import itertools
 from llvmlite import ir
 from numba.cuda import cgutils
 
-from .. import dtypes
+from .. import compiler_context, dtypes
 from ..errors import TileTypingError
 from ..typing.types import element_llvm_type
-from .common import const_i64, thread_index
+from .common import const_i64, is_storing_thread, thread_index
 
 _MAX_SHARED = 48 * 1024   # static shared memory per block without opt-in (bytes)
 _counter = itertools.count()
@@ -77,9 +77,14 @@ def remap(builder, dt, src_layout, elems, dst_layout, source):
     reg_ty = element_llvm_type(dt)
     smem_ty = ir.IntType(8) if dt == dtypes.bool_ else ir.IntType(8 * dtypes.itemsize(dt))
     nbytes = numel * max(dtypes.itemsize(dt), 1)
-    if nbytes > _MAX_SHARED:
-        raise TileTypingError(f"rearranging a {src_layout.shape} tile needs {nbytes} bytes of "
-                              f"shared memory, more than {_MAX_SHARED}")
+    ctx = compiler_context.current()
+    if ctx.shared_bytes + nbytes > _MAX_SHARED:
+        raise TileTypingError(
+            f"rearranging a {src_layout.shape} tile of {dtypes.name(dt)} needs {nbytes} bytes of "
+            f"shared memory; with the kernel's other rearrangements ({ctx.shared_bytes} bytes) "
+            f"that is more than the {_MAX_SHARED} bytes of static shared memory a block has: "
+            f"use smaller tiles")
+    ctx.shared_bytes += nbytes
     module = builder.module
     arr_ty = ir.ArrayType(smem_ty, numel)
     gv = ir.GlobalVariable(module, arr_ty, name=f"__numba_tile_smem_{next(_counter)}", addrspace=3)
@@ -94,14 +99,18 @@ def remap(builder, dt, src_layout, elems, dst_layout, source):
         return builder.gep(base, [lin])
 
     barrier(builder)
-    k = 0
-    for rep in range(src_layout.reps):
-        start = chunk_linear(builder, src_layout, rep)
-        for v in range(src_layout.vec):
-            e = elems[k]
-            k += 1
-            e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
-            builder.store(e, ptr(builder.add(start, const_i64(v))))
+    # Only the threads that own their elements write them: a replicating thread's copy may
+    # differ (an atomic's result is the old value only in the owning thread).
+    owner = is_storing_thread(builder, src_layout)
+    with builder.if_then(owner):
+        k = 0
+        for rep in range(src_layout.reps):
+            start = chunk_linear(builder, src_layout, rep)
+            for v in range(src_layout.vec):
+                e = elems[k]
+                k += 1
+                e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
+                builder.store(e, ptr(builder.add(start, const_i64(v))))
     barrier(builder)
     out = []
     for rep in range(dst_layout.reps):

@@ -201,7 +201,11 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
 def _index_values(context, builder, ty, val, ndim):
     if isinstance(ty, PartitionIndexType):
         idx = cgutils.create_struct_proxy(ty)(context, builder, value=val)
-        return cgutils.unpack_tuple(builder, idx.coords, ndim)
+        # an index not minted by tiles() (a zero-initialized variable) points outside the
+        # array: every access at it is masked off
+        valid = builder.trunc(idx.valid, I1) if idx.valid.type != I1 else idx.valid
+        return [builder.select(valid, c, const_i64(-1))
+                for c in cgutils.unpack_tuple(builder, idx.coords, ndim)]
     if isinstance(ty, types.BaseTuple):
         vals = cgutils.unpack_tuple(builder, val, ndim)
         return [context.cast(builder, v, t, types.int64) for v, t in zip(vals, ty.types)]
@@ -242,6 +246,12 @@ def lower_store(context, builder, sig, args):
     zty, tty, idxty = sig.args
     z, t, idx = args
     view = ArrayView(context, builder, zty, z)
+    if isinstance(zty, TensorType):     # an unchecked kernel's Mutable array, at a tile index
+        elems = [convert(context, builder, builder.extract_value(t, i), tty.dtype, zty.dtype)
+                 for i in range(tty.layout.elems_per_thread)]
+        index = _index_values(context, builder, idxty, idx, zty.ndim)
+        emit_store(context, builder, view, index, tty.with_dtype(zty.dtype), elems)
+        return context.get_dummy_value()
     if isinstance(tty, TileType):
         tile = tty
         elems = [convert(context, builder, builder.extract_value(t, i), tty.dtype, zty.dtype)

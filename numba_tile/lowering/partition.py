@@ -64,6 +64,7 @@ def iternext_tiles(context, builder, sig, args, result):
         idx = cgutils.create_struct_proxy(PartitionIndexType(ptype.param, ptype.ndim))(
             context, builder)
         idx.coords = context.make_tuple(builder, _coords_type(ptype.ndim), list(reversed(coords)))
+        idx.valid = ir.Constant(ir.IntType(1), 1)
         result.yield_(idx._getvalue())
         builder.store(builder.add(cur, it.step), it.next)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy
+
 import operator
 
 from numba_tile.errors import TileArgumentError
@@ -95,6 +97,8 @@ class Partition:
     def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None):
         self.array = array
         self.tile_shape = normalize_tile_shape(tile_shape)
+        if isinstance(blocks, numpy.integer):
+            blocks = int(blocks)
         if blocks is not None and (isinstance(blocks, bool) or not isinstance(blocks, int)
                                    or not 1 <= blocks < 2**31):
             raise TileArgumentError(f"argument 'blocks': expected a number of blocks from 1 to "

@@ -106,6 +106,20 @@ def type_store(z, tile, index):
     if not isinstance(z, (PartitionType, TensorType)):
         raise fail("store", "z", "a partition parameter", z)
     if isinstance(z, TensorType):
+        if not z.writable:
+            return types.none        # refused by the ownership pass (StoreToReadOnlyError)
+        # an unchecked kernel's Mutable array: a tile at a tile index of the tile's own shape
+        if is_omitted(index) or not _index_ok(index, z.ndim) \
+                or isinstance(index, PartitionIndexType):
+            raise fail("store", "index", f"a tuple of {z.ndim} tile indices (a Mutable array has "
+                       f"no own tile: say where the tile goes, in units of its shape)", index)
+        if not (isinstance(tile, TileType) and tile.ndim == z.ndim):
+            raise fail("store", "tile", f"a rank-{z.ndim} tile (its shape sets the tile units)",
+                       tile)
+        if not dtypes.storable(tile.dtype, z.dtype):
+            raise fail("store", "tile", f"a tile {dtypes.name(z.dtype)} holds without narrowing "
+                       f"(the dtype of '{z.param}'; narrow explicitly with astype())",
+                       f"a tile of {dtypes.name(tile.dtype)}")
         return types.none
     if is_omitted(index) and z.mapped:
         raise _mapped_needs_index("store", z)

@@ -76,10 +76,12 @@ def check_call(inst, expr, typemap, calltypes, unchecked=False):
     for j in d.effects.writes:
         t = argtys[j]
         if isinstance(t, TensorType) and not (unchecked and t.writable):
+            how = ("annotate it 'numba_tile.Partition' and pass a partition, or "
+                   "'numba_tile.Mutable' in this unchecked kernel" if unchecked else
+                   "annotate it 'numba_tile.Partition' and pass a partition")
             raise StoreToReadOnlyError(
                 f"{d.name}() writes parameter '{t.param}', which the kernel signature does not "
-                f"declare mutable (annotate it 'numba_tile.Partition' and pass a partition)",
-                **_loc(inst))
+                f"declare mutable ({how})", **_loc(inst))
     j = d.effects.store_index
     if j is not None and j < len(argtys) and not unchecked:
         t = argtys[j]

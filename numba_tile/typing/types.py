@@ -140,8 +140,13 @@ class ArrayParamModel(models.StructModel):
 
 @register_model(PartitionIndexType)
 class PartitionIndexModel(models.StructModel):
+    """``coords``: the tile's coordinates; ``valid``: 1 when minted by ``tiles()``. A variable
+    Numba zero-initializes (an index used after a loop that never ran) is not valid, and a
+    load or store at it does nothing."""
+
     def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [("coords", types.UniTuple(types.int64, fe_type.ndim))])
+        super().__init__(dmm, fe_type, [("coords", types.UniTuple(types.int64, fe_type.ndim)),
+                                        ("valid", types.boolean)])
 
 
 @register_model(TilesIterable)

@@ -134,3 +134,12 @@ def test_reshape_between_equal_distributions_moves_no_data():
     ptx = flat_to_rows.ptx(np.zeros(4096, np.float32),
                            nt.partition(np.zeros((64, 64), np.float32), (16, 64)), 16, 64)
     assert "bar.sync" not in ptx and ".shared" not in ptx
+
+
+def test_review_regression_kernels():
+    from tests.gpu import test_persistent as p
+    from tests.gpu import test_unchecked as u
+    no_local(u.atomic_then_transpose.ptx(np.zeros(8, np.int32),
+                                         nt.partition(np.zeros((2, 4), np.int32), (2, 4))))
+    no_local(u.tiles_to_mutable.ptx(np.zeros(192, np.float32), np.zeros(192, np.float32), 32))
+    no_local(p.index_after_the_loop.ptx(nt.partition(np.zeros(40, np.float32), 8, blocks=7), 8))

@@ -191,3 +191,25 @@ def test_store_at_a_hand_built_index_uses_that_index():
         return re.sub(r"_ZN\w+", "K", body(kernel.ptx(x, nt.partition(x.copy(), 64), 64)))
 
     assert code(reverse_tiles) != code(own_tiles)     # the store address depends on n - 1 - i
+
+
+def test_shared_memory_is_budgeted_per_kernel():
+    @nt.jit
+    def four_transposes(x, z: nt.Partition[("B", "B")], B: nt.Constant):
+        t = nt.load(x, (0, 0), (B, B))
+        a = nt.transpose(t)
+        b = nt.transpose(a)
+        c = nt.transpose(b)
+        nt.store(z, nt.transpose(c))  # MARK fourth
+
+    x = np.zeros((64, 64), np.float32)
+    with pytest.raises(nt.errors.TileTypingError, match="static shared memory") as info:
+        four_transposes.ptx(x, nt.partition(x.copy(), (64, 64)), 64)
+    line = next(i for i, s in enumerate(open(__file__), 1) if s.rstrip().endswith("# MARK fourth"))
+    assert info.value.lineno == line
+
+
+def test_numpy_integers_for_grid_and_blocks():
+    x = np.zeros(64, np.float32)
+    p = nt.partition(x, 16, blocks=np.int64(3))
+    assert p.blocks == 3 and type(p.blocks) is int

@@ -151,3 +151,20 @@ def test_mapped_partitions_must_agree_on_blocks():
         two(x, nt.partition(a, 256, blocks=4), nt.partition(b, 256, blocks=5), interpret=True)
     two(x, nt.partition(a, 256, blocks=4), nt.partition(b, 128, blocks=4), interpret=True)
     assert (a == 1).all() and (b == 1).all()
+
+
+@nt.jit
+def index_after_the_loop(z: nt.Partition["B"], B: nt.Constant):
+    for idx in nt.tiles(z):
+        last = idx
+    nt.store(z, 1.0, last)      # blocks that got no tile have no valid index: nothing happens
+
+
+@pytest.mark.gpu
+def test_an_index_from_a_loop_that_never_ran_writes_nothing():
+    """Regression (found by review): with more blocks than tiles, a block whose loop never ran
+    held a zero-initialized index and stored into tile 0, racing with block 0."""
+    cupy = pytest.importorskip("cupy")
+    z = cupy.full(40, 7.0, cupy.float32)
+    index_after_the_loop(nt.partition(z, 8, blocks=7), 8).sync()     # 5 tiles over 7 blocks
+    np.testing.assert_array_equal(cupy.asnumpy(z), np.ones(40, np.float32))

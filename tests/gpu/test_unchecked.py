@@ -227,3 +227,54 @@ def test_unchecked_store_at_a_hand_built_tile_index(tile_backend):
                      unchecked=True)
     ref = xh.reshape(8, 64)[::-1].reshape(-1)
     np.testing.assert_array_equal(tile_backend.to_numpy(z), ref)
+
+
+@nt.jit(unchecked=True)
+def atomic_then_transpose(h: nt.Mutable, z: nt.Partition[(2, 4)]):
+    old = nt.atomic_add(h, nt.reshape(nt.arange(8), (4, 2)), 1)
+    nt.store(z, nt.transpose(old))
+
+
+def test_atomic_results_survive_a_layout_change(tile_backend):
+    """Regression (found by review, in the PTX): threads replicating a small tile got 0 as an
+    atomic's old value and wrote it to shared memory next to the owners' real values."""
+    rng = np.random.default_rng()
+    h0 = rng.integers(-100, 100, 8).astype(np.int32)
+    h = tile_backend.asarray(h0.copy())
+    z = tile_backend.asarray(np.zeros((2, 4), np.int32))
+    tile_backend.run(atomic_then_transpose, h, nt.partition(z, (2, 4)), unchecked=True)
+    np.testing.assert_array_equal(tile_backend.to_numpy(z), h0.reshape(4, 2).T)
+    np.testing.assert_array_equal(tile_backend.to_numpy(h), h0 + 1)
+
+
+@nt.jit(unchecked=True)
+def tiles_to_mutable(x, m: nt.Mutable, B: nt.Constant):
+    i = nt.bid(0)
+    nt.store(m, nt.load(x, (i,), (B,)) * 2.0, (nt.num_blocks(0) - 1 - i,))
+
+
+def test_store_of_tiles_into_a_mutable_array(tile_backend):
+    rng = np.random.default_rng()
+    xh = rng.standard_normal(6 * 32).astype(np.float32)
+    m = tile_backend.asarray(np.zeros(6 * 32, np.float32))
+    tile_backend.run(tiles_to_mutable, tile_backend.asarray(xh), m, 32, grid=6, unchecked=True)
+    np.testing.assert_allclose(tile_backend.to_numpy(m), (2 * xh).reshape(6, 32)[::-1].reshape(-1),
+                               rtol=1e-6)
+
+
+def test_store_into_a_mutable_array_needs_an_index_and_no_narrowing():
+    @nt.jit(unchecked=True)
+    def no_index(x, m: nt.Mutable, B: nt.Constant):
+        nt.store(m, nt.load(x, (0,), (B,)))
+
+    @nt.jit(unchecked=True)
+    def narrowing(x, m: nt.Mutable, B: nt.Constant):
+        nt.store(m, nt.load(x, (0,), (B,)) * 1.5, (0,))
+
+    x = np.ones(16, np.float32)
+    with pytest.raises(nt.errors.TileTypingError, match="tile indices"):
+        no_index(x, np.zeros(16, np.float32), 16, grid=1, interpret=True, unchecked=True)
+    m = np.zeros(16, np.int32)
+    with pytest.raises(nt.errors.TileTypingError, match="narrowing"):
+        narrowing(x, m, 16, grid=1, interpret=True, unchecked=True)
+    assert not m.any()
