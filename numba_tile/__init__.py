@@ -19,7 +19,8 @@ Public API (everything else is private):
   :func:`tanh`, :func:`sigmoid`, :func:`sin`, :func:`cos`, :func:`floor`, :func:`ceil`),
   constructors (:func:`full`, :func:`zeros`, :func:`arange`), shape ops
   (:func:`reshape`, :func:`expand_dims`, :func:`broadcast_to`, :func:`permute`,
-  :func:`transpose`), :func:`bid`,
+  :func:`transpose`), reductions (:func:`sum`, :func:`prod`, :func:`max`, :func:`min`),
+  :func:`bid`,
   :func:`num_blocks`, and the operators on tiles;
 * unchecked ops (only in kernels marked ``@jit(unchecked=True)``, launched with
   ``unchecked=True``): :func:`gather`, :func:`scatter`, :func:`atomic_add`,
@@ -38,7 +39,8 @@ from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
 from .kernel import Constant, Kernel, Mutable, Partition, Tensor, jit
 from .language import (abs_ as abs, arange, astype, atomic_add, atomic_cas, atomic_max,
                        atomic_min, atomic_xchg, bid, broadcast_to, ceil, cos, exp, exp2,
-                       expand_dims, floor, full, gather, permute, reshape, scatter, transpose,
+                       expand_dims, floor, full, gather, max, min, permute, prod, reshape,
+                       scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
                        sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
 from .runtime.driver import gpu_available
@@ -48,10 +50,13 @@ from .runtime.partition import partition
 # The three rule sets of every op family; finalize() checks none is missing.
 from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
 from .typing import partition as _t5, shape as _t7, unchecked as _t6  # noqa: E402,F401
+from .typing import reduction as _t8  # noqa: E402,F401
 from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
 from .lowering import partition as _l5, shape as _l7, unchecked as _l6  # noqa: E402,F401
+from .lowering import reduction as _l8  # noqa: E402,F401
 from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
 from .interpreter import partition as _i5, shape as _i7, unchecked as _i6  # noqa: E402,F401
+from .interpreter import reduction as _i8  # noqa: E402,F401
 
 _finalize()
 
@@ -65,5 +70,6 @@ __all__ = [
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
     "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",
+    "sum", "prod", "max", "min",
     "gather", "scatter", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
 ]

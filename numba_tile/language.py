@@ -146,6 +146,42 @@ def num_tiles(x, axis, tile):
     """
 
 
+# ------------------------------------------------------------------------ reduction
+
+def _reduction(name, what, identity_doc):
+    def fn(x, axis, keepdims=False, dtype=None):
+        pass
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__
+    fn.__doc__ = f"""{what} of a tile along ``axis``.
+
+    float16 and bfloat16 tiles accumulate in float32 and the result is rounded to ``dtype``
+    (the input's by default), so the sum of 4096 float16 ones is 4096 (case N1). Integer
+    tiles accumulate in their own dtype (int32 stays int32, as Triton; NumPy would widen);
+    bool tiles sum as int32. {identity_doc}
+
+    Args:
+        x (Tile[S]): the tile.
+        axis (int, static): the axis, ``-ndim <= axis < ndim``.
+        keepdims (bool, static): keep the reduced axis with extent 1.
+        dtype: result dtype (default: x's; int32 for bool). No narrowing below x's dtype.
+
+    Returns:
+        Tile of S without ``axis`` (or with extent 1 there) of ``dtype``.
+
+    Raises:
+        TileTypingError: a bad axis, a narrowing dtype, or a tile that does not fit the
+            kernel's shared-memory budget (48 KB, compile path).
+    """
+    return op("reduction")(fn)
+
+
+sum = _reduction("sum", "Sum", "")
+prod = _reduction("prod", "Product", "")
+max = _reduction("max", "Maximum", "NaN propagates (as ``numpy.max``).")
+min = _reduction("min", "Minimum", "NaN propagates (as ``numpy.min``).")
+
+
 # ---------------------------------------------------------------------------- shape
 # Rearrangements of a tile's elements between threads go through shared memory (unless
 # the register layouts happen to coincide, as for most expand_dims/reshape of 1-D tiles).

@@ -62,16 +62,15 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
     return remap(builder, dt, src_layout, elems, dst_layout, lambda coords, linear: linear)
 
 
-def remap(builder, dt, src_layout, elems, dst_layout, source):
-    """Rearrange a tile through shared memory.
+def stage(builder, dt, src_layout, elems):
+    """Put a tile's elements in shared memory at their row-major indices, for the whole block.
 
-    Every thread writes its ``elems`` (in ``src_layout``) at their row-major indices, the
-    block synchronizes, and every thread reads, for each slot of ``dst_layout``, the element
-    at ``source(coords, linear)``: the source's row-major index (an i64 value) of the
-    destination element with multi-index ``coords`` and row-major index ``linear``.
+    Barrier, owning threads store, barrier (a replicating thread's copy may differ: an
+    atomic's result is the old value only in the owning thread). Returns ``read(linear)``,
+    which loads the register element at row-major index ``linear`` (an i64 value).
 
     Raises:
-        TileTypingError: the source tile does not fit the 48 KB of static shared memory.
+        TileTypingError: the kernel's rearrangements exceed 48 KB of static shared memory.
     """
     numel = src_layout.numel
     reg_ty = element_llvm_type(dt)
@@ -95,12 +94,7 @@ def remap(builder, dt, src_layout, elems, dst_layout, source):
     # 13.5, -opt >= 1).
     base = builder.bitcast(gv, smem_ty.as_pointer(3))
 
-    def ptr(lin):
-        return builder.gep(base, [lin])
-
     barrier(builder)
-    # Only the threads that own their elements write them: a replicating thread's copy may
-    # differ (an atomic's result is the old value only in the owning thread).
     owner = is_storing_thread(builder, src_layout)
     with builder.if_then(owner):
         k = 0
@@ -110,8 +104,20 @@ def remap(builder, dt, src_layout, elems, dst_layout, source):
                 e = elems[k]
                 k += 1
                 e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
-                builder.store(e, ptr(builder.add(start, const_i64(v))))
+                builder.store(e, builder.gep(base, [builder.add(start, const_i64(v))]))
     barrier(builder)
+
+    def read(linear):
+        e = builder.load(builder.gep(base, [linear]))
+        if dt == dtypes.bool_:
+            return builder.icmp_unsigned("!=", e, ir.Constant(smem_ty, 0))
+        return builder.bitcast(e, reg_ty)
+
+    return read
+
+
+def dst_slots(builder, dst_layout):
+    """``(coords, linear)`` of every fragment slot of ``dst_layout``, in fragment order."""
     out = []
     for rep in range(dst_layout.reps):
         start = chunk_linear(builder, dst_layout, rep)
@@ -119,13 +125,20 @@ def remap(builder, dt, src_layout, elems, dst_layout, source):
         for v in range(dst_layout.vec):
             linear = builder.add(start, const_i64(v))
             coords = first[:-1] + [builder.add(first[-1], const_i64(v))] if first else []
-            e = builder.load(ptr(source(coords, linear)))
-            if dt == dtypes.bool_:
-                e = builder.icmp_unsigned("!=", e, ir.Constant(smem_ty, 0))
-            else:
-                e = builder.bitcast(e, reg_ty)
-            out.append(e)
+            out.append((coords, linear))
     return out
+
+
+def remap(builder, dt, src_layout, elems, dst_layout, source):
+    """Rearrange a tile through shared memory: the element of destination slot with
+    multi-index ``coords`` and row-major index ``linear`` is the source element at
+    row-major index ``source(coords, linear)`` (an i64 value).
+
+    Raises:
+        TileTypingError: the source tile does not fit the kernel's shared-memory budget.
+    """
+    read = stage(builder, dt, src_layout, elems)
+    return [read(source(coords, linear)) for coords, linear in dst_slots(builder, dst_layout)]
 
 
 def _coords_of(builder, layout, linear):

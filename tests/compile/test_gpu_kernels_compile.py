@@ -143,3 +143,25 @@ def test_review_regression_kernels():
                                          nt.partition(np.zeros((2, 4), np.int32), (2, 4))))
     no_local(u.tiles_to_mutable.ptx(np.zeros(192, np.float32), np.zeros(192, np.float32), 32))
     no_local(p.index_after_the_loop.ptx(nt.partition(np.zeros(40, np.float32), 8, blocks=7), 8))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, BFLOAT16_NP, np.int32],
+                         ids=lambda d: np.dtype(d).name)
+def test_reduction_kernels(dt):
+    from tests.gpu import test_reductions as r
+    for op in range(4):
+        ptx = r.row_reduce.ptx(np.zeros((37, 64), dt), nt.partition(np.zeros((37, 1), dt), (16, 1)),
+                               16, 64, op)
+        no_local(ptx)
+        assert "bar.sync" in ptx
+
+
+def test_other_reduction_kernels():
+    from tests.gpu import test_reductions as r
+    no_local(r.sum_of_ones.ptx(np.ones(4096, np.float16), nt.partition(np.zeros(1, np.float16), 1),
+                               4096))
+    no_local(r.column_max.ptx(np.zeros((32, 100), np.float32),
+                              nt.partition(np.zeros(100, np.float32), 32), 32, 32))
+    for ax, shape in ((1, (4, 16, 8)), (2, (4, 8, 16))):
+        no_local(r.reduce_3d.ptx(np.zeros(shape, np.float32), nt.partition(np.zeros((4, 8)), (4, 8)),
+                                 ax))

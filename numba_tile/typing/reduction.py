@@ -1,0 +1,60 @@
+"""Typing rules of the reductions: sum, prod, max, min along one axis."""
+
+from __future__ import annotations
+
+from numba.cuda import types
+
+from .. import dtypes
+from .._registry import typing_rule
+from .common import dtype_arg, fail, is_omitted, literal_int, make_tile
+from .types import TileType
+
+
+def reduction_axis(opname, x, axis):
+    a = axis.value if isinstance(axis, types.Omitted) else literal_int(axis)
+    if not isinstance(a, int) or not -x.ndim <= a < x.ndim:
+        raise fail(opname, "axis", f"a static integer in [{-x.ndim}, {x.ndim})", axis)
+    return a % x.ndim
+
+
+def keepdims_value(opname, keepdims):
+    if isinstance(keepdims, types.Omitted):
+        return bool(keepdims.value)
+    if isinstance(keepdims, types.BooleanLiteral):
+        return keepdims.literal_value
+    raise fail(opname, "keepdims", "a static bool", keepdims)
+
+
+def result_dtype(opname, x, dtype):
+    default = dtypes.int32 if dtypes.is_bool(x.dtype) else x.dtype
+    if is_omitted(dtype):
+        return default
+    dt = dtype_arg(dtype, opname)
+    if not dtypes.storable(default, dt):
+        raise fail(opname, "dtype", f"a dtype that holds {dtypes.name(default)} (no narrowing)",
+                   dtypes.name(dt))
+    return dt
+
+
+def result_shape(x, axis, keep):
+    return tuple(1 if d == axis else s for d, s in enumerate(x.shape) if keep or d != axis)
+
+
+def _rule(name):
+    @typing_rule(name)
+    def rule(x, axis, keepdims, dtype):
+        if not isinstance(x, TileType):
+            raise fail(name, "x", "a tile", x)
+        a = reduction_axis(name, x, axis)
+        keep = keepdims_value(name, keepdims)
+        shape = result_shape(x, a, keep) or (1,)
+        if name in ("max", "min") and not is_omitted(dtype):
+            raise fail(name, "dtype", "nothing (max and min keep the tile's dtype)", dtype)
+        dt = x.dtype if name in ("max", "min") else result_dtype(name, x, dtype)
+        return make_tile(dt, shape)
+
+    return rule
+
+
+for _n in ("sum", "prod", "max", "min"):
+    _rule(_n)
