@@ -19,7 +19,8 @@ Public API (everything else is private):
   :func:`tanh`, :func:`sigmoid`, :func:`sin`, :func:`cos`, :func:`floor`, :func:`ceil`),
   constructors (:func:`full`, :func:`zeros`, :func:`arange`), shape ops
   (:func:`reshape`, :func:`expand_dims`, :func:`broadcast_to`, :func:`permute`,
-  :func:`transpose`), reductions (:func:`sum`, :func:`prod`, :func:`max`, :func:`min`),
+  :func:`transpose`), reductions (:func:`sum`, :func:`prod`, :func:`max`, :func:`min`,
+  :func:`argmax`, :func:`argmin`, :func:`cumsum`),
   :func:`bid`,
   :func:`num_blocks`, and the operators on tiles;
 * unchecked ops (only in kernels marked ``@jit(unchecked=True)``, launched with
@@ -37,7 +38,8 @@ from . import errors
 from ._registry import finalize as _finalize
 from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
 from .kernel import Constant, Kernel, Mutable, Partition, Tensor, jit
-from .language import (abs_ as abs, arange, astype, atomic_add, atomic_cas, atomic_max,
+from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, atomic_cas,
+                       atomic_max, cumsum,
                        atomic_min, atomic_xchg, bid, broadcast_to, ceil, cos, exp, exp2,
                        expand_dims, floor, full, gather, max, min, permute, prod, reshape,
                        scatter, sum, transpose,
@@ -70,6 +72,6 @@ __all__ = [
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
     "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",
-    "sum", "prod", "max", "min",
+    "sum", "prod", "max", "min", "argmax", "argmin", "cumsum",
     "gather", "scatter", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
 ]

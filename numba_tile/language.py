@@ -182,6 +182,42 @@ max = _reduction("max", "Maximum", "NaN propagates (as ``numpy.max``).")
 min = _reduction("min", "Minimum", "NaN propagates (as ``numpy.min``).")
 
 
+@op("reduction")
+def argmax(x, axis, keepdims=False):
+    """Index of the maximum along ``axis`` (the first one on ties; the first NaN if there is
+    one, as ``numpy.argmax``).
+
+    Args:
+        x (Tile[S]): the tile.
+        axis (int, static): the axis.
+        keepdims (bool, static): keep the reduced axis with extent 1.
+
+    Returns:
+        Tile of int32: indices along ``axis``, in ``[0, S[axis])``.
+    """
+
+
+@op("reduction")
+def argmin(x, axis, keepdims=False):
+    """Index of the minimum along ``axis`` (the first one on ties; the first NaN if there is
+    one, as ``numpy.argmin``). Returns a tile of int32."""
+
+
+@op("reduction")
+def cumsum(x, axis, dtype=None):
+    """Inclusive cumulative sum along ``axis`` (as ``numpy.cumsum``); 16-bit floats
+    accumulate in float32, bool sums as int32.
+
+    Args:
+        x (Tile[S]): the tile.
+        axis (int, static): the axis.
+        dtype: result dtype (default: x's; int32 for bool). No narrowing.
+
+    Returns:
+        Tile[S] of ``dtype``.
+    """
+
+
 # ---------------------------------------------------------------------------- shape
 # Rearrangements of a tile's elements between threads go through shared memory (unless
 # the register layouts happen to coincide, as for most expand_dims/reshape of 1-D tiles).

@@ -85,3 +85,84 @@ def _lowering(name):
 
 for _n in ("sum", "prod", "max", "min"):
     lowering_rule(_n)(_lowering(_n))
+
+
+def _arg_lowering(name):
+    is_max = name == "argmax"
+
+    def lower(context, builder, sig, args):
+        xty, axty, kty = sig.args
+        res = sig.return_type
+        axis = reduction_axis(name, xty, axty)
+        keep = keepdims_value(name, kty)
+        read = stage(builder, xty.dtype, xty.layout, fragment_elements(
+            builder, args[0], xty.layout.elems_per_thread))
+        stride = math.prod(xty.shape[axis + 1:])
+        i32 = ir.IntType(32)
+        out = []
+        for coords, _linear in dst_slots(builder, res.layout):
+            if keep:
+                src = list(coords)
+                src[axis] = const_i64(0)
+            elif len(res.shape) == len(xty.shape) - 1:
+                src = list(coords[:axis]) + [const_i64(0)] + list(coords[axis:])
+            else:
+                src = [const_i64(0)]
+            base = linear_of(builder, xty.shape, src)
+            first = to_compute(context, builder, read(base), xty.dtype)
+            best = cgutils.alloca_once_value(builder, first)
+            where = cgutils.alloca_once_value(builder, ir.Constant(i32, 0))
+            with cgutils.for_range(builder, const_i64(xty.shape[axis]),
+                                   start=const_i64(1)) as loop:
+                v = to_compute(context, builder,
+                               read(builder.add(base, builder.mul(loop.index, const_i64(stride)))),
+                               xty.dtype)
+                b = builder.load(best)
+                if isinstance(v.type, (ir.FloatType, ir.DoubleType)):
+                    better = builder.fcmp_ordered(">" if is_max else "<", v, b)
+                    # the first NaN wins and then stays (numpy.argmax/argmin)
+                    b_nan = builder.fcmp_unordered("uno", b, b)
+                    v_nan = builder.fcmp_unordered("uno", v, v)
+                    take = builder.and_(builder.not_(b_nan), builder.or_(better, v_nan))
+                elif v.type.width == 1:
+                    take = builder.and_(v, builder.not_(b)) if is_max else \
+                        builder.and_(b, builder.not_(v))
+                else:
+                    take = builder.icmp_signed(">" if is_max else "<", v, b)
+                builder.store(builder.select(take, v, b), best)
+                k32 = builder.trunc(loop.index, i32)
+                builder.store(builder.select(take, k32, builder.load(where)), where)
+            out.append(builder.load(where))
+        return make_fragment(builder, res, out)
+
+    return lower
+
+
+lowering_rule("argmax")(_arg_lowering("argmax"))
+lowering_rule("argmin")(_arg_lowering("argmin"))
+
+
+@lowering_rule("cumsum")
+def lower_cumsum(context, builder, sig, args):
+    xty, axty, _dty = sig.args
+    res = sig.return_type
+    axis = reduction_axis("cumsum", xty, axty)
+    read = stage(builder, xty.dtype, xty.layout, fragment_elements(
+        builder, args[0], xty.layout.elems_per_thread))
+    ct = dtypes.compute_type(res.dtype)
+    ct_ll = context.get_value_type(ct)
+    stride = math.prod(xty.shape[axis + 1:])
+    out = []
+    for coords, _linear in dst_slots(builder, res.layout):
+        src = list(coords)
+        upto = builder.add(src[axis], const_i64(1))
+        src[axis] = const_i64(0)
+        base = linear_of(builder, xty.shape, src)
+        acc = cgutils.alloca_once_value(builder, _identity("sum", ct_ll))
+        with cgutils.for_range(builder, upto) as loop:
+            e = read(builder.add(base, builder.mul(loop.index, const_i64(stride))))
+            v = to_compute(context, builder, convert(context, builder, e, xty.dtype, res.dtype),
+                           res.dtype)
+            builder.store(_combine(builder, "sum", builder.load(acc), v), acc)
+        out.append(from_compute(context, builder, builder.load(acc), res.dtype))
+    return make_fragment(builder, res, out)

@@ -58,3 +58,27 @@ def _rule(name):
 
 for _n in ("sum", "prod", "max", "min"):
     _rule(_n)
+
+
+def _arg_rule(name):
+    @typing_rule(name)
+    def rule(x, axis, keepdims):
+        if not isinstance(x, TileType):
+            raise fail(name, "x", "a tile", x)
+        a = reduction_axis(name, x, axis)
+        keep = keepdims_value(name, keepdims)
+        return make_tile(dtypes.int32, result_shape(x, a, keep) or (1,))
+
+    return rule
+
+
+_arg_rule("argmax")
+_arg_rule("argmin")
+
+
+@typing_rule("cumsum")
+def type_cumsum(x, axis, dtype):
+    if not isinstance(x, TileType):
+        raise fail("cumsum", "x", "a tile", x)
+    reduction_axis("cumsum", x, axis)
+    return make_tile(result_dtype("cumsum", x, dtype), x.shape)

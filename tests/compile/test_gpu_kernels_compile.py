@@ -165,3 +165,15 @@ def test_other_reduction_kernels():
     for ax, shape in ((1, (4, 16, 8)), (2, (4, 8, 16))):
         no_local(r.reduce_3d.ptx(np.zeros(shape, np.float32), nt.partition(np.zeros((4, 8)), (4, 8)),
                                  ax))
+
+
+def test_arg_and_scan_kernels():
+    from tests.gpu import test_reductions as r
+    for dt in (np.float32, np.float16, np.int32):
+        for op in (0, 1):
+            no_local(r.arg_kernel.ptx(np.zeros((40, 32), dt), nt.partition(np.zeros(40, np.int32), 16),
+                                      16, 32, op))
+        for ax in (0, 1):
+            no_local(r.cumsum_kernel.ptx(np.zeros((16, 32), dt),
+                                         nt.partition(np.zeros((16, 32), np.float32), (16, 32)),
+                                         16, 32, ax))

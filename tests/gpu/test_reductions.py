@@ -107,3 +107,47 @@ def test_reduction_argument_errors():
         bad_axis(x, nt.partition(np.zeros(1, np.float32), 1), interpret=True)
     with pytest.raises(nt.errors.TileTypingError, match="narrowing"):
         narrowing(x, nt.partition(np.zeros(1, np.float32), 1), interpret=True)
+
+
+@nt.jit
+def arg_kernel(x, out: nt.Partition[("BM",)], BM: nt.Constant, BN: nt.Constant, OP: nt.Constant):
+    t = nt.load(x, (nt.bid(0), 0), (BM, BN))
+    if OP == 0:
+        r = nt.argmax(t, 1)
+    else:
+        r = nt.argmin(t, 1)
+    nt.store(out, r)
+
+
+@pytest.mark.parametrize("op", [0, 1], ids=["argmax", "argmin"])
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int32], ids=lambda d: np.dtype(d).name)
+def test_argmax_argmin_with_ties_and_nan(tile_backend, op, dt):
+    rng = np.random.default_rng()
+    xh = rng.integers(-5, 5, (40, 32)).astype(dt)          # many ties
+    if np.dtype(dt).kind == "f":
+        xh[3, 7] = np.nan
+        xh[3, 20] = np.nan                                  # first NaN wins
+        xh[9, 0] = np.inf
+    out = tile_backend.asarray(np.zeros(40, np.int32))
+    tile_backend.run(arg_kernel, tile_backend.asarray(xh), nt.partition(out, 16), 16, 32, op)
+    ref = (np.argmax if op == 0 else np.argmin)(xh, axis=1)
+    np.testing.assert_array_equal(tile_backend.to_numpy(out), ref)
+
+
+@nt.jit
+def cumsum_kernel(x, out: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                  AX: nt.Constant):
+    nt.store(out, nt.cumsum(nt.load_like(x, out), AX, dtype=nt.float32))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int32], ids=lambda d: np.dtype(d).name)
+def test_cumsum_along_each_axis_of_a_tile(tile_backend, axis, dt):
+    rng = np.random.default_rng()
+    bm, bn = 16, 32
+    xh = (rng.standard_normal((bm, bn)) * 4).astype(dt)
+    out = tile_backend.asarray(np.zeros((bm, bn), np.float32))
+    tile_backend.run(cumsum_kernel, tile_backend.asarray(xh), nt.partition(out, (bm, bn)), bm, bn,
+                     axis)
+    np.testing.assert_allclose(tile_backend.to_numpy(out),
+                               np.cumsum(xh.astype(np.float64), axis=axis), rtol=1e-5, atol=1e-4)
