@@ -64,14 +64,16 @@ _finalize()
 
 __version__ = "0.1.0"
 
+# ``abs``, ``sum``, ``max`` and ``min`` are left out of ``__all__`` so that a star import
+# does not shadow Python's builtins; use them as ``numba_tile.sum`` etc.
 __all__ = [
     "jit", "Kernel", "Tensor", "Partition", "Mutable", "Constant", "partition", "synchronize",
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "astype", "minimum", "maximum",
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "sin", "cos",
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
     "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",
-    "sum", "prod", "max", "min", "argmax", "argmin", "cumsum",
+    "prod", "argmax", "argmin", "cumsum",
     "gather", "scatter", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
 ]
