@@ -66,6 +66,9 @@ __version__ = "0.1.0"
 
 # ``abs``, ``sum``, ``max`` and ``min`` are left out of ``__all__`` so that a star import
 # does not shadow Python's builtins; use them as ``numba_tile.sum`` etc.
+# re-exported on purpose, outside __all__ (see above)
+_PUBLIC_NOT_STARRED = (abs, max, min, sum)
+
 __all__ = [
     "jit", "Kernel", "Tensor", "Partition", "Mutable", "Constant", "partition", "synchronize",
     "gpu_available", "errors",

@@ -1,10 +1,12 @@
 """Lowering of the reductions: sum, prod, max, min along one axis.
 
-This first version stages the tile in shared memory (:func:`layouts.stage`) and lets each
-thread reduce, for each element of the result it holds, the ``S[axis]`` source elements in
-a loop, accumulating in the compute type (float32 for 16-bit floats). It is exact in its
-NaN and accumulation rules but serial along the axis; the warp-shuffle tree (registers,
-then shuffles within a warp, then shared memory across warps) replaces it for speed.
+Along the last axis (rows: softmax, norms) the reduction is a tree: each thread combines
+its own elements of a row in registers, the lanes holding one row combine with butterfly
+``shfl.sync`` shuffles, and the warps holding one row combine through a small shared-memory
+buffer (``_last_axis_tree``). Along any other axis (and for argmax, argmin, cumsum) a
+first, serial version stages the tile in shared memory (:func:`layouts.stage`) and each
+thread reduces its output elements in a loop. Both accumulate in the compute type (float32
+for 16-bit floats) and follow NumPy's NaN rules.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from numba.cuda import cgutils, types
 from .. import dtypes
 from .._registry import lowering_rule
 from ..typing.reduction import keepdims_value, reduction_axis
-from .common import I1, const_i64, convert, fragment_elements, from_compute, make_fragment, to_compute
-from .layouts import dst_slots, linear_of, stage
+from .common import (I1, const_i64, convert, fragment_elements, from_compute, is_storing_thread,
+                     make_fragment, thread_index, to_compute)
+from .layouts import barrier, dst_slots, linear_of, stage
 
 
 def _identity(name, ct):
@@ -48,16 +51,142 @@ def _combine(builder, name, acc, v):
     return builder.select(better, v, acc)
 
 
+def _shfl_bfly(builder, value, offset: int):
+    """``shfl.sync.bfly.b32`` over the full warp (64-bit values as two 32-bit halves)."""
+    i32 = ir.IntType(32)
+    asm = ir.InlineAsm(ir.FunctionType(i32, [i32, i32]),
+                       "shfl.sync.bfly.b32 $0, $1, $2, 0x1f, 0xffffffff;", "=r,r,r",
+                       side_effect=True)
+    off = ir.Constant(i32, offset)
+    t = value.type
+    if isinstance(t, ir.IntType) and t.width < 32:
+        return builder.trunc(builder.call(asm, [builder.zext(value, i32), off]), t)
+    if isinstance(t, ir.FloatType):
+        return builder.bitcast(builder.call(asm, [builder.bitcast(value, i32), off]), t)
+    if isinstance(t, ir.IntType) and t.width == 32:
+        return builder.call(asm, [value, off])
+    i64 = ir.IntType(64)
+    bits = builder.bitcast(value, i64) if not isinstance(t, ir.IntType) else value
+    lo = builder.call(asm, [builder.trunc(bits, i32), off])
+    hi = builder.call(asm, [builder.trunc(builder.lshr(bits, ir.Constant(i64, 32)), i32), off])
+    out = builder.or_(builder.zext(lo, i64), builder.shl(builder.zext(hi, i64), ir.Constant(i64, 32)))
+    return builder.bitcast(out, t) if not isinstance(t, ir.IntType) else out
+
+
+def last_axis_plan(layout, C: int):
+    """How a reduction along a last axis of extent ``C`` groups ``layout``'s threads.
+
+    Returns:
+        ``(group, reps_per_row, lanes, warps_per_row)``: threads holding one row, repetitions
+        of a thread that hold one row, lanes combined by shuffles (at most a warp), and warps
+        whose partials meet in shared memory.
+    """
+    K = C // layout.vec
+    TU = layout.threads_used
+    group, rpr = (K, 1) if K <= TU else (TU, K // TU)
+    return group, rpr, min(group, 32), max(1, group // 32)
+
+
+def row_of_partial(layout, C: int, thread: int, j: int) -> int:
+    """Row whose partial ``j`` thread ``thread`` (< threads_used) holds."""
+    K = C // layout.vec
+    TU = layout.threads_used
+    return j * (TU // K) + thread // K if K <= TU else j
+
+
+def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
+    """Reduce along the last axis: registers, then butterfly shuffles among the lanes that
+    hold one row, then shared memory across the warps that hold one row.
+
+    Row-major blocked layout (``layout.py``): a row of ``C`` elements is ``K = C / vec``
+    consecutive chunks. When ``K <= threads_used`` a row lies in one repetition, on ``K``
+    consecutive threads; otherwise a row spans ``K / threads_used`` repetitions of every
+    thread. Each thread first combines its own elements of a row, lanes of one warp combine
+    with ``log2`` butterfly shuffles, and one lane per (row, warp) leaves its partial in shared
+    memory; each thread then combines the partials of the rows its result slots hold.
+    """
+    lay = xty.layout
+    V, TU, R = lay.vec, lay.threads_used, lay.reps
+    C = xty.shape[-1]
+    K = C // V
+    group, rpr, lanes, warps_per_row = last_axis_plan(lay, C)
+    n_rows = lay.numel // C
+
+    def value(i):
+        e = elems[i]
+        if name in ("sum", "prod"):
+            e = convert(context, builder, e, xty.dtype, res.dtype)
+        return to_compute(context, builder, e, res.dtype)
+
+    partials = []
+    for j in range(R // rpr):
+        acc = _identity(name, ct_ll)
+        for r in range(j * rpr, (j + 1) * rpr):
+            for v in range(V):
+                acc = _combine(builder, name, acc, value(r * V + v))
+        off = lanes // 2
+        while off >= 1:
+            acc = _combine(builder, name, acc, _shfl_bfly(builder, acc, off))
+            off //= 2
+        partials.append(acc)
+
+    # shared memory: partials[row * warps_per_row + warp_of_row]
+    from .layouts import _counter
+    is_bit = isinstance(ct_ll, ir.IntType) and ct_ll.width == 1
+    slot_ty = ir.IntType(8) if is_bit else ct_ll
+    nslots = n_rows * warps_per_row
+    arr_ty = ir.ArrayType(slot_ty, nslots)
+    gv = ir.GlobalVariable(builder.module, arr_ty, name=f"__numba_tile_red_{next(_counter)}",
+                           addrspace=3)
+    gv.linkage = "internal"
+    gv.initializer = ir.Constant(arr_ty, ir.Undefined)
+    base = builder.bitcast(gv, slot_ty.as_pointer(3))
+    t = thread_index(builder)
+    t_eff = builder.and_(t, const_i64(TU - 1)) if TU < lay.num_threads else t
+    owner = is_storing_thread(builder, lay)
+    writer = builder.and_(owner, builder.icmp_unsigned(
+        "==", builder.and_(t_eff, const_i64(lanes - 1)), const_i64(0)))
+    warp_slot = builder.lshr(builder.and_(t_eff, const_i64(group - 1)), const_i64(5)) \
+        if warps_per_row > 1 else const_i64(0)
+    barrier(builder)
+    with builder.if_then(writer):
+        for j, p in enumerate(partials):
+            if K <= TU:
+                row = builder.add(const_i64(j * (TU // K)), builder.lshr(t_eff, const_i64(
+                    K.bit_length() - 1)))
+            else:
+                row = const_i64(j)
+            idx = builder.add(builder.mul(row, const_i64(warps_per_row)), warp_slot)
+            val = builder.zext(p, slot_ty) if slot_ty != ct_ll else p
+            builder.store(val, builder.gep(base, [idx]))
+    barrier(builder)
+    out = []
+    for _coords, linear in dst_slots(builder, res.layout):
+        acc = _identity(name, ct_ll)
+        for w in range(warps_per_row):
+            idx = builder.add(builder.mul(linear, const_i64(warps_per_row)), const_i64(w))
+            v = builder.load(builder.gep(base, [idx]))
+            if slot_ty != ct_ll:
+                v = builder.trunc(v, ct_ll)
+            acc = _combine(builder, name, acc, v)
+        out.append(from_compute(context, builder, acc, res.dtype))
+    return out
+
+
 def _lowering(name):
     def lower(context, builder, sig, args):
         xty, axty, kty, _dty = sig.args
         res = sig.return_type
         axis = reduction_axis(name, xty, axty)
         keep = keepdims_value(name, kty)
-        read = stage(builder, xty.dtype, xty.layout, fragment_elements(
-            builder, args[0], xty.layout.elems_per_thread))
         ct = dtypes.compute_type(res.dtype)
         ct_ll = context.get_value_type(ct) if ct != types.boolean else I1
+        if axis == xty.ndim - 1:
+            elems = fragment_elements(builder, args[0], xty.layout.elems_per_thread)
+            return make_fragment(builder, res, _last_axis_tree(context, builder, name, xty, res,
+                                                               elems, ct_ll))
+        read = stage(builder, xty.dtype, xty.layout, fragment_elements(
+            builder, args[0], xty.layout.elems_per_thread))
         stride = math.prod(xty.shape[axis + 1:])
         out = []
         for coords, _linear in dst_slots(builder, res.layout):

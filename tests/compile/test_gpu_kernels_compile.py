@@ -177,3 +177,13 @@ def test_arg_and_scan_kernels():
             no_local(r.cumsum_kernel.ptx(np.zeros((16, 32), dt),
                                          nt.partition(np.zeros((16, 32), np.float32), (16, 32)),
                                          16, 32, ax))
+
+
+def test_row_reductions_use_warp_shuffles():
+    from tests.gpu import test_reductions as r
+    ptx = r.row_reduce.ptx(np.zeros((37, 64), np.float32),
+                           nt.partition(np.zeros((37, 1), np.float32), (16, 1)), 16, 64, 0)
+    assert "shfl.sync.bfly.b32" in ptx
+    ptx = r.sum_of_ones.ptx(np.ones(4096, np.float16), nt.partition(np.zeros(1, np.float16), 1),
+                            4096)
+    assert "shfl.sync.bfly.b32" in ptx and ".local" not in ptx
