@@ -173,6 +173,18 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
     return out
 
 
+def _first_source(coords, axis, keep, xty, res):
+    """Coordinates in ``xty`` of the first element (index 0 along ``axis``) that reduces into
+    the result element at ``coords``."""
+    if keep:
+        src = list(coords)
+        src[axis] = const_i64(0)
+        return src
+    if len(res.shape) == len(xty.shape) - 1:
+        return list(coords[:axis]) + [const_i64(0)] + list(coords[axis:])
+    return [const_i64(0)]                  # a 1-D tile reduced to shape (1,)
+
+
 def _lowering(name):
     def lower(context, builder, sig, args):
         xty, axty, kty, _dty = sig.args
@@ -190,13 +202,7 @@ def _lowering(name):
         stride = math.prod(xty.shape[axis + 1:])
         out = []
         for coords, _linear in dst_slots(builder, res.layout):
-            if keep:
-                src = list(coords)
-                src[axis] = const_i64(0)
-            elif len(res.shape) == len(xty.shape) - 1:
-                src = list(coords[:axis]) + [const_i64(0)] + list(coords[axis:])
-            else:                          # a 1-D tile reduced to shape (1,)
-                src = [const_i64(0)]
+            src = _first_source(coords, axis, keep, xty, res)
             base = linear_of(builder, xty.shape, src)
             acc = cgutils.alloca_once_value(builder, _identity(name, ct_ll))
             with cgutils.for_range(builder, const_i64(xty.shape[axis])) as loop:
@@ -230,13 +236,7 @@ def _arg_lowering(name):
         i32 = ir.IntType(32)
         out = []
         for coords, _linear in dst_slots(builder, res.layout):
-            if keep:
-                src = list(coords)
-                src[axis] = const_i64(0)
-            elif len(res.shape) == len(xty.shape) - 1:
-                src = list(coords[:axis]) + [const_i64(0)] + list(coords[axis:])
-            else:
-                src = [const_i64(0)]
+            src = _first_source(coords, axis, keep, xty, res)
             base = linear_of(builder, xty.shape, src)
             first = to_compute(context, builder, read(base), xty.dtype)
             best = cgutils.alloca_once_value(builder, first)
