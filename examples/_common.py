@@ -22,3 +22,9 @@ def pick_backend():
             return False, cuda.to_device, lambda a: a.copy_to_host()
     print("no CUDA GPU found: running in the numba_tile interpreter (CPU, NumPy)")
     return True, np.array, np.array
+
+
+def dtype_name(array) -> str:
+    """The element type of a NumPy, CuPy, Numba or PyTorch array as a name numba_tile
+    accepts ("float32", "bfloat16", ...)."""
+    return str(array.dtype).replace("torch.", "")

@@ -13,7 +13,7 @@ Public API (everything else is private):
   :class:`Constant`; host side: :func:`partition`, :func:`synchronize`,
   :func:`gpu_available`;
 * ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`tiles`,
-  :func:`num_tiles`, :func:`where`,
+  :func:`num_tiles`, :func:`where`, :func:`filled`,
   :func:`astype`, :func:`minimum`, :func:`maximum`, math functions (:func:`exp`,
   :func:`exp2`, :func:`log`, :func:`log2`, :func:`sqrt`, :func:`rsqrt`, :func:`abs`,
   :func:`tanh`, :func:`sigmoid`, :func:`sin`, :func:`cos`, :func:`floor`, :func:`ceil`),
@@ -41,7 +41,7 @@ from .kernel import Constant, Kernel, Mutable, Partition, Tensor, jit
 from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, atomic_cas,
                        atomic_max, cumsum,
                        atomic_min, atomic_xchg, bid, broadcast_to, ceil, cos, exp, exp2,
-                       expand_dims, floor, full, gather, max, min, permute, prod, reshape,
+                       expand_dims, filled, floor, full, gather, max, min, permute, prod, reshape,
                        scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
                        sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
@@ -72,7 +72,7 @@ _PUBLIC_NOT_STARRED = (abs, max, min, sum)
 __all__ = [
     "jit", "Kernel", "Tensor", "Partition", "Mutable", "Constant", "partition", "synchronize",
     "gpu_available", "errors",
-    "load", "load_like", "store", "tiles", "where", "astype", "minimum", "maximum",
+    "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
     "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",

@@ -153,6 +153,22 @@ def _typing_loc():
     return None
 
 
+def _argument_type(d: OpDef, ty):
+    """The type an op's lowering receives for an argument of type ``ty``: elementwise ops
+    take tiles in any layout; the others get them in the blocked layout (Numba inserts the
+    conversion, ``lowering/elementwise.py``'s cast), and unchecked ops without their
+    valid extents (they ignore validity: their ``mask=`` says which lanes act)."""
+    from .typing.types import TileType   # late: avoids an import cycle
+    if not isinstance(ty, TileType) or d.family == "elementwise":
+        return ty
+    from .layout import BlockedLayout
+    from .typing.common import make_tile
+    masked = ty.masked and d.family != "unchecked"
+    if isinstance(ty.layout, BlockedLayout) and masked == ty.masked:
+        return ty
+    return make_tile(ty.dtype, ty.shape, masked=masked)
+
+
 def _make_template(d: OpDef):
     from . import compiler_context  # late: avoids an import cycle
 
@@ -189,7 +205,7 @@ def _make_template(d: OpDef):
             # typed (maybe on Numba's second, non-literal attempt): earlier errors at this
             # call are void
             compiler_context.clear_errors(loc)
-            sig = signature(ret, *folded)
+            sig = signature(ret, *(_argument_type(d, a) for a in folded))
             if d.stub is not None:
                 sig = sig.replace(pysig=d.pysig)
             return sig

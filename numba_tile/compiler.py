@@ -123,6 +123,13 @@ def _translate(exc: Exception, ctx) -> Exception:
 
 
 _HINTS = [
+    (re.compile(r"Cannot unify Tile\[[^\n]*\] and Tile\[[^\n]*masked\]|"
+                r"Cannot unify Tile\[[^\n]*masked\] and Tile\["),
+     "a variable holds a masked tile (loaded without padding=: its elements past the array's "
+     "edge are invalid, and reductions skip them) and an unmasked one (as a loop's "
+     "accumulator started with zeros()). An accumulator would lose the elements one step "
+     "left invalid: load with a padding value (padding=0 for a running sum) or add "
+     "filled(tile, 0)"),
     (re.compile(r">>> (bool|truth)\(Tile\["),
      "a tile has no truth value (Python `if`/`while`/`and`/`or` on a tile): choose elementwise "
      "with where(cond, x, y)"),

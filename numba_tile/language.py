@@ -21,7 +21,7 @@ from ._registry import op, operator_op
 
 
 @op("memory", reads=(0,))
-def load(x, index=None, shape=None, padding=0):
+def load(x, index=None, shape=None, padding=None):
     """Load a tile from a tensor, or a partition's own tile.
 
     Args:
@@ -31,17 +31,24 @@ def load(x, index=None, shape=None, padding=0):
             minted by ``tiles(x)``.
         index (tuple of ndim int): tile index, in tile units (not elements); runtime
             values. A tile wholly or partly outside the array (a negative index, or one
-            past the end) reads ``padding`` there: loads never fault.
+            past the end) is not read there: loads never fault.
         shape (tuple of ndim int, static): tile shape, powers of two: integer literals,
             Constant parameters or integer arithmetic on them (``2 * BLOCK``). At most
             256 elements per thread (``numel / (32 * num_warps)``).
-        padding (scalar): value of elements outside the array; zero by default; for
-            float arrays also ``float('nan')``, ``float('inf')``, ``-float('inf')``. It
-            must be representable in x's dtype (no float padding for an integer array,
-            no out-of-range int): it is converted to x's dtype.
+        padding (scalar or None): None (the default): the elements outside the array are
+            *invalid*: the tile is masked, reductions skip them and stores do not write
+            them, through any elementwise ops in between (case E2: the variance of a row
+            loaded at an edge counts only its real elements). A value: the elements
+            outside the array hold it and count as ordinary elements, as Triton's
+            ``other=`` (``-inf`` before a max, ``0`` before a running sum); for float
+            arrays also ``float('nan')``, ``float('inf')``, ``-float('inf')``. It must be
+            representable in x's dtype (no float padding for an integer array, no
+            out-of-range int): it is converted to x's dtype.
 
     Returns:
-        Tile[shape] of x's dtype. Elements outside the array hold ``padding``.
+        Tile[shape] of x's dtype; masked when ``padding`` is None (its invalid elements
+        hold zeros, which no reduction or store reads; :func:`filled` turns them into a
+        value and the tile into an unmasked one).
 
     Raises:
         TileTypingError: missing or non-static shape, rank mismatch, a shape over the
@@ -52,7 +59,7 @@ def load(x, index=None, shape=None, padding=0):
 
 
 @op("memory", reads=(0,))
-def load_like(x, like, padding=0, index=None):
+def load_like(x, like, padding=None, index=None):
     """Load the tile of ``x`` that sits where the block's own tile of ``like`` sits (or, with
     ``index`` from ``tiles(like)``, where that tile sits).
 
@@ -65,12 +72,13 @@ def load_like(x, like, padding=0, index=None):
         x (Tensor[dtype, ndim] | Partition): the array to read; same rank as ``like``;
             ``like`` itself is allowed (its own tile).
         like (Partition): the partition whose own tile index and tile shape are used.
-        padding (scalar): value of elements outside ``x`` (see :func:`load`).
+        padding (scalar or None): value of elements outside ``x``; None (the default):
+            they are invalid, the tile is masked (see :func:`load`).
         index (PartitionIndex of ``like``): a tile index minted by ``tiles(like)``; required
             when ``like`` is mapped onto a fixed number of blocks.
 
     Returns:
-        Tile[like.tile_shape] of x's dtype.
+        Tile[like.tile_shape] of x's dtype, masked when ``padding`` is None.
 
     Raises:
         TileTypingError: ``like`` is not a partition, the ranks differ, ``x`` is another
@@ -394,6 +402,28 @@ for _name, _key, _n in [
     ("builtin_abs", abs, 1),
 ]:
     operator_op(_name, "elementwise", _key, _n)
+
+
+@op("elementwise")
+def filled(x, value):
+    """The tile with its invalid elements replaced by ``value``, unmasked (as
+    ``numpy.ma.filled``): every element is then valid, reductions count them all.
+
+    A masked tile (loaded without ``padding=``) cannot flow into a variable that also holds
+    an unmasked one, as the accumulator of a loop (``acc = zeros(...)`` then
+    ``acc = acc + load(...)``): the accumulator would lose the elements one step left
+    invalid. Load with ``padding=0`` there, or add ``filled(t, 0)``.
+
+    Args:
+        x (Tile[S]): a tile; an unmasked one is returned as it is.
+        value (scalar): the value of the invalid elements, representable in x's dtype.
+
+    Returns:
+        Tile[S] of x's dtype, unmasked.
+
+    Raises:
+        TileTypingError: ``x`` is not a tile, or ``value`` does not fit x's dtype.
+    """
 
 
 @op("elementwise")

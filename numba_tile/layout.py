@@ -114,3 +114,51 @@ class BlockedLayout:
 
     def describe(self) -> str:
         return f"blocked(vec={self.vec}, threads={self.threads_used}/{self.num_threads}, reps={self.reps})"
+
+
+@dataclass(frozen=True)
+class SliceLayout:
+    """The layout of a reduction's result kept next to its operand (Triton's
+    ``SliceLayout``): the tile of ``parent.shape`` with ``axis`` reduced to extent 1.
+
+    Fragment slot ``i`` of a thread holds the reduced value of the line (along ``axis``)
+    through the element slot ``i`` of ``parent`` holds in that thread: the value is
+    replicated along the reduced axis, so an elementwise op between this tile and a tile
+    in ``parent`` broadcasts it with no data movement (``x - max(x, 1, keepdims=True)``).
+    Any other consumer converts it to the blocked layout of its shape first.
+
+    Args:
+        parent: the blocked layout of the reduced tile.
+        axis: the reduced axis.
+    """
+
+    parent: BlockedLayout
+    axis: int
+
+    @cached_property
+    def shape(self) -> tuple:
+        return tuple(1 if d == self.axis else s for d, s in enumerate(self.parent.shape))
+
+    @property
+    def num_threads(self) -> int:
+        return self.parent.num_threads
+
+    @cached_property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def elems_per_thread(self) -> int:
+        return self.parent.elems_per_thread
+
+    def linear_index(self, thread: int, slot: int) -> int:
+        """Row-major index in this tile (of ``shape``) of fragment slot ``slot``."""
+        coords = list(self.parent.coords(self.parent.linear_index(thread, slot)))
+        coords[self.axis] = 0
+        lin = 0
+        for s, c in zip(self.shape, coords):
+            lin = lin * s + c
+        return lin
+
+    def describe(self) -> str:
+        return f"slice(axis={self.axis}, of {self.parent.describe()})"

@@ -39,5 +39,28 @@ def compute_array(v, dt) -> np.ndarray:
     return np.asarray(np.asarray(v).astype(np_dt), dtype=ct)
 
 
-def result(values: np.ndarray, dt) -> InterpTile:
-    return InterpTile(np.asarray(values).astype(dtypes.to_numpy(dt)), dt)
+def result(values: np.ndarray, dt, extents=None) -> InterpTile:
+    return InterpTile(np.asarray(values).astype(dtypes.to_numpy(dt)), dt, extents)
+
+
+def broadcast_extents(tile: InterpTile, shape: tuple) -> tuple:
+    """A tile's valid extents broadcast to ``shape`` (as the compiled kernel: an axis of
+    extent 1 stretches and is valid along all of it when its one element is)."""
+    ext = tile.extents if tile.extents is not None else tile.shape
+    lead = len(shape) - len(ext)
+    out = list(shape[:lead])
+    for d, (s, e) in enumerate(zip(tile.shape, ext)):
+        n = shape[lead + d]
+        out.append(e * n if s == 1 and n != 1 else e)
+    return tuple(out)
+
+
+def result_extents(operands, shape):
+    """Valid extents of an elementwise result of ``shape``: the intersection of its masked
+    operands' (None when none is masked)."""
+    out = None
+    for v in operands:
+        if isinstance(v, InterpTile) and v.extents is not None:
+            e = broadcast_extents(v, tuple(shape))
+            out = e if out is None else tuple(min(a, b) for a, b in zip(out, e))
+    return out

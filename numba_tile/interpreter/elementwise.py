@@ -10,7 +10,7 @@ from .. import dtypes
 from .._registry import interp_rule
 from ..language import MATH_FUNCTIONS
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
-from .common import compute_array, operand_dtype, result
+from .common import compute_array, operand_dtype, result, result_extents
 from .values import InterpTile
 
 _NUMPY_BINARY = {
@@ -46,7 +46,8 @@ def _binary(name):
         f = _int_power if name == "pow" and dtypes.is_int(dt) else fn
         with np.errstate(all="ignore"):
             r = f(compute_array(a, dt), compute_array(b, dt))
-        return result(r, dtypes.bool_ if name in COMPARISON else dt)
+        return result(r, dtypes.bool_ if name in COMPARISON else dt,
+                      result_extents((a, b), np.shape(r)))
 
     return rule
 
@@ -60,7 +61,7 @@ def _unary(name, fn):
     def rule(a):
         with np.errstate(all="ignore"):
             return result(fn(compute_array(a, a.dtype)) if not (name == "invert" and dtypes.is_bool(a.dtype))
-                          else np.logical_not(a.data), a.dtype)
+                          else np.logical_not(a.data), a.dtype, a.extents)
 
     return rule
 
@@ -83,7 +84,16 @@ def interp_where(cond, x, y):
     np_dt = dtypes.to_numpy(dt)
     xv = x.data.astype(np_dt) if isinstance(x, InterpTile) else np.asarray(x).astype(np_dt)
     yv = y.data.astype(np_dt) if isinstance(y, InterpTile) else np.asarray(y).astype(np_dt)
-    return result(np.where(cond.data, xv, yv), dt)
+    r = np.where(cond.data, xv, yv)
+    return result(r, dt, result_extents((cond, x, y), r.shape))
+
+
+@interp_rule("filled")
+def interp_filled(x, value):
+    if x.extents is None:
+        return InterpTile(x.data, x.dtype)
+    fill = np.asarray(value).astype(dtypes.to_numpy(x.dtype))
+    return result(np.where(x.valid(), x.data, fill), x.dtype)
 
 
 @interp_rule("astype")
@@ -93,14 +103,15 @@ def interp_astype(x, dtype):
     if dtypes.is_half(x.dtype):
         src = src.astype(np.float32)
     with np.errstate(all="ignore"):
-        return result(src.astype(dtypes.to_numpy(dt)), dt)
+        return result(src.astype(dtypes.to_numpy(dt)), dt, x.extents)
 
 
 def _minmax(name, fn):
     @interp_rule(name)
     def rule(x, y):
         dt = operand_dtype(x, y)
-        return result(fn(compute_array(x, dt), compute_array(y, dt)), dt)
+        r = fn(compute_array(x, dt), compute_array(y, dt))
+        return result(r, dt, result_extents((x, y), np.shape(r)))
 
     return rule
 
@@ -124,7 +135,7 @@ def _math(name):
     def rule(x):
         dt = x.dtype if dtypes.is_float(x.dtype) else dtypes.float32
         with np.errstate(all="ignore"):
-            return result(fn(compute_array(x, dt)), dt)
+            return result(fn(compute_array(x, dt)), dt, x.extents)
 
     return rule
 

@@ -21,24 +21,30 @@ def _index(index):
 
 
 def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding) -> InterpTile:
-    """Tile ``index`` of ``shape`` of ``t.array``; elements outside hold ``padding``."""
+    """Tile ``index`` of ``shape`` of ``t.array``; elements outside hold ``padding``, or,
+    with ``padding=None``, zeros and the tile is masked (its valid extents recorded)."""
     np_dt = dtypes.to_numpy(t.dtype)
+    masked = padding is None
+    padding = 0 if masked else padding
     pad = np.asarray(padding).astype(np.float64 if dtypes.is_float(t.dtype) else np_dt) \
         if not dtypes.is_bool(t.dtype) else bool(padding)
     out = np.full(shape, pad).astype(np_dt)
+    extents = tuple(0 if i < 0 else max(0, min(s, ext - i * s))
+                    for i, s, ext in zip(index, shape, t.array.shape))
+    extents = extents if masked else None
     src, dst = [], []
     for i, s, ext in zip(index, shape, t.array.shape):
         lo, hi = i * s, min((i + 1) * s, ext)
         if i < 0 or lo >= ext:
-            return InterpTile(out, t.dtype)
+            return InterpTile(out, t.dtype, extents)
         src.append(slice(lo, hi))
         dst.append(slice(0, hi - lo))
     out[tuple(dst)] = t.array[tuple(src)]
-    return InterpTile(out, t.dtype)
+    return InterpTile(out, t.dtype, extents)
 
 
 @interp_rule("load")
-def interp_load(x, index=None, shape=None, padding=0):
+def interp_load(x, index=None, shape=None, padding=None):
     if isinstance(x, InterpPartition):
         idx = x.own_index() if index is None else _index(index)
         return read_tile(x, idx, x.tile_shape, padding)
@@ -46,7 +52,7 @@ def interp_load(x, index=None, shape=None, padding=0):
 
 
 @interp_rule("load_like")
-def interp_load_like(x, like, padding=0, index=None):
+def interp_load_like(x, like, padding=None, index=None):
     idx = like.own_index() if index is None else _index(index)
     return read_tile(x, idx, like.tile_shape, padding)
 
@@ -64,8 +70,11 @@ def interp_store(z, tile, index=None):
     else:
         values = np.full(z.tile_shape, tile).astype(dtypes.to_numpy(z.dtype))
     dst, src = [], []
-    for i, s, ext in zip(idx, z.tile_shape, z.array.shape):
-        lo, hi = i * s, min((i + 1) * s, ext)
+    valid = tile.extents if isinstance(tile, InterpTile) and tile.extents is not None \
+        else z.tile_shape
+    for i, s, ext, e in zip(idx, z.tile_shape, z.array.shape, valid):
+        lo, hi = i * s, min((i + 1) * s, ext, i * s + e)     # a masked tile: its valid box
+        hi = max(lo, hi)
         dst.append(slice(lo, hi))
         src.append(slice(0, hi - lo))
     z.record_writes(tuple(dst))
@@ -79,9 +88,10 @@ def _store_mutable(z, tile, idx):
     src = tile.data.astype(np.float32) if dtypes.is_half(tile.dtype) else tile.data
     values = src.astype(dtypes.to_numpy(z.dtype))
     dst, sel = [], []
-    for i, s, ext in zip(idx, tile.shape, z.array.shape):
-        lo, hi = i * s, min((i + 1) * s, ext)
-        if i < 0 or lo >= ext:
+    valid = tile.extents if tile.extents is not None else tile.shape
+    for i, s, ext, e in zip(idx, tile.shape, z.array.shape, valid):
+        lo, hi = i * s, min((i + 1) * s, ext, i * s + e)
+        if i < 0 or lo >= hi:
             return
         dst.append(slice(lo, hi))
         sel.append(slice(0, hi - lo))

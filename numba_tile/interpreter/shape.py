@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._registry import interp_rule
+from .common import broadcast_extents
 from .values import InterpTile
 
 
@@ -12,26 +13,46 @@ def _shape(s):
     return (s,) if isinstance(s, int) else tuple(s)
 
 
+def _unit_axes_extents(x, shape):
+    """A masked tile's extents after axes of extent 1 are added or dropped (the only
+    reshape of a masked tile the typing allows)."""
+    if x.extents is None:
+        return None
+    big = [e for s, e in zip(x.shape, x.extents) if s != 1]
+    empty = any(e == 0 for s, e in zip(x.shape, x.extents) if s == 1)
+    it = iter(big)
+    return tuple(0 if empty else (1 if s == 1 else next(it)) for s in shape)
+
+
 @interp_rule("reshape")
 def interp_reshape(x, shape):
-    return InterpTile(x.data.reshape(_shape(shape)).copy(), x.dtype)
+    shape = _shape(shape)
+    return InterpTile(x.data.reshape(shape).copy(), x.dtype, _unit_axes_extents(x, shape))
 
 
 @interp_rule("expand_dims")
 def interp_expand_dims(x, axis):
-    return InterpTile(np.expand_dims(x.data, axis).copy(), x.dtype)
+    data = np.expand_dims(x.data, axis).copy()
+    return InterpTile(data, x.dtype, _unit_axes_extents(x, data.shape))
 
 
 @interp_rule("broadcast_to")
 def interp_broadcast_to(x, shape):
-    return InterpTile(np.broadcast_to(x.data, _shape(shape)).copy(), x.dtype)
+    shape = _shape(shape)
+    ext = broadcast_extents(x, shape) if x.extents is not None else None
+    return InterpTile(np.broadcast_to(x.data, shape).copy(), x.dtype, ext)
+
+
+def _permuted(x, dims):
+    ext = None if x.extents is None else tuple(x.extents[d] for d in dims)
+    return InterpTile(np.transpose(x.data, dims).copy(), x.dtype, ext)
 
 
 @interp_rule("permute")
 def interp_permute(x, dims):
-    return InterpTile(np.transpose(x.data, _shape(dims)).copy(), x.dtype)
+    return _permuted(x, _shape(dims))
 
 
 @interp_rule("transpose")
 def interp_transpose(x):
-    return InterpTile(x.data.T.copy(), x.dtype)
+    return _permuted(x, tuple(range(x.data.ndim))[::-1])

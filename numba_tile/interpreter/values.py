@@ -98,14 +98,27 @@ class InterpPartition(InterpTensor):
 
 
 class InterpTile:
-    """A tile in the interpreter: ``data`` (NumPy array of the tile's shape) and ``dtype``
-    (a numba_tile dtype). Operators dispatch to the registered interpreter rules."""
+    """A tile in the interpreter: ``data`` (NumPy array of the tile's shape), ``dtype``
+    (a numba_tile dtype) and, for a masked tile, ``extents``: its valid elements are
+    ``data[:extents[0], :extents[1], ...]`` (None: all valid). Operators dispatch to the
+    registered interpreter rules."""
 
     __array_priority__ = 1000
 
-    def __init__(self, data: np.ndarray, dtype):
+    def __init__(self, data: np.ndarray, dtype, extents=None):
         self.dtype = dtype
         self.data = np.asarray(data).astype(dtypes.to_numpy(dtype), copy=False)
+        self.extents = None if extents is None else tuple(int(e) for e in extents)
+
+    def valid(self) -> np.ndarray:
+        """Boolean array of the tile's shape: True at its valid elements."""
+        mask = np.ones(self.data.shape, bool)
+        if self.extents is not None:
+            for d, e in enumerate(self.extents):
+                idx = [None] * self.data.ndim
+                idx[d] = slice(None)
+                mask &= (np.arange(self.data.shape[d]) < e)[tuple(idx)]
+        return mask
 
     @property
     def shape(self):

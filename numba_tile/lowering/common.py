@@ -37,15 +37,76 @@ def block_index(builder) -> ir.Value:
 
 
 def fragment_elements(builder, value, count: int) -> list:
+    """The register elements of a tile value (a masked tile's extents are left out)."""
+    if isinstance(value.type, ir.LiteralStructType):
+        value = builder.extract_value(value, 0)
     return [builder.extract_value(value, i) for i in range(count)]
 
 
-def make_fragment(builder, tile_type, elems) -> ir.Value:
+def make_fragment(builder, tile_type, elems, extents=None) -> ir.Value:
+    """A tile value of ``tile_type`` from its register elements and, for a masked tile,
+    its valid extents (i64 values, one per axis)."""
     arrty = ir.ArrayType(element_llvm_type(tile_type.dtype), tile_type.layout.elems_per_thread)
     out = ir.Constant(arrty, ir.Undefined)
     for i, e in enumerate(elems):
         out = builder.insert_value(out, e, i)
+    if not getattr(tile_type, "masked", False):
+        return out
+    if extents is None:
+        raise AssertionError(f"lowering of a masked {tile_type} without extents")
+    ext = ir.Constant(ir.ArrayType(I64, tile_type.ndim), ir.Undefined)
+    for d, e in enumerate(extents):
+        ext = builder.insert_value(ext, e, d)
+    full = ir.Constant(ir.LiteralStructType([arrty, ext.type]), ir.Undefined)
+    return builder.insert_value(builder.insert_value(full, out, 0), ext, 1)
+
+
+def tile_extents(builder, ty, value) -> list:
+    """Valid extent of each axis of a tile (i64): its shape unless it is masked."""
+    if not ty.masked:
+        return [const_i64(s) for s in ty.shape]
+    ext = builder.extract_value(value, 1)
+    return [builder.extract_value(ext, d) for d in range(ty.ndim)]
+
+
+def umin(builder, a, b):
+    if isinstance(a, ir.Constant) and isinstance(b, ir.Constant):
+        return a if a.constant <= b.constant else b
+    return builder.select(builder.icmp_unsigned("<", a, b), a, b)
+
+
+def broadcast_extents(builder, ty, value, shape) -> list:
+    """Valid extents of tile ``ty`` broadcast to ``shape`` (NumPy rules: an axis of extent 1
+    stretches, and is valid along all of it when its one element is)."""
+    ext = tile_extents(builder, ty, value)
+    lead = len(shape) - ty.ndim
+    out = [const_i64(s) for s in shape[:lead]]
+    for d, (s, e) in enumerate(zip(ty.shape, ext)):
+        n = shape[lead + d]
+        out.append(builder.mul(e, const_i64(n)) if s == 1 and n != 1 else e)
     return out
+
+
+def result_extents(builder, operands, res) -> list | None:
+    """Valid extents of an elementwise result ``res``: the intersection of its masked
+    operands' (``operands``: ``(type, value)`` pairs, scalars allowed); None if unmasked."""
+    if not res.masked:
+        return None
+    out = None
+    for ty, v in operands:
+        if getattr(ty, "masked", False):
+            e = broadcast_extents(builder, ty, v, res.shape)
+            out = e if out is None else [umin(builder, a, b) for a, b in zip(out, e)]
+    return out
+
+
+def valid_bits(builder, coords, extents, axes=None) -> ir.Value:
+    """i1: the element at ``coords`` lies inside ``extents`` (along ``axes``, default all)."""
+    out = None
+    for d in (range(len(coords)) if axes is None else axes):
+        b = builder.icmp_unsigned("<", coords[d], extents[d])
+        out = b if out is None else builder.and_(out, b)
+    return out if out is not None else ir.Constant(I1, 1)
 
 
 def bf16_to_f32(builder, bits):
@@ -109,7 +170,11 @@ def constant_element(context, builder, pyvalue, dt):
 
 
 def padding_element(context, builder, padty, padval, dt):
-    """Padding argument (Omitted default or a runtime scalar) as an element of ``dt``."""
+    """Padding argument (Omitted default or a runtime scalar) as an element of ``dt``; no
+    padding (a masked load) leaves zeros in the invalid elements."""
+    if isinstance(padty, types.NoneType) or (isinstance(padty, types.Omitted)
+                                             and padty.value is None):
+        return constant_element(context, builder, 0, dt)
     if isinstance(padty, types.Omitted):
         return constant_element(context, builder, padty.value, dt)
     return scalar_to(context, builder, padval, padty, dt)

@@ -8,6 +8,7 @@ Math functions call libdevice (``__nv_expf``, ``__nv_exp``, ...).
 
 from __future__ import annotations
 
+import math
 import operator
 
 from llvmlite import ir
@@ -19,21 +20,30 @@ from .._registry import OPS, lowering_rule
 from ..language import MATH_FUNCTIONS
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
 from ..typing.types import TileType
-from .common import convert, from_compute, make_fragment, scalar_to, to_compute
-from .layouts import convert_layout
+from ..layout import SliceLayout
+from numba.cuda.cudaimpl import registry as cudaimpl_registry
+
+from .common import (const_i64, convert, fragment_elements, from_compute, make_fragment,
+                     result_extents, scalar_to, tile_extents, to_compute, valid_bits)
+from .layouts import convert_layout, dst_slots, linear_of, remap, same_distribution
 
 
 class Operand:
-    """A tile or scalar operand, read element by element as dtype ``dt`` in ``layout``
-    (a tile in another layout is converted through shared memory first)."""
+    """A tile or scalar operand, read element by element as dtype ``dt`` in ``layout``.
 
-    def __init__(self, context, builder, ty, value, dt, layout=None):
+    A tile in another layout moves first: not at all when it is a reduction's slice of
+    ``layout`` (or the same elements under added leading axes), else through shared memory
+    (a conversion, or a broadcast when its shape is smaller than ``shape``).
+    """
+
+    def __init__(self, context, builder, ty, value, dt, layout=None, shape=None):
         self.context, self.builder, self.ty, self.value, self.dt = context, builder, ty, value, dt
         if isinstance(ty, TileType):
             self.count = ty.layout.elems_per_thread
-            self._elems = [builder.extract_value(value, i) for i in range(self.count)]
+            self._elems = fragment_elements(builder, value, self.count)
             if layout is not None and layout != ty.layout:
-                self._elems = convert_layout(builder, ty.dtype, ty.layout, self._elems, layout)
+                self._elems = move(builder, ty, self._elems, layout,
+                                   ty.shape if shape is None else shape)
         else:
             self._scalar = scalar_to(context, builder, value, ty, dt)
 
@@ -46,6 +56,24 @@ class Operand:
     def compute(self, i):
         """Element ``i`` as a value of ``compute_type(dt)``."""
         return to_compute(self.context, self.builder, self.element(i), self.dt)
+
+
+def move(builder, ty, elems, layout, shape):
+    """Register elements of tile ``ty`` -> the elements of ``layout`` (of ``shape``, which
+    ``ty.shape`` broadcasts to)."""
+    if ty.shape == tuple(shape):
+        return convert_layout(builder, ty.dtype, ty.layout, elems, layout)
+    if isinstance(ty.layout, SliceLayout) and ty.layout.parent == layout:
+        return list(elems)
+    if math.prod(ty.shape) == math.prod(shape) and same_distribution(ty.layout, layout):
+        return list(elems)               # only axes of extent 1 added in front
+    lead = len(shape) - ty.ndim
+
+    def source(coords, linear):
+        src = [const_i64(0) if s == 1 else coords[lead + d] for d, s in enumerate(ty.shape)]
+        return linear_of(builder, ty.shape, src)
+
+    return remap(builder, ty.dtype, ty.layout, elems, layout, source)
 
 
 def _tile_of(*tys):
@@ -65,15 +93,16 @@ def _binary_lowering(name, key):
         if name == "truediv":
             dt = dtypes.true_divide_dtype(dt)
         ct = dtypes.compute_type(dt)
-        a = Operand(context, builder, aty, args[0], dt, res.layout)
-        b = Operand(context, builder, bty, args[1], dt, res.layout)
+        a = Operand(context, builder, aty, args[0], dt, res.layout, res.shape)
+        b = Operand(context, builder, bty, args[1], dt, res.layout, res.shape)
         rct = types.boolean if name in COMPARISON else ct
         impl = context.get_function(key, signature(rct, ct, ct))
         out = []
         for i in range(res.layout.elems_per_thread):
             v = impl(builder, (a.compute(i), b.compute(i)))
             out.append(v if name in COMPARISON else from_compute(context, builder, v, res.dtype))
-        return make_fragment(builder, res, out)
+        return make_fragment(builder, res, out,
+                             result_extents(builder, zip(sig.args, args), res))
 
     return lower
 
@@ -106,7 +135,7 @@ def _unary_lowering(name, key):
             else:
                 v = context.get_function(key, signature(ct, ct))(builder, (x,))
             out.append(from_compute(context, builder, v, res.dtype))
-        return make_fragment(builder, res, out)
+        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
     return lower
 
@@ -121,11 +150,25 @@ for _n, _k in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator
 def lower_where(context, builder, sig, args):
     cty, xty, yty = sig.args
     res = sig.return_type
-    c = Operand(context, builder, cty, args[0], dtypes.bool_, res.layout)
-    x = Operand(context, builder, xty, args[1], res.dtype, res.layout)
-    y = Operand(context, builder, yty, args[2], res.dtype, res.layout)
+    c = Operand(context, builder, cty, args[0], dtypes.bool_, res.layout, res.shape)
+    x = Operand(context, builder, xty, args[1], res.dtype, res.layout, res.shape)
+    y = Operand(context, builder, yty, args[2], res.dtype, res.layout, res.shape)
     out = [builder.select(c.element(i), x.element(i), y.element(i))
            for i in range(res.layout.elems_per_thread)]
+    return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+
+
+@lowering_rule("filled")
+def lower_filled(context, builder, sig, args):
+    xty, vty = sig.args
+    res = sig.return_type
+    elems = fragment_elements(builder, args[0], xty.layout.elems_per_thread)
+    if not xty.masked:
+        return make_fragment(builder, res, elems)
+    v = scalar_to(context, builder, args[1], vty, xty.dtype)
+    ext = tile_extents(builder, xty, args[0])
+    out = [builder.select(valid_bits(builder, coords, ext), e, v)
+           for e, (coords, _lin) in zip(elems, dst_slots(builder, xty.layout))]
     return make_fragment(builder, res, out)
 
 
@@ -136,7 +179,7 @@ def lower_astype(context, builder, sig, args):
     x = Operand(context, builder, xty, args[0], xty.dtype)
     out = [convert(context, builder, x.element(i), xty.dtype, res.dtype)
            for i in range(res.layout.elems_per_thread)]
-    return make_fragment(builder, res, out)
+    return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
 
 def _minmax_lowering(is_min):
@@ -144,8 +187,8 @@ def _minmax_lowering(is_min):
         xty, yty = sig.args
         res = sig.return_type
         dt = res.dtype
-        x = Operand(context, builder, xty, args[0], dt, res.layout)
-        y = Operand(context, builder, yty, args[1], dt, res.layout)
+        x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
+        y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
         out = []
         for i in range(res.layout.elems_per_thread):
             a, b = x.compute(i), y.compute(i)
@@ -160,7 +203,7 @@ def _minmax_lowering(is_min):
             else:
                 v = builder.select(builder.icmp_signed("<" if is_min else ">", a, b), a, b)
             out.append(from_compute(context, builder, v, dt))
-        return make_fragment(builder, res, out)
+        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
     return lower
 
@@ -194,10 +237,22 @@ def _math_lowering(name):
                 neg = builder.fsub(ir.Constant(v.type, -0.0), v)
                 r = builder.fdiv(one, builder.fadd(one, _libdevice(builder, "exp", neg)))
             out.append(from_compute(context, builder, r, res.dtype))
-        return make_fragment(builder, res, out)
+        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
     return lower
 
 
 for _n in MATH_FUNCTIONS:
     lowering_rule(_n)(_math_lowering(_n))
+
+
+@cudaimpl_registry.lower_cast(TileType, TileType)
+def cast_tile(context, builder, fromty, toty, val):
+    """A tile into another layout (a variable assigned in two layouts; an op that takes
+    blocked tiles), through shared memory unless the distributions coincide; or (unchecked
+    ops) without its valid extents."""
+    elems = fragment_elements(builder, val, fromty.layout.elems_per_thread)
+    if fromty.layout != toty.layout:
+        elems = convert_layout(builder, fromty.dtype, fromty.layout, elems, toty.layout)
+    extents = tile_extents(builder, fromty, val) if toty.masked else None
+    return make_fragment(builder, toty, elems, extents)

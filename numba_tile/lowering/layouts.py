@@ -20,6 +20,7 @@ from numba.cuda import cgutils
 
 from .. import compiler_context, dtypes
 from ..errors import TileTypingError
+from ..layout import BlockedLayout, SliceLayout
 from ..typing.types import element_llvm_type
 from .common import const_i64, is_storing_thread, thread_index
 
@@ -46,6 +47,8 @@ def chunk_linear(builder, layout, rep: int):
 def same_distribution(a, b) -> bool:
     """True when layouts ``a`` and ``b`` put the same row-major linear indices in the same
     fragment slots of the same threads (then a reshape between them moves no data)."""
+    if not (isinstance(a, BlockedLayout) and isinstance(b, BlockedLayout)):
+        return a == b
     return (a.num_threads == b.num_threads and a.numel == b.numel and a.vec == b.vec
             and a.threads_used == b.threads_used and a.reps == b.reps)
 
@@ -95,6 +98,15 @@ def stage(builder, dt, src_layout, elems):
     base = builder.bitcast(gv, smem_ty.as_pointer(3))
 
     barrier(builder)
+    if isinstance(src_layout, SliceLayout):
+        # every slot of a line holds the same value: owners of the parent write it, maybe
+        # several times, always the same value
+        with builder.if_then(is_storing_thread(builder, src_layout.parent)):
+            for e, (_coords, linear) in zip(elems, dst_slots(builder, src_layout)):
+                e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
+                builder.store(e, builder.gep(base, [linear]))
+        barrier(builder)
+        return _reader(builder, dt, base, smem_ty, reg_ty)
     owner = is_storing_thread(builder, src_layout)
     with builder.if_then(owner):
         k = 0
@@ -106,7 +118,10 @@ def stage(builder, dt, src_layout, elems):
                 e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
                 builder.store(e, builder.gep(base, [builder.add(start, const_i64(v))]))
     barrier(builder)
+    return _reader(builder, dt, base, smem_ty, reg_ty)
 
+
+def _reader(builder, dt, base, smem_ty, reg_ty):
     def read(linear):
         e = builder.load(builder.gep(base, [linear]))
         if dt == dtypes.bool_:
@@ -117,7 +132,15 @@ def stage(builder, dt, src_layout, elems):
 
 
 def dst_slots(builder, dst_layout):
-    """``(coords, linear)`` of every fragment slot of ``dst_layout``, in fragment order."""
+    """``(coords, linear)`` of every fragment slot of ``dst_layout``, in fragment order
+    (a :class:`SliceLayout` slot: its parent slot's coordinates, 0 along the reduced axis)."""
+    if isinstance(dst_layout, SliceLayout):
+        out = []
+        for coords, _linear in dst_slots(builder, dst_layout.parent):
+            c = list(coords)
+            c[dst_layout.axis] = const_i64(0)
+            out.append((c, linear_of(builder, dst_layout.shape, c)))
+        return out
     out = []
     for rep in range(dst_layout.reps):
         start = chunk_linear(builder, dst_layout, rep)

@@ -26,8 +26,9 @@ from .._registry import lowering_rule
 from ..typing.types import (PartitionIndexType, PartitionType, TensorType, TileType,
                             element_llvm_type)
 from ..typing.common import make_tile
-from .common import (I1, block_index, chunk_coords, const_i64, convert, is_storing_thread,
-                     make_fragment, padding_element, scalar_to)
+from .common import (I1, block_index, chunk_coords, const_i64, convert, fragment_elements,
+                     is_storing_thread, make_fragment, padding_element, scalar_to, tile_extents,
+                     umin)
 
 
 class ArrayView:
@@ -113,13 +114,15 @@ def _and_all(builder, bits):
     return out
 
 
-def _chunk_geometry(builder, view, index, tile_shape, layout, rep):
-    """Global coordinates of the chunk's first element, the mask of all axes but the last,
-    and the element offset of the chunk start along all axes but the last."""
+def _chunk_geometry(builder, view, index, tile_shape, layout, rep, limits=None):
+    """Global coordinates of the chunk's first element, the mask of all axes but the last
+    (against ``limits``, default the array's extents), and the element offset of the chunk
+    start along all axes but the last."""
+    limits = view.shape if limits is None else limits
     coords = chunk_coords(builder, layout, rep)
     g = [builder.add(builder.mul(index[d], const_i64(tile_shape[d])), coords[d])
          for d in range(view.ty.ndim)]
-    outer_mask = [builder.icmp_unsigned("<", g[d], view.shape[d]) for d in range(view.ty.ndim - 1)]
+    outer_mask = [builder.icmp_unsigned("<", g[d], limits[d]) for d in range(view.ty.ndim - 1)]
     base = const_i64(0)
     for d in range(view.ty.ndim - 1):
         base = builder.add(base, builder.mul(g[d], view.strides[d]))
@@ -156,7 +159,8 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad):
                 ptr = view.global_ptr(builder, off, 1)
                 v = _masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant)
                 elems.append(_storage_to_reg(builder, v, dt))
-    return make_fragment(builder, tile, elems)
+    extents = load_extents(builder, view, index, tile.shape) if tile.masked else None
+    return make_fragment(builder, tile, elems, extents)
 
 
 def _splat(builder, scalar, vty):
@@ -166,19 +170,40 @@ def _splat(builder, scalar, vty):
     return out
 
 
-def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_elems):
-    """Store register elements ``frag_elems`` (tile dtype == view dtype) to tile ``index``."""
+def load_extents(builder, view: ArrayView, index, tile_shape) -> list:
+    """Valid extents (i64) of the tile at ``index``: ``clamp(shape - index * tile, 0, tile)``
+    per axis, 0 along every axis for an index that is not valid (negative)."""
+    out = []
+    for d, s in enumerate(tile_shape):
+        rest = builder.sub(view.shape[d], builder.mul(index[d], const_i64(s)))
+        e = builder.select(builder.icmp_signed(">", rest, const_i64(s)), const_i64(s), rest)
+        bad = builder.or_(builder.icmp_signed("<", rest, const_i64(0)),
+                          builder.icmp_signed("<", index[d], const_i64(0)))
+        out.append(builder.select(bad, const_i64(0), e))
+    return out
+
+
+def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_elems,
+               extents=None):
+    """Store register elements ``frag_elems`` (tile dtype == view dtype) to tile ``index``;
+    with ``extents`` (a masked tile's), only its valid elements."""
     layout, dt = tile.layout, tile.dtype
     last = view.ty.ndim - 1
+    limits = view.shape
+    if extents is not None:
+        limits = [umin(builder, view.shape[d], builder.add(
+            builder.mul(index[d], const_i64(tile.shape[d])), extents[d]))
+            for d in range(view.ty.ndim)]
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
     owner = is_storing_thread(builder, layout)
     k = 0
     for rep in range(layout.reps):
-        g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
+        g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep,
+                                              limits)
         for a in range(layout.vec // lanes):
             col = builder.add(g[last], const_i64(a * lanes))
             mask = _and_all(builder, [owner] + outer_mask
-                            + [builder.icmp_unsigned("<", col, view.shape[last])])
+                            + [builder.icmp_unsigned("<", col, limits[last])])
             if lanes > 1:
                 off = builder.add(base, col)
                 ptr = view.global_ptr(builder, off, lanes)
@@ -246,16 +271,18 @@ def lower_store(context, builder, sig, args):
     zty, tty, idxty = sig.args
     z, t, idx = args
     view = ArrayView(context, builder, zty, z)
+    extents = None
+    if isinstance(tty, TileType):
+        elems = [convert(context, builder, e, tty.dtype, zty.dtype)
+                 for e in fragment_elements(builder, t, tty.layout.elems_per_thread)]
+        if tty.masked:
+            extents = tile_extents(builder, tty, t)
     if isinstance(zty, TensorType):     # an unchecked kernel's Mutable array, at a tile index
-        elems = [convert(context, builder, builder.extract_value(t, i), tty.dtype, zty.dtype)
-                 for i in range(tty.layout.elems_per_thread)]
         index = _index_values(context, builder, idxty, idx, zty.ndim)
-        emit_store(context, builder, view, index, tty.with_dtype(zty.dtype), elems)
+        emit_store(context, builder, view, index, tty.with_dtype(zty.dtype), elems, extents)
         return context.get_dummy_value()
     if isinstance(tty, TileType):
         tile = tty
-        elems = [convert(context, builder, builder.extract_value(t, i), tty.dtype, zty.dtype)
-                 for i in range(tty.layout.elems_per_thread)]
     else:
         tile = make_tile(zty.dtype, zty.tile_shape)
         e = scalar_to(context, builder, t, tty, zty.dtype)
@@ -264,5 +291,5 @@ def lower_store(context, builder, sig, args):
         index = own_tile_index(builder, view, zty.tile_shape)
     else:   # a branded index, or (unchecked kernels) a tuple built by hand
         index = _index_values(context, builder, idxty, idx, zty.ndim)
-    emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems)
+    emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems, extents)
     return context.get_dummy_value()

@@ -19,8 +19,10 @@ from numba.cuda import cgutils, types
 from .. import dtypes
 from .._registry import lowering_rule
 from ..typing.reduction import keepdims_value, reduction_axis
-from .common import (I1, const_i64, convert, fragment_elements, from_compute, is_storing_thread,
-                     make_fragment, thread_index, to_compute)
+from ..layout import SliceLayout
+from .common import (I1, chunk_coords, const_i64, convert, fragment_elements, from_compute,
+                     is_storing_thread, make_fragment, thread_index, tile_extents, to_compute,
+                     umin)
 from .layouts import barrier, dst_slots, linear_of, stage
 
 
@@ -94,7 +96,7 @@ def row_of_partial(layout, C: int, thread: int, j: int) -> int:
     return j * (TU // K) + thread // K if K <= TU else j
 
 
-def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
+def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=None):
     """Reduce along the last axis: registers, then butterfly shuffles among the lanes that
     hold one row, then shared memory across the warps that hold one row.
 
@@ -102,8 +104,14 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
     consecutive chunks. When ``K <= threads_used`` a row lies in one repetition, on ``K``
     consecutive threads; otherwise a row spans ``K / threads_used`` repetitions of every
     thread. Each thread first combines its own elements of a row, lanes of one warp combine
-    with ``log2`` butterfly shuffles, and one lane per (row, warp) leaves its partial in shared
-    memory; each thread then combines the partials of the rows its result slots hold.
+    with ``log2`` butterfly shuffles (after which every lane of the row holds the row's
+    partial), and when a row spans several warps one lane per (row, warp) leaves its partial
+    in shared memory and the partials are combined after a barrier.
+
+    A result in a :class:`SliceLayout` (``keepdims``) is read off each thread's own partials
+    (no shared memory at all when a row fits in a warp); a blocked result is read from the
+    shared-memory buffer. ``valid_cols`` (i64, a masked tile's extent along the last axis)
+    replaces the elements at or past it with the identity.
     """
     lay = xty.layout
     V, TU, R = lay.vec, lay.threads_used, lay.reps
@@ -111,16 +119,22 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
     K = C // V
     group, rpr, lanes, warps_per_row = last_axis_plan(lay, C)
     n_rows = lay.numel // C
+    ident = _identity(name, ct_ll)
 
     def value(i):
         e = elems[i]
         if name in ("sum", "prod"):
             e = convert(context, builder, e, xty.dtype, res.dtype)
-        return to_compute(context, builder, e, res.dtype)
+        e = to_compute(context, builder, e, res.dtype)
+        if valid_cols is not None:
+            r, v = divmod(i, V)
+            col = builder.add(chunk_coords(builder, lay, r)[-1], const_i64(v))
+            e = builder.select(builder.icmp_unsigned("<", col, valid_cols), e, ident)
+        return e
 
     partials = []
     for j in range(R // rpr):
-        acc = _identity(name, ct_ll)
+        acc = ident
         for r in range(j * rpr, (j + 1) * rpr):
             for v in range(V):
                 acc = _combine(builder, name, acc, value(r * V + v))
@@ -129,6 +143,11 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
             acc = _combine(builder, name, acc, _shfl_bfly(builder, acc, off))
             off //= 2
         partials.append(acc)
+
+    slice_out = isinstance(res.layout, SliceLayout)
+    if slice_out and warps_per_row == 1:
+        return [from_compute(context, builder, partials[(i // V) // rpr], res.dtype)
+                for i in range(res.layout.elems_per_thread)]
 
     # shared memory: partials[row * warps_per_row + warp_of_row]
     from .layouts import _counter
@@ -148,29 +167,56 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll):
         "==", builder.and_(t_eff, const_i64(lanes - 1)), const_i64(0)))
     warp_slot = builder.lshr(builder.and_(t_eff, const_i64(group - 1)), const_i64(5)) \
         if warps_per_row > 1 else const_i64(0)
-    barrier(builder)
-    with builder.if_then(writer):
-        for j, p in enumerate(partials):
-            if K <= TU:
-                row = builder.add(const_i64(j * (TU // K)), builder.lshr(t_eff, const_i64(
-                    K.bit_length() - 1)))
-            else:
-                row = const_i64(j)
-            idx = builder.add(builder.mul(row, const_i64(warps_per_row)), warp_slot)
-            val = builder.zext(p, slot_ty) if slot_ty != ct_ll else p
-            builder.store(val, builder.gep(base, [idx]))
-    barrier(builder)
-    out = []
-    for _coords, linear in dst_slots(builder, res.layout):
-        acc = _identity(name, ct_ll)
+
+    def row_of(j):
+        if K <= TU:
+            return builder.add(const_i64(j * (TU // K)), builder.lshr(t_eff, const_i64(
+                K.bit_length() - 1)))
+        return const_i64(j)
+
+    def combined(row):
+        acc = ident
         for w in range(warps_per_row):
-            idx = builder.add(builder.mul(linear, const_i64(warps_per_row)), const_i64(w))
+            idx = builder.add(builder.mul(row, const_i64(warps_per_row)), const_i64(w))
             v = builder.load(builder.gep(base, [idx]))
             if slot_ty != ct_ll:
                 v = builder.trunc(v, ct_ll)
             acc = _combine(builder, name, acc, v)
-        out.append(from_compute(context, builder, acc, res.dtype))
-    return out
+        return from_compute(context, builder, acc, res.dtype)
+
+    barrier(builder)
+    with builder.if_then(writer):
+        for j, p in enumerate(partials):
+            idx = builder.add(builder.mul(row_of(j), const_i64(warps_per_row)), warp_slot)
+            val = builder.zext(p, slot_ty) if slot_ty != ct_ll else p
+            builder.store(val, builder.gep(base, [idx]))
+    barrier(builder)
+    if slice_out:
+        totals = [combined(row_of(j)) for j in range(len(partials))]
+        return [totals[(i // V) // rpr] for i in range(res.layout.elems_per_thread)]
+    return [combined(linear) for _coords, linear in dst_slots(builder, res.layout)]
+
+
+def _result_extents(builder, xty, res, x, axis, keep):
+    """Valid extents of the reduction of masked tile ``x`` along ``axis``."""
+    if not res.masked:
+        return None
+    ext = tile_extents(builder, xty, x)
+    ea = ext[axis]
+    if keep:
+        return [umin(builder, e, const_i64(1)) if d == axis else e for d, e in enumerate(ext)]
+    rest = [e for d, e in enumerate(ext) if d != axis]
+    if not rest:                           # a 1-D tile reduced to shape (1,)
+        return [umin(builder, ea, const_i64(1))]
+    empty = builder.icmp_unsigned("==", ea, const_i64(0))
+    return [builder.select(empty, const_i64(0), e) for e in rest]
+
+
+def _axis_bound(builder, xty, x, axis):
+    """Elements to visit along ``axis``: the shape, or a masked tile's valid extent."""
+    if not xty.masked:
+        return const_i64(xty.shape[axis])
+    return tile_extents(builder, xty, x)[axis]
 
 
 def _first_source(coords, axis, keep, xty, res):
@@ -193,19 +239,23 @@ def _lowering(name):
         keep = keepdims_value(name, kty)
         ct = dtypes.compute_type(res.dtype)
         ct_ll = context.get_value_type(ct) if ct != types.boolean else I1
+        extents = _result_extents(builder, xty, res, args[0], axis, keep)
         if axis == xty.ndim - 1:
             elems = fragment_elements(builder, args[0], xty.layout.elems_per_thread)
+            valid_cols = tile_extents(builder, xty, args[0])[axis] if xty.masked else None
             return make_fragment(builder, res, _last_axis_tree(context, builder, name, xty, res,
-                                                               elems, ct_ll))
+                                                               elems, ct_ll, valid_cols),
+                                 extents)
         read = stage(builder, xty.dtype, xty.layout, fragment_elements(
             builder, args[0], xty.layout.elems_per_thread))
         stride = math.prod(xty.shape[axis + 1:])
+        bound = _axis_bound(builder, xty, args[0], axis)
         out = []
         for coords, _linear in dst_slots(builder, res.layout):
             src = _first_source(coords, axis, keep, xty, res)
             base = linear_of(builder, xty.shape, src)
             acc = cgutils.alloca_once_value(builder, _identity(name, ct_ll))
-            with cgutils.for_range(builder, const_i64(xty.shape[axis])) as loop:
+            with cgutils.for_range(builder, bound) as loop:
                 lin = builder.add(base, builder.mul(loop.index, const_i64(stride)))
                 e = read(lin)
                 v = to_compute(context, builder, convert(context, builder, e, xty.dtype, res.dtype)
@@ -213,7 +263,7 @@ def _lowering(name):
                                res.dtype)
                 builder.store(_combine(builder, name, builder.load(acc), v), acc)
             out.append(from_compute(context, builder, builder.load(acc), res.dtype))
-        return make_fragment(builder, res, out)
+        return make_fragment(builder, res, out, extents)
 
     return lower
 
@@ -233,6 +283,7 @@ def _arg_lowering(name):
         read = stage(builder, xty.dtype, xty.layout, fragment_elements(
             builder, args[0], xty.layout.elems_per_thread))
         stride = math.prod(xty.shape[axis + 1:])
+        bound = _axis_bound(builder, xty, args[0], axis)
         i32 = ir.IntType(32)
         out = []
         for coords, _linear in dst_slots(builder, res.layout):
@@ -241,8 +292,7 @@ def _arg_lowering(name):
             first = to_compute(context, builder, read(base), xty.dtype)
             best = cgutils.alloca_once_value(builder, first)
             where = cgutils.alloca_once_value(builder, ir.Constant(i32, 0))
-            with cgutils.for_range(builder, const_i64(xty.shape[axis]),
-                                   start=const_i64(1)) as loop:
+            with cgutils.for_range(builder, bound, start=const_i64(1)) as loop:
                 v = to_compute(context, builder,
                                read(builder.add(base, builder.mul(loop.index, const_i64(stride)))),
                                xty.dtype)
@@ -262,7 +312,8 @@ def _arg_lowering(name):
                 k32 = builder.trunc(loop.index, i32)
                 builder.store(builder.select(take, k32, builder.load(where)), where)
             out.append(builder.load(where))
-        return make_fragment(builder, res, out)
+        return make_fragment(builder, res, out,
+                             _result_extents(builder, xty, res, args[0], axis, keep))
 
     return lower
 
@@ -285,6 +336,8 @@ def lower_cumsum(context, builder, sig, args):
     for coords, _linear in dst_slots(builder, res.layout):
         src = list(coords)
         upto = builder.add(src[axis], const_i64(1))
+        if xty.masked:
+            upto = umin(builder, upto, _axis_bound(builder, xty, args[0], axis))
         src[axis] = const_i64(0)
         base = linear_of(builder, xty.shape, src)
         acc = cgutils.alloca_once_value(builder, _identity("sum", ct_ll))
@@ -294,4 +347,5 @@ def lower_cumsum(context, builder, sig, args):
                            res.dtype)
             builder.store(_combine(builder, "sum", builder.load(acc), v), acc)
         out.append(from_compute(context, builder, builder.load(acc), res.dtype))
-    return make_fragment(builder, res, out)
+    return make_fragment(builder, res, out,
+                         tile_extents(builder, xty, args[0]) if res.masked else None)

@@ -10,7 +10,7 @@ destination element, the source element its coordinates map to
 from __future__ import annotations
 
 from .._registry import lowering_rule
-from .common import const_i64, fragment_elements, make_fragment
+from .common import broadcast_extents, const_i64, fragment_elements, make_fragment, tile_extents
 from .layouts import convert_layout, linear_of, remap, same_distribution
 
 
@@ -18,14 +18,36 @@ def _elems(builder, ty, value):
     return fragment_elements(builder, value, ty.layout.elems_per_thread)
 
 
+def _unit_axes_extents(builder, xty, x, res):
+    """Extents of a masked tile after axes of extent 1 are added or dropped (the typing
+    allows no other reshape of a masked tile): the other axes keep theirs in order, all
+    become 0 when a dropped axis had no valid element."""
+    if not res.masked:
+        return None
+    ext = tile_extents(builder, xty, x)
+    big = [e for s, e in zip(xty.shape, ext) if s != 1]
+    empty = None
+    for s, e in zip(xty.shape, ext):
+        if s == 1:
+            z = builder.icmp_unsigned("==", e, const_i64(0))
+            empty = z if empty is None else builder.or_(empty, z)
+    out, k = [], 0
+    for s in res.shape:
+        e = const_i64(1) if s == 1 else big[k]
+        k += s != 1
+        out.append(e if empty is None else builder.select(empty, const_i64(0), e))
+    return out
+
+
 def _same_linear(context, builder, sig, args):
     (xty, *_rest) = sig.args
     res = sig.return_type
     elems = _elems(builder, xty, args[0])
+    extents = _unit_axes_extents(builder, xty, args[0], res)
     if same_distribution(xty.layout, res.layout):
-        return make_fragment(builder, res, elems)
+        return make_fragment(builder, res, elems, extents)
     return make_fragment(builder, res, remap(builder, xty.dtype, xty.layout, elems, res.layout,
-                                             lambda coords, linear: linear))
+                                             lambda coords, linear: linear), extents)
 
 
 lowering_rule("reshape")(_same_linear)
@@ -43,11 +65,12 @@ def lower_broadcast_to(context, builder, sig, args):
         return linear_of(builder, xty.shape, src)
 
     elems = _elems(builder, xty, args[0])
+    extents = broadcast_extents(builder, xty, args[0], res.shape) if res.masked else None
     if xty.shape == res.shape:
         return make_fragment(builder, res, convert_layout(builder, xty.dtype, xty.layout, elems,
-                                                          res.layout))
+                                                          res.layout), extents)
     return make_fragment(builder, res, remap(builder, xty.dtype, xty.layout, elems, res.layout,
-                                             source))
+                                             source), extents)
 
 
 def _permute(context, builder, sig, args, dims):
@@ -61,8 +84,12 @@ def _permute(context, builder, sig, args, dims):
         return linear_of(builder, xty.shape, src)
 
     elems = _elems(builder, xty, args[0])
+    extents = None
+    if res.masked:
+        ext = tile_extents(builder, xty, args[0])
+        extents = [ext[d] for d in dims]
     return make_fragment(builder, res, remap(builder, xty.dtype, xty.layout, elems, res.layout,
-                                             source))
+                                             source), extents)
 
 
 @lowering_rule("permute")

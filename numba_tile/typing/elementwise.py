@@ -7,7 +7,8 @@ from numba.cuda import types
 from .. import dtypes
 from .._registry import OPS, typing_rule
 from ..language import MATH_FUNCTIONS
-from .common import dtype_arg, fail, is_scalar
+from ..layout import BlockedLayout
+from .common import dtype_arg, fail, is_scalar, make_tile
 from .types import TileType
 
 ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
@@ -19,8 +20,44 @@ SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", 
           "invert": "~", "builtin_abs": "abs"}
 
 
+def broadcast_shape(shapes, opname, arg="operands"):
+    """NumPy's broadcast of static tile shapes (axes aligned at the end; an extent 1
+    stretches).
+
+    Raises:
+        TileTypingError: two extents differ and neither is 1.
+    """
+    n = max(len(s) for s in shapes)
+    out = []
+    for k in range(n):
+        dims = {s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0} - {1}
+        if len(dims) > 1:
+            raise fail(opname, arg, "tiles whose shapes broadcast (NumPy rules: trailing axes "
+                       "equal or 1)", " and ".join(str(tuple(s)) for s in shapes))
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def result_tile(tiles, opname, arg="operands") -> TileType:
+    """The tile type (dtype to be replaced) of an elementwise op over ``tiles``.
+
+    Shape: the broadcast of the operands' shapes. Layout: that of the first operand of the
+    full shape in a blocked layout, else of the first of the full shape (a reduction's
+    slice layout), else the blocked layout of the shape: an operand of the full shape never
+    moves, and a slice-layout operand broadcasts onto its parent for free. Masked (see
+    :class:`TileType`) when any operand is.
+    """
+    shape = broadcast_shape([t.shape for t in tiles], opname, arg)
+    full = [t for t in tiles if t.shape == shape]
+    masked = any(t.masked for t in tiles)
+    pick = next((t for t in full if isinstance(t.layout, BlockedLayout)), full[0] if full else None)
+    if pick is None:
+        return make_tile(tiles[0].dtype, shape, masked=masked)
+    return TileType(pick.dtype, shape, pick.layout, masked)
+
+
 def operand_dtype(a, b, opname):
-    """Promoted dtype and tile shape of two operands, at least one of them a tile.
+    """Promoted dtype and result tile of two operands, at least one of them a tile.
 
     Returns ``None`` when neither operand is a tile (not ours to type).
     """
@@ -28,10 +65,7 @@ def operand_dtype(a, b, opname):
     if not (ta or tb):
         return None
     if ta and tb:
-        if a.shape != b.shape:
-            raise fail(opname, "operands", "tiles of one shape (broadcasting between tiles "
-                       "needs broadcast_to)", f"{a.shape} and {b.shape}")
-        return dtypes.promote(a.dtype, b.dtype), a
+        return dtypes.promote(a.dtype, b.dtype), result_tile([a, b], opname)
     tile, other = (a, b) if ta else (b, a)
     if not is_scalar(other):
         raise fail(opname, "operands", "a tile and a tile or scalar", other)
@@ -97,18 +131,29 @@ def type_where(cond, x, y):
     if not (isinstance(cond, TileType) and dtypes.is_bool(cond.dtype)):
         raise fail("where", "cond", "a bool tile", cond)
     for arg, ty in (("x", x), ("y", y)):
-        if isinstance(ty, TileType):
-            if ty.shape != cond.shape:
-                raise fail("where", arg, f"a tile of shape {cond.shape} or a scalar", ty.shape)
-        elif not is_scalar(ty):
+        if not isinstance(ty, TileType) and not is_scalar(ty):
             raise fail("where", arg, "a tile or a scalar", ty)
+    tiles = [t for t in (cond, x, y) if isinstance(t, TileType)]
+    out = result_tile(tiles, "where")
     if isinstance(x, TileType) or isinstance(y, TileType):
         dt, _ = operand_dtype(x, y, "where")
     else:
         kinds = {dtypes.scalar_kind(x), dtypes.scalar_kind(y)}
         dt = (dtypes.float32 if "float" in kinds else dtypes.int32 if "int" in kinds
               else dtypes.bool_)
-    return cond.with_dtype(dt)
+    return out.with_dtype(dt)
+
+
+@typing_rule("filled")
+def type_filled(x, value):
+    if not isinstance(x, TileType):
+        raise fail("filled", "x", "a tile", x)
+    if not is_scalar(value) and not isinstance(value, types.Omitted):
+        raise fail("filled", "value", "a scalar", value)
+    if is_scalar(value):
+        from .memory import check_scalar_fits
+        check_scalar_fits(value, x.dtype, "filled", "value", "the tile's dtype")
+    return TileType(x.dtype, x.shape, x.layout, masked=False)
 
 
 @typing_rule("astype")

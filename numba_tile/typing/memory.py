@@ -36,6 +36,9 @@ def _index_ok(ty, ndim: int) -> bool:
 
 
 def _check_padding(ty, dt, opname):
+    """Check a padding argument; True when there is none (the tile is masked)."""
+    if isinstance(ty, (types.Omitted, types.NoneType)) and getattr(ty, "value", None) is None:
+        return True
     if isinstance(ty, types.Omitted):
         v = ty.value
         if not isinstance(v, (bool, int, float)):
@@ -43,10 +46,11 @@ def _check_padding(ty, dt, opname):
         if v != v or v in (float("inf"), float("-inf")):
             if not dtypes.is_float(dt):
                 raise fail(opname, "padding", f"a value {dtypes.name(dt)} holds", v)
-            return
+            return False
     elif not is_scalar(ty):
         raise fail(opname, "padding", "a scalar", ty)
     check_scalar_fits(ty, dt, opname, "padding", "the dtype of the loaded array")
+    return False
 
 
 @typing_rule("load")
@@ -60,8 +64,8 @@ def type_load(x, index, shape, padding):
         if not is_omitted(shape):
             raise fail("load", "shape", f"no shape for partition '{x.param}' (its tile shape "
                        f"{x.tile_shape} is used)", shape)
-        _check_padding(padding, x.dtype, "load")
-        return make_tile(x.dtype, x.tile_shape)
+        masked = _check_padding(padding, x.dtype, "load")
+        return make_tile(x.dtype, x.tile_shape, masked=masked)
     if not isinstance(x, TensorType):
         raise fail("load", "x", "a tensor or partition parameter", x)
     if is_omitted(index):
@@ -73,8 +77,8 @@ def type_load(x, index, shape, padding):
     sh = static_shape(shape, "load")
     if len(sh) != x.ndim:
         raise fail("load", "shape", f"{x.ndim} dimensions (the rank of '{x.param}')", sh)
-    _check_padding(padding, x.dtype, "load")
-    return make_tile(x.dtype, sh)
+    masked = _check_padding(padding, x.dtype, "load")
+    return make_tile(x.dtype, sh, masked=masked)
 
 
 @typing_rule("load_like")
@@ -95,8 +99,8 @@ def type_load_like(x, like, padding, index):
         raise fail("load_like", "x", "a read-only tensor, or the partition 'like' itself "
                    "(reading another partition's tile of an array being written races)",
                    x.param)
-    _check_padding(padding, x.dtype, "load_like")
-    return make_tile(x.dtype, like.tile_shape)
+    masked = _check_padding(padding, x.dtype, "load_like")
+    return make_tile(x.dtype, like.tile_shape, masked=masked)
 
 
 @typing_rule("store")

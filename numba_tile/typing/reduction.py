@@ -1,4 +1,9 @@
-"""Typing rules of the reductions: sum, prod, max, min along one axis."""
+"""Typing rules of the reductions: sum, prod, max, min, argmax, argmin along one axis, cumsum.
+
+A masked tile's reduction is masked: the reduced axis keeps extent 1 where it had a valid
+element. A reduction along the last axis with ``keepdims=True`` keeps its result in a
+:class:`~numba_tile.layout.SliceLayout` of the operand's layout, so broadcasting it back
+over the rows (softmax, norms) moves no data."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from numba.cuda import types
 
 from .. import dtypes
 from .._registry import typing_rule
+from ..layout import BlockedLayout, SliceLayout
 from .common import dtype_arg, fail, is_omitted, literal_int, make_tile
 from .types import TileType
 
@@ -51,7 +57,12 @@ def _rule(name):
         if name in ("max", "min") and not is_omitted(dtype):
             raise fail(name, "dtype", "nothing (max and min keep the tile's dtype)", dtype)
         dt = x.dtype if name in ("max", "min") else result_dtype(name, x, dtype)
-        return make_tile(dt, shape)
+        if keep and a == x.ndim - 1:
+            # the tree's result stays with the rows it came from: a slice of x's layout
+            parent = x.layout if isinstance(x.layout, BlockedLayout) \
+                else make_tile(x.dtype, x.shape).layout
+            return TileType(dt, shape, SliceLayout(parent, a), x.masked)
+        return make_tile(dt, shape, masked=x.masked)
 
     return rule
 
@@ -67,7 +78,7 @@ def _arg_rule(name):
             raise fail(name, "x", "a tile", x)
         a = reduction_axis(name, x, axis)
         keep = keepdims_value(name, keepdims)
-        return make_tile(dtypes.int32, result_shape(x, a, keep) or (1,))
+        return make_tile(dtypes.int32, result_shape(x, a, keep) or (1,), masked=x.masked)
 
     return rule
 
@@ -81,4 +92,4 @@ def type_cumsum(x, axis, dtype):
     if not isinstance(x, TileType):
         raise fail("cumsum", "x", "a tile", x)
     reduction_axis("cumsum", x, axis)
-    return make_tile(result_dtype("cumsum", x, dtype), x.shape)
+    return make_tile(result_dtype("cumsum", x, dtype), x.shape, masked=x.masked)

@@ -36,7 +36,12 @@ def type_reshape(x, shape):
     if math.prod(sh) != math.prod(x.shape):
         raise fail("reshape", "shape", f"a shape of {math.prod(x.shape)} elements (as {x.shape})",
                    sh)
-    return make_tile(x.dtype, sh)
+    if x.masked and [s for s in sh if s != 1] != [s for s in x.shape if s != 1]:
+        raise fail("reshape", "x", "an unmasked tile, or a reshape that only adds or drops axes "
+                   "of extent 1 (the valid elements of a masked tile, one loaded without "
+                   "padding=, are a box that a general reshape does not keep; use "
+                   "filled(x, value) first)", f"a masked {x.shape} tile")
+    return make_tile(x.dtype, sh, masked=x.masked)
 
 
 @typing_rule("expand_dims")
@@ -47,7 +52,7 @@ def type_expand_dims(x, axis):
     if not -n <= a < n:
         raise fail("expand_dims", "axis", f"a static integer in [{-n}, {n})", a)
     a %= n
-    return make_tile(x.dtype, x.shape[:a] + (1,) + x.shape[a:])
+    return make_tile(x.dtype, x.shape[:a] + (1,) + x.shape[a:], masked=x.masked)
 
 
 @typing_rule("broadcast_to")
@@ -57,7 +62,7 @@ def type_broadcast_to(x, shape):
     if len(sh) < x.ndim or any(s not in (1, t) for s, t in zip(x.shape[::-1], sh[::-1])):
         raise fail("broadcast_to", "shape", f"a shape {x.shape} broadcasts to (trailing axes "
                    f"equal or 1 in the tile)", sh)
-    return make_tile(x.dtype, sh)
+    return make_tile(x.dtype, sh, masked=x.masked)
 
 
 @typing_rule("permute")
@@ -66,10 +71,10 @@ def type_permute(x, dims):
     d = _static_ints("permute", "dims", dims)
     if sorted(d) != list(range(x.ndim)):
         raise fail("permute", "dims", f"a permutation of {tuple(range(x.ndim))}", d)
-    return make_tile(x.dtype, tuple(x.shape[k] for k in d))
+    return make_tile(x.dtype, tuple(x.shape[k] for k in d), masked=x.masked)
 
 
 @typing_rule("transpose")
 def type_transpose(x):
     _tile("transpose", x)
-    return make_tile(x.dtype, x.shape[::-1])
+    return make_tile(x.dtype, x.shape[::-1], masked=x.masked)

@@ -20,7 +20,6 @@ from numba.cuda import types
 from numba.cuda.extending import models, register_model
 
 from .. import dtypes
-from ..layout import BlockedLayout
 
 
 def storage_type(dt):
@@ -112,18 +111,43 @@ class TilesIterator(types.SimpleIteratorType):
 
 
 class TileType(types.Type):
-    """A tile value: ``dtype``, static ``shape`` and register ``layout``."""
+    """A tile value: ``dtype``, static ``shape``, register ``layout`` and ``masked``.
 
-    def __init__(self, dtype, shape: tuple, layout: BlockedLayout):
+    A *masked* tile knows which of its elements are valid: a load without ``padding=``
+    marks the elements outside the array invalid, elementwise ops keep the intersection of
+    their operands' valid elements, reductions skip invalid elements and stores do not
+    write them. The valid elements of a masked tile are a box ``[0, extent[d])`` along each
+    axis (a tile loaded at an array's edge), carried at run time next to the elements.
+    """
+
+    def __init__(self, dtype, shape: tuple, layout, masked: bool = False):
         self.dtype, self.shape, self.layout = dtype, tuple(shape), layout
-        super().__init__(name=f"Tile[{dtypes.name(dtype)}, {self.shape}, {layout.describe()}]")
+        self.masked = bool(masked)
+        super().__init__(name=f"Tile[{dtypes.name(dtype)}, {self.shape}, {layout.describe()}"
+                              f"{', masked' if masked else ''}]")
 
     @property
     def ndim(self):
         return len(self.shape)
 
     def with_dtype(self, dt) -> "TileType":
-        return TileType(dt, self.shape, self.layout)
+        return TileType(dt, self.shape, self.layout, self.masked)
+
+    def unify(self, typingctx, other):
+        """Two tiles of one dtype, shape and maskedness in different layouts (a variable
+        assigned in two branches) unify to the blocked layout (the other converts)."""
+        if (isinstance(other, TileType) and other.dtype == self.dtype
+                and other.shape == self.shape and other.masked == self.masked):
+            from .common import make_tile
+            return make_tile(self.dtype, self.shape, masked=self.masked)
+        return None
+
+    def can_convert_to(self, typingctx, other):
+        from numba.cuda.typeconv import Conversion
+        if (isinstance(other, TileType) and other.dtype == self.dtype
+                and other.shape == self.shape and other.masked == self.masked):
+            return Conversion.safe
+        return None
 
 
 @register_model(TensorType)
@@ -180,8 +204,11 @@ def element_llvm_type(dt) -> ir.Type:
 
 @register_model(TileType)
 class TileModel(models.PrimitiveModel):
-    """A thread's fragment: ``[elems_per_thread x element]`` in registers."""
+    """A thread's fragment: ``[elems_per_thread x element]`` in registers; a masked tile
+    adds its valid extents, ``{[E x element], [ndim x i64]}``."""
 
     def __init__(self, dmm, fe_type):
         be_type = ir.ArrayType(element_llvm_type(fe_type.dtype), fe_type.layout.elems_per_thread)
+        if fe_type.masked:
+            be_type = ir.LiteralStructType([be_type, ir.ArrayType(ir.IntType(64), fe_type.ndim)])
         super().__init__(dmm, fe_type, be_type)

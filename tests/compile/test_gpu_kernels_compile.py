@@ -129,7 +129,7 @@ def test_shape_kernels():
 def test_reshape_between_equal_distributions_moves_no_data():
     @nt.jit
     def flat_to_rows(x, z: nt.Partition[("R", "C")], R: nt.Constant, C: nt.Constant):
-        nt.store(z, nt.reshape(nt.load(x, (nt.bid(0),), (R * C,)), (R, C)))
+        nt.store(z, nt.reshape(nt.load(x, (nt.bid(0),), (R * C,), padding=0), (R, C)))
 
     ptx = flat_to_rows.ptx(np.zeros(4096, np.float32),
                            nt.partition(np.zeros((64, 64), np.float32), (16, 64)), 16, 64)

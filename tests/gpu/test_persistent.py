@@ -51,7 +51,7 @@ def strip_sum(x, out: nt.Partition[("BM", "BK")], BM: nt.Constant, BK: nt.Consta
     i = nt.bid(0)
     acc = nt.zeros((BM, BK), nt.float32)
     for k in range(nt.num_tiles(x, 1, BK)):         # every column tile of x's row strip
-        acc = acc + nt.load(x, (i, k), (BM, BK))    # the last one is padded with zeros
+        acc = acc + nt.load(x, (i, k), (BM, BK), padding=0)    # the last one padded with zeros
     nt.store(out, acc)
 
 

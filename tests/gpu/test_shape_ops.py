@@ -44,7 +44,7 @@ def test_tiled_transpose(tile_backend, b, dt):
 
 @nt.jit
 def reshape_kernel(x, z: nt.Partition[("R", "C")], R: nt.Constant, C: nt.Constant):
-    flat = nt.load(x, (nt.bid(0),), (R * C,))
+    flat = nt.load(x, (nt.bid(0),), (R * C,), padding=0)
     nt.store(z, nt.reshape(flat, (R, C)) * 2.0)
 
 

@@ -620,7 +620,7 @@ def v_column_tiles_max(x, out: nt.Partition[("BM", "BK")], BM: nt.Constant, BK: 
 @nt.jit
 def v_stencil_of_input(x, z: nt.Partition["B"], B: nt.Constant):
     i = nt.bid(0)
-    nt.store(z, nt.load(x, (i - 1,), (B,)) + nt.load(x, (i + 1,), (B,), padding=1.0))
+    nt.store(z, nt.load(x, (i - 1,), (B,), padding=0) + nt.load(x, (i + 1,), (B,), padding=1.0))
 
 
 @nt.jit

@@ -169,7 +169,7 @@ CASES = {
     "load-partition-index": (load_partition_at_index, (), errors.TileTypingError,
                              ['"index" of load()', "an index from tiles(z)", "race"]),
     "add-shapes": (add_different_shapes, (), errors.TileTypingError,
-                   ['"operands" of +()', "tiles of one shape", "(16,) and (8,)"]),
+                   ['"operands" of +()', "shapes broadcast", "(16,) and (8,)"]),
     "bitwise-float": (bitwise_on_floats, (), errors.TileTypingError,
                       ['"operands" of &()', "integer or bool tiles", "float32"]),
     "bid-axis": (bid_out_of_range, (), errors.TileTypingError,

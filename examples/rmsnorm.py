@@ -1,0 +1,86 @@
+"""RMS normalization (forward) over the rows of a matrix:
+``y = x / sqrt(mean(x ** 2) + eps) * weight`` per row (Zhang and Sennrich, 2019).
+
+As ``layernorm.py``: the row is loaded masked (no ``padding=``), so the mean of squares
+counts only the row's real elements; the row stays in registers (one read of x, one write
+of y); short rows are packed several to a block. 16-bit inputs are computed in float32.
+
+Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks
+the result against NumPy in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import numba_tile as nt
+
+try:
+    from _common import dtype_name, pick_backend
+    from softmax import kernel_for, row_config
+except ImportError:
+    from examples._common import dtype_name, pick_backend
+    from examples.softmax import kernel_for, row_config
+
+
+def rms_norm_rows(x, weight, y: nt.Partition[("BM", "BN")], n_cols, eps,
+                  BM: nt.Constant, BN: nt.Constant, DT: nt.Constant):
+    """y = rms_norm(x) * weight for this block's (BM, BN) tile of rows."""
+    t = nt.astype(nt.load_like(x, y), nt.float32)
+    ms = nt.sum(t * t, axis=1, keepdims=True) / n_cols
+    w = nt.astype(nt.load(weight, (0,), (BN,)), nt.float32)
+    nt.store(y, nt.astype(t * nt.rsqrt(ms + eps) * w, DT))
+
+
+def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False):
+    """Launch ``y = x / sqrt(mean(x**2, axis=1) + eps) * weight``.
+
+    Args:
+        x: (M, N) device array (host NumPy array in interpreter mode) of float16, bfloat16
+            or float32.
+        weight: (N,) array of x's dtype.
+        y: (M, N) array of x's dtype, written.
+        eps: added to the mean of squares.
+        stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
+        interpret: run in the numba_tile interpreter.
+
+    Returns:
+        The launch handle (``.sync()`` waits).
+
+    Raises:
+        ValueError: another dtype.
+    """
+    dt = dtype_name(y)
+    if dt not in ("float16", "bfloat16", "float32"):
+        raise ValueError(f"rms_norm: y: expected float16, bfloat16 or float32, got {dt}")
+    n = x.shape[1]
+    bm, bn, num_warps = row_config(n, 4 if dt == "float32" else 2)
+    kernel = kernel_for(rms_norm_rows, num_warps)
+    return kernel(x, weight, nt.partition(y, (bm, bn)), n, float(eps), bm, bn, dt,
+                  stream=stream, interpret=interpret)
+
+
+def reference(x, weight, eps=1e-6):
+    """NumPy float64 RMS norm of the rows of ``x``."""
+    x = x.astype(np.float64)
+    return x / np.sqrt((x ** 2).mean(axis=1, keepdims=True) + eps) * weight.astype(np.float64)
+
+
+def main(shape=(300, 1000)) -> None:
+    interpret, to_device, to_host = pick_backend()
+    rng = np.random.default_rng()
+    x_h = (1 + 2 * rng.standard_normal(shape)).astype(np.float32)
+    w_h = rng.uniform(0.5, 1.5, shape[1]).astype(np.float32)
+    y = to_device(np.full(shape, np.nan, np.float32))
+    rms_norm(to_device(x_h), to_device(w_h), y, interpret=interpret).sync()
+    expected = reference(x_h, w_h)
+    got = to_host(y)
+    err = np.max(np.abs(got - expected))
+    print(f"rmsnorm: shape={shape}, max |error| = {err:.3g}")
+    if not np.allclose(got, expected, rtol=1e-4, atol=1e-4):
+        raise SystemExit("rmsnorm: WRONG RESULT")
+    print("rmsnorm: OK")
+
+
+if __name__ == "__main__":
+    main()
