@@ -64,9 +64,10 @@ def load_like(x, like, padding=None, index=None):
     ``index`` from ``tiles(like)``, where that tile sits).
 
     ``x`` and ``like``'s array may have different extents: the tile is taken at the same
-    tile index, and elements outside ``x`` read ``padding`` (a shorter ``x`` pads, a longer
-    one is read only where the tile lies). Elementwise kernels usually pass arrays of one
-    shape.
+    tile index; elements outside ``x`` are invalid (masked) unless ``padding`` gives them a
+    value, and a longer ``x`` is read only where the tile lies. A store of a result that
+    depends on a masked tile writes only its valid elements. Elementwise kernels usually
+    pass arrays of one shape.
 
     Args:
         x (Tensor[dtype, ndim] | Partition): the array to read; same rank as ``like``;
