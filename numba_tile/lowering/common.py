@@ -26,8 +26,20 @@ def const_i64(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
 
 
-def thread_index(builder) -> ir.Value:
-    """``%tid.x`` as i64."""
+def thread_index(builder, fresh: bool = False) -> ir.Value:
+    """``%tid.x`` as i64.
+
+    ``fresh``: read it through a volatile ``mov`` that LLVM cannot merge with another
+    read, so that values computed from it are not common subexpressions of earlier ones
+    and are recomputed (a few integer instructions) instead of held in registers. A
+    masked reduction uses it: otherwise the per-element validity bits of its first
+    reduction stay live through the next one (softmax: 128 registers instead of 78 for
+    32 float32 elements per thread, ptxas 13, sm_90).
+    """
+    if fresh:
+        asm = ir.InlineAsm(ir.FunctionType(I32, []), "mov.u32 $0, %tid.x;", "=r",
+                           side_effect=True)
+        return builder.zext(builder.call(asm, []), I64)
     return builder.zext(nvvmutils.call_sreg(builder, "tid.x"), I64)
 
 
@@ -180,18 +192,29 @@ def padding_element(context, builder, padty, padval, dt):
     return scalar_to(context, builder, padval, padty, dt)
 
 
-def chunk_coords(builder, layout, rep: int):
+def chunk_coords(builder, layout, rep: int, t=None):
     """Multi-index (i64 values) inside the tile of the first element of this thread's
-    chunk ``rep``. Dimensions are powers of two, so this is shifts and masks."""
-    t = thread_index(builder)
+    chunk ``rep`` (``t``: the thread index to use, default ``%tid.x``).
+
+    The chunk's row-major index is ``t * vec + rep * threads_used * vec``: the first term
+    is below ``threads_used * vec`` and the second a multiple of it, both powers of two, so
+    the two share no bit and every axis' coordinate (a bit field of the index, the
+    dimensions being powers of two) is the thread's coordinate plus a constant of the
+    repetition. Computed that way, the chunks of a thread differ by constants: one base
+    address per thread, immediate offsets per chunk, no 64-bit address register per chunk.
+    """
+    t = thread_index(builder) if t is None else t
     if layout.threads_used < layout.num_threads:
         t = builder.and_(t, const_i64(layout.threads_used - 1))
-    lin = builder.add(builder.mul(t, const_i64(layout.vec)),
-                      const_i64(rep * layout.threads_used * layout.vec))
+    lin = builder.mul(t, const_i64(layout.vec))
+    rep_lin = rep * layout.threads_used * layout.vec
     coords = []
     for s in reversed(layout.shape):
-        coords.append(builder.and_(lin, const_i64(s - 1)))
+        c = builder.and_(lin, const_i64(s - 1))
+        k = rep_lin & (s - 1)
+        coords.append(builder.add(c, const_i64(k)) if k else c)
         lin = builder.lshr(lin, const_i64(s.bit_length() - 1))
+        rep_lin >>= s.bit_length() - 1
     return list(reversed(coords))
 
 

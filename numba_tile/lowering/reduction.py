@@ -121,6 +121,8 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
     n_rows = lay.numel // C
     ident = _identity(name, ct_ll)
 
+    tid = thread_index(builder, fresh=True) if valid_cols is not None else None
+
     def value(i):
         e = elems[i]
         if name in ("sum", "prod"):
@@ -128,7 +130,7 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
         e = to_compute(context, builder, e, res.dtype)
         if valid_cols is not None:
             r, v = divmod(i, V)
-            col = builder.add(chunk_coords(builder, lay, r)[-1], const_i64(v))
+            col = builder.add(chunk_coords(builder, lay, r, tid)[-1], const_i64(v))
             e = builder.select(builder.icmp_unsigned("<", col, valid_cols), e, ident)
         return e
 
