@@ -54,7 +54,7 @@ def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False):
     if dt not in ("float16", "bfloat16", "float32"):
         raise ValueError(f"rms_norm: y: expected float16, bfloat16 or float32, got {dt}")
     n = x.shape[1]
-    bm, bn, num_warps = row_config(n, 4 if dt == "float32" else 2)
+    bm, bn, num_warps = row_config(n, 4 if dt == "float32" else 2, "layernorm")
     kernel = kernel_for(rms_norm_rows, num_warps)
     return kernel(x, weight, nt.partition(y, (bm, bn)), n, float(eps), bm, bn, dt,
                   stream=stream, interpret=interpret)

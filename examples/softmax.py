@@ -35,18 +35,32 @@ def softmax_rows(x, y: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Const
 _KERNELS: dict = {}
 
 
-def row_config(n_cols: int, itemsize: int) -> tuple:
+#: Elements per thread for one row per block, by padded row length, for each op and for
+#: 32-bit / 16-bit inputs (computed in float32 either way). Picked from a sweep of 16, 32
+#: and 64 on the H200 (4096 rows; benchmarks/norms.py's method, 2026-11-30): short rows
+#: want more warps, long ones fewer threads with more bytes each, and layer norm, which
+#: also holds its weight and bias, fewer elements at 32768 columns (64 spill there).
+_PER_THREAD = {
+    ("softmax", 4): {1024: 16, 2048: 16, 4096: 16, 8192: 64, 16384: 32, 32768: 64},
+    ("softmax", 2): {1024: 16, 2048: 32, 4096: 32, 8192: 64, 16384: 32, 32768: 64},
+    ("layernorm", 4): {1024: 16, 2048: 32, 4096: 32, 8192: 64, 16384: 32, 32768: 64},
+    ("layernorm", 2): {1024: 16, 2048: 16, 4096: 32, 8192: 32, 16384: 32, 32768: 32},
+}
+
+
+def row_config(n_cols: int, itemsize: int, op: str = "softmax") -> tuple:
     """``(rows per block, padded row length, num_warps)`` for rows of ``n_cols`` elements.
 
-    A block holds at least 2048 elements (rows packed together when short) and each thread
-    at most 32 (computed in float32): enough bytes in flight per thread to cover memory
-    latency without spilling registers (at 32768 columns: 32 warps).
+    Rows of up to 512 elements are packed into blocks of 2048 elements over 4 warps (a
+    block then moves a few kilobytes); longer rows take a block each, with the elements
+    per thread of :data:`_PER_THREAD` (``op``: "softmax" or "layernorm", which RMS norm
+    shares; ``itemsize``: 4 or 2 bytes).
     """
     bn = 1 << max(0, (n_cols - 1).bit_length())
-    bm = max(1, 2048 // bn)
-    per_thread = 32
-    num_warps = min(32, max(4, bm * bn // (32 * per_thread)))
-    return bm, bn, num_warps
+    if bn <= 512:
+        return 2048 // bn, bn, 4
+    per_thread = _PER_THREAD[(op, 4 if itemsize >= 4 else 2)].get(bn, 32)
+    return 1, bn, min(32, max(1, bn // (32 * per_thread)))
 
 
 def kernel_for(fn, num_warps: int):
