@@ -156,17 +156,15 @@ def _typing_loc():
 def _argument_type(d: OpDef, ty):
     """The type an op's lowering receives for an argument of type ``ty``: elementwise ops
     take tiles in any layout; the others get them in the blocked layout (Numba inserts the
-    conversion, ``lowering/elementwise.py``'s cast), and unchecked ops without their
-    valid extents (they ignore validity: their ``mask=`` says which lanes act)."""
+    conversion, ``lowering/elementwise.py``'s cast)."""
     from .typing.types import TileType   # late: avoids an import cycle
     if not isinstance(ty, TileType) or d.family == "elementwise":
         return ty
     from .layout import BlockedLayout
     from .typing.common import make_tile
-    masked = ty.masked and d.family != "unchecked"
-    if isinstance(ty.layout, BlockedLayout) and masked == ty.masked:
+    if isinstance(ty.layout, BlockedLayout):
         return ty
-    return make_tile(ty.dtype, ty.shape, masked=masked)
+    return make_tile(ty.dtype, ty.shape, masked=ty.masked)
 
 
 def _make_template(d: OpDef):

@@ -302,7 +302,9 @@ def transpose(x):
 
 _ELEMENT_INDICES = """indices (Tile[S] of int32/int64, or a tuple of ndim of them): element
             coordinates in ``x`` (a tile for a 1-D array, one tile per axis otherwise).
-            Elements whose coordinates fall outside ``x`` are skipped (bounds-checked).
+            Elements whose coordinates fall outside ``x`` are skipped (bounds-checked),
+            and so are the invalid elements of masked tile operands (indices, mask or
+            values loaded past an array's edge without ``padding=``).
         mask (Tile[S] of bool, optional): only elements where it is True take part."""
 
 _SEMANTICS = """sem (str, static): memory order, ``"relaxed"`` (default), ``"acquire"``,

@@ -16,17 +16,29 @@ from .common import result
 from .values import InterpTile, current_block
 
 
+def _valid(v, shape):
+    """Where a masked tile operand is valid (everywhere for other operands)."""
+    if isinstance(v, InterpTile) and v.extents is not None:
+        return np.broadcast_to(v.valid(), shape)
+    return np.ones(shape, bool)
+
+
 def _coords(x, indices):
     tiles = indices if isinstance(indices, tuple) else (indices,)
     coords = [t.data.astype(np.int64) for t in tiles]
     ok = np.ones(coords[0].shape, bool)
-    for c, ext in zip(coords, x.array.shape):
-        ok &= (c >= 0) & (c < ext)
+    for t, c, ext in zip(tiles, coords, x.array.shape):
+        ok &= (c >= 0) & (c < ext) & _valid(t, c.shape)
     return coords, ok
 
 
-def _mask(ok, mask):
-    return ok if mask is None else ok & mask.data.astype(bool)
+def _mask(ok, mask, *values):
+    """The elements that act: in bounds, mask true, every masked operand valid."""
+    if mask is not None:
+        ok = ok & mask.data.astype(bool) & _valid(mask, ok.shape)
+    for v in values:
+        ok = ok & _valid(v, ok.shape)
+    return ok
 
 
 def _values(v, shape, dt):
@@ -58,7 +70,7 @@ def interp_gather(x, indices, mask=None, padding=0):
 def interp_scatter(x, indices, values, mask=None):
     from ..errors import DataRaceError
     coords, ok = _coords(x, indices)
-    ok = _mask(ok, mask)
+    ok = _mask(ok, mask, values)
     vals = _values(values, ok.shape, x.dtype)
     writers = _writers(x)
     blk = current_block()
@@ -88,7 +100,7 @@ def _atomic(name):
     @interp_rule(name)
     def rule(x, indices, values, mask=None, sem="relaxed", scope="gpu"):
         coords, ok = _coords(x, indices)
-        ok = _mask(ok, mask)
+        ok = _mask(ok, mask, values)
         vals = _values(values, ok.shape, x.dtype)
         old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))
         for k in zip(*np.nonzero(ok)):
@@ -108,7 +120,7 @@ for _n in _UPDATE:
 @interp_rule("atomic_cas")
 def interp_atomic_cas(x, indices, expected, desired, mask=None, sem="relaxed", scope="gpu"):
     coords, ok = _coords(x, indices)
-    ok = _mask(ok, mask)
+    ok = _mask(ok, mask, expected, desired)
     exp = _values(expected, ok.shape, x.dtype)
     des = _values(desired, ok.shape, x.dtype)
     old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))

@@ -23,7 +23,7 @@ from ..typing.types import TileType
 from ..layout import SliceLayout
 from numba.cuda.cudaimpl import registry as cudaimpl_registry
 
-from .common import (const_i64, convert, fragment_elements, from_compute, make_fragment,
+from .common import (broadcast_extents, const_i64, convert, fragment_elements, from_compute, make_fragment,
                      result_extents, scalar_to, tile_extents, to_compute, valid_bits)
 from .layouts import convert_layout, dst_slots, linear_of, remap, same_distribution
 
@@ -38,7 +38,10 @@ class Operand:
 
     def __init__(self, context, builder, ty, value, dt, layout=None, shape=None):
         self.context, self.builder, self.ty, self.value, self.dt = context, builder, ty, value, dt
+        self._valid = None
         if isinstance(ty, TileType):
+            self.layout = ty.layout if layout is None else layout
+            self.shape = ty.shape if shape is None else tuple(shape)
             self.count = ty.layout.elems_per_thread
             self._elems = fragment_elements(builder, value, self.count)
             if layout is not None and layout != ty.layout:
@@ -56,6 +59,16 @@ class Operand:
     def compute(self, i):
         """Element ``i`` as a value of ``compute_type(dt)``."""
         return to_compute(self.context, self.builder, self.element(i), self.dt)
+
+    def valid(self, i):
+        """i1: element ``i`` is valid (None when every element is: not a masked tile)."""
+        if not (isinstance(self.ty, TileType) and self.ty.masked):
+            return None
+        if self._valid is None:
+            ext = broadcast_extents(self.builder, self.ty, self.value, self.shape)
+            self._valid = (ext, [c for c, _lin in dst_slots(self.builder, self.layout)])
+        ext, coords = self._valid
+        return valid_bits(self.builder, coords[i], ext)
 
 
 def move(builder, ty, elems, layout, shape):

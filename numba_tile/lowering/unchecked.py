@@ -2,7 +2,9 @@
 
 Every element of the result layout computes its address from its coordinates (64-bit
 offsets), is masked by its bounds (``0 <= coord < extent`` on every axis, one unsigned
-compare each) and by the user's mask, and only owning (not replicating) threads write.
+compare each), by the user's mask and by the validity of masked tile operands (an index
+or value loaded past an array's edge without ``padding=`` does nothing), and only owning
+(not replicating) threads write.
 Atomics are one inline-PTX ``atom{.sem}{.scope}.op.type`` per element on the generic
 address (PTX ISA 8.x, "atom"), ``relaxed``/``acquire``/``release``/``acq_rel`` and
 ``cta``/``gpu``/``sys`` as the op's ``sem``/``scope`` arguments say.
@@ -30,8 +32,9 @@ def _index_operands(context, builder, sig_ty, value, layout):
     return [Operand(context, builder, t, v, dtypes.int64, layout) for t, v in zip(tys, vals)]
 
 
-def _elements(context, builder, view, idx_ops, mask_op, i):
-    """(in-bounds-and-masked i1, element pointer) of element ``i``."""
+def _elements(context, builder, view, idx_ops, mask_op, i, value_ops=()):
+    """(in-bounds-and-masked i1, element pointer) of element ``i``: the indices in bounds,
+    the mask true, and every masked tile operand (indices, mask, values) valid there."""
     ok = ir.Constant(I1, 1)
     offset = const_i64(0)
     for d, op in enumerate(idx_ops):
@@ -40,6 +43,10 @@ def _elements(context, builder, view, idx_ops, mask_op, i):
         offset = builder.add(offset, builder.mul(c, view.strides[d]))
     if mask_op is not None:
         ok = builder.and_(ok, mask_op.element(i))
+    for op in [*idx_ops, *([mask_op] if mask_op is not None else []), *value_ops]:
+        v = op.valid(i)
+        if v is not None:
+            ok = builder.and_(ok, v)
     return ok, view.global_ptr(builder, offset, 1)
 
 
@@ -84,7 +91,7 @@ def lower_scatter(context, builder, sig, args):
     mask = _mask_operand(context, builder, mty, args[3], layout)
     owner = is_storing_thread(builder, layout)
     for i in range(layout.elems_per_thread):
-        ok, ptr = _elements(context, builder, view, idx, mask, i)
+        ok, ptr = _elements(context, builder, view, idx, mask, i, (vals,))
         with builder.if_then(builder.and_(ok, owner)):
             builder.store(_reg_to_storage(builder, vals.element(i), xty.dtype, view.storage_llvm),
                           ptr, align=view.itemsize)
@@ -145,7 +152,7 @@ def _atomic_lowering(name):
         zero = ir.Constant(reg, 0)
         out = []
         for i in range(layout.elems_per_thread):
-            ok, ptr = _elements(context, builder, view, idx, mask, i)
+            ok, ptr = _elements(context, builder, view, idx, mask, i, operands)
             addr = builder.ptrtoint(builder.addrspacecast(ptr, reg.as_pointer()), I64)
             entry = builder.block
             with builder.if_then(builder.and_(ok, owner)):
