@@ -13,7 +13,7 @@ per row (mean, 1/std), which is not counted.
 
 Method: CUDA events on PyTorch's current stream, which every implementation launches on.
 After the correctness check and 3 warm-up launches, each timed launch is queued behind a
-spin kernel (``torch.cuda._sleep``, about 0.2 ms) and bracketed by its own pair of events;
+spin kernel (``torch.cuda._sleep``, about 1 ms) and bracketed by its own pair of events;
 the figure is the median over ``--reps`` launches (fewer when one cell and implementation
 would take more than ``--budget`` seconds). The spin keeps the queue ahead of the host, so
 the figure is the device time of one launch: the host's launch cost (which
@@ -85,7 +85,7 @@ ROTATE_BELOW = 64 * 2**20     # inputs smaller than this rotate over several cop
 ROTATE_TOTAL = 120 * 2**20    # ... totalling more than this
 WARMUP = 3
 MIN_REPS = 5
-SPIN_CYCLES = 400_000         # about 0.2 ms at H200 clocks: longer than any host launch cost
+SPIN_CYCLES = 2_000_000       # about 1 ms at H200 clocks: longer than any host launch cost
 
 
 # ------------------------------------------------------------------------------ shared

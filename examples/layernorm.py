@@ -20,10 +20,10 @@ import numba_tile as nt
 
 try:
     from _common import dtype_name, pick_backend
-    from softmax import kernel_for, row_config
+    from softmax import kernel_for, min_blocks, row_config
 except ImportError:
     from examples._common import dtype_name, pick_backend
-    from examples.softmax import kernel_for, row_config
+    from examples.softmax import kernel_for, min_blocks, row_config
 
 
 def layer_norm_rows(x, weight, bias, y: nt.Partition[("BM", "BN")], n_cols, eps,
@@ -60,8 +60,9 @@ def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False):
     if dt not in ("float16", "bfloat16", "float32"):
         raise ValueError(f"layer_norm: y: expected float16, bfloat16 or float32, got {dt}")
     n = x.shape[1]
-    bm, bn, num_warps = row_config(n, 4 if dt == "float32" else 2, "layernorm")
-    kernel = kernel_for(layer_norm_rows, num_warps)
+    itemsize = 4 if dt == "float32" else 2
+    bm, bn, num_warps = row_config(n, itemsize, "layernorm")
+    kernel = kernel_for(layer_norm_rows, num_warps, min_blocks(n, itemsize, "layernorm"))
     return kernel(x, weight, bias, nt.partition(y, (bm, bn)), n, float(eps), bm, bn, dt,
                   stream=stream, interpret=interpret)
 

@@ -48,6 +48,19 @@ _PER_THREAD = {
 }
 
 
+#: ``min_blocks_per_sm`` where ptxas fits more blocks per multiprocessor than it would on
+#: its own without spilling (checked by tests/compile/test_norm_spills.py): more rows in
+#: flight per multiprocessor while one block reduces.
+_MIN_BLOCKS = {("softmax", 4, 8192): 4, ("softmax", 2, 8192): 4, ("softmax", 2, 16384): 2,
+               ("layernorm", 4, 4096): 4}
+
+
+def min_blocks(n_cols: int, itemsize: int, op: str = "softmax") -> int | None:
+    """The ``min_blocks_per_sm`` of the kernel for rows of ``n_cols`` (None: no bound)."""
+    bn = 1 << max(0, (n_cols - 1).bit_length())
+    return _MIN_BLOCKS.get((op, 4 if itemsize >= 4 else 2, bn))
+
+
 def row_config(n_cols: int, itemsize: int, op: str = "softmax") -> tuple:
     """``(rows per block, padded row length, num_warps)`` for rows of ``n_cols`` elements.
 
@@ -63,11 +76,11 @@ def row_config(n_cols: int, itemsize: int, op: str = "softmax") -> tuple:
     return 1, bn, min(32, max(1, bn // (32 * per_thread)))
 
 
-def kernel_for(fn, num_warps: int):
-    """One ``nt.jit`` kernel of ``fn`` per ``num_warps`` (kept for the process)."""
-    key = (fn, num_warps)
+def kernel_for(fn, num_warps: int, min_blocks_per_sm: int | None = None):
+    """One ``nt.jit`` kernel of ``fn`` per configuration (kept for the process)."""
+    key = (fn, num_warps, min_blocks_per_sm)
     if key not in _KERNELS:
-        _KERNELS[key] = nt.jit(num_warps=num_warps)(fn)
+        _KERNELS[key] = nt.jit(num_warps=num_warps, min_blocks_per_sm=min_blocks_per_sm)(fn)
     return _KERNELS[key]
 
 
@@ -90,8 +103,9 @@ def softmax(x, y, *, stream=None, interpret=False):
     dt = dtype_name(y)
     if dt not in ("float16", "bfloat16", "float32"):
         raise ValueError(f"softmax: y: expected float16, bfloat16 or float32, got {dt}")
-    bm, bn, num_warps = row_config(x.shape[1], 4 if dt == "float32" else 2)
-    kernel = kernel_for(softmax_rows, num_warps)
+    itemsize = 4 if dt == "float32" else 2
+    bm, bn, num_warps = row_config(x.shape[1], itemsize)
+    kernel = kernel_for(softmax_rows, num_warps, min_blocks(x.shape[1], itemsize))
     return kernel(x, nt.partition(y, (bm, bn)), bm, bn, dt, stream=stream, interpret=interpret)
 
 

@@ -276,7 +276,8 @@ def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
 @global_compiler_lock
 def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
                    cc: tuple = (9, 0), lineinfo: bool = False,
-                   unchecked: bool = False) -> CompiledKernel:
+                   unchecked: bool = False,
+                   min_blocks_per_sm: int | None = None) -> CompiledKernel:
     """Compile ``pyfunc`` for ``argtypes`` to PTX.
 
     Args:
@@ -285,6 +286,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
         num_warps: warps per block.
         grid_param: index of the partition parameter that defines the grid.
         cc: compute capability ``(major, minor)``.
+        min_blocks_per_sm: ``.minnctapersm`` launch bound (None: none).
 
     Returns:
         CompiledKernel.
@@ -305,7 +307,8 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
             kernel = lib.get_function(cres.fndesc.llvm_func_name)
             lib._entry_name = cres.fndesc.llvm_func_name
             kernel_fixup(kernel, False)
-            nvvm.set_launch_bounds(kernel, ctx.num_threads)
+            nvvm.set_launch_bounds(kernel, ctx.num_threads if min_blocks_per_sm is None
+                                   else (ctx.num_threads, min_blocks_per_sm))
             kinds = tuple(_param_kind(a.type) for a in kernel.args)
             ptx = lib.get_asm_str(cc=cc)
         except Exception as exc:  # noqa: BLE001

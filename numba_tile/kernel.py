@@ -176,15 +176,22 @@ class Kernel:
     Attributes:
         fn: the Python function.
         num_warps: warps per block (threads = 32 * num_warps).
+        min_blocks_per_sm: blocks the compiler must fit on one multiprocessor (None: no
+            requirement).
         interpret: run in the interpreter by default.
     """
 
     def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
-                 unchecked: bool = False):
+                 unchecked: bool = False, min_blocks_per_sm: int | None = None):
         if not (is_pow2(num_warps) and num_warps <= 32):
             raise TileArgumentError(f"num_warps: expected a power of two from 1 to 32, got {num_warps!r}")
+        if min_blocks_per_sm is not None and not (isinstance(min_blocks_per_sm, int)
+                                                  and 1 <= min_blocks_per_sm <= 32):
+            raise TileArgumentError(f"min_blocks_per_sm: expected an int from 1 to 32 or None, "
+                                    f"got {min_blocks_per_sm!r}")
         self.fn = fn
         self.num_warps = num_warps
+        self.min_blocks_per_sm = min_blocks_per_sm
         self.unchecked = bool(unchecked)
         # the environment switch is read when the kernel is defined (as Triton's
         # TRITON_INTERPRET), not on every launch
@@ -336,10 +343,12 @@ class Kernel:
             with self._lock:
                 ck = self._compiled.get((key, cc))
                 if ck is None:
-                    digest = cache.entry_key(self.fn, (key, self.unchecked), self.num_warps, cc)
+                    digest = cache.entry_key(self.fn, (key, self.unchecked, self.min_blocks_per_sm),
+                                             self.num_warps, cc)
                     ck = cache.load(digest) if digest else None
                     if ck is None:
                         ck = compile_kernel(self.fn, argtypes, num_warps=self.num_warps,
+                                            min_blocks_per_sm=self.min_blocks_per_sm,
                                             grid_param=grid_param, cc=cc,
                                             unchecked=self.unchecked)
                         if digest:
@@ -518,12 +527,18 @@ class Kernel:
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
 
 
-def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False):
+def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False,
+        min_blocks_per_sm: int | None = None):
     """Decorate a tile kernel.
 
     Args:
         fn: the kernel function (parameters annotated as in :mod:`numba_tile.kernel`).
         num_warps: warps per block (a power of two, 1 to 32; default 4, as Triton).
+        min_blocks_per_sm: ask the compiler to fit this many blocks on one multiprocessor
+            (CUDA's ``__launch_bounds__`` second argument, PTX ``.minnctapersm``): it then
+            caps the registers per thread at ``65536 / (min_blocks_per_sm * 32 *
+            num_warps)`` (Hopper's 64K registers), spilling if it must. None (default): no
+            requirement.
         interpret: run in the interpreter by default (CPU, NumPy).
         unchecked: mark the kernel unchecked: it may use atomics, scatter/gather, stores at
             any tile index and ``Mutable`` parameters, which numba_tile does not check; every
@@ -540,5 +555,7 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
         ...     nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
     """
     if fn is None:
-        return lambda f: Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked)
-    return Kernel(fn, num_warps=num_warps, interpret=interpret, unchecked=unchecked)
+        return lambda f: Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
+                                min_blocks_per_sm=min_blocks_per_sm)
+    return Kernel(fn, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
+                  min_blocks_per_sm=min_blocks_per_sm)
