@@ -413,9 +413,10 @@ def filled(x, value):
     ``numpy.ma.filled``): every element is then valid, reductions count them all.
 
     A masked tile (loaded without ``padding=``) cannot flow into a variable that also holds
-    an unmasked one, as the accumulator of a loop (``acc = zeros(...)`` then
-    ``acc = acc + load(...)``): the accumulator would lose the elements one step left
-    invalid. Load with ``padding=0`` there, or add ``filled(t, 0)``.
+    an unmasked one, nor be carried around a loop, as the accumulator of a loop
+    (``acc = zeros(...)`` or ``acc = load(...)``, then ``acc = acc + load(...)``): the
+    accumulator would lose the elements one step left invalid. Both are compile-time
+    errors; load with ``padding=0`` there, or add ``filled(t, 0)``.
 
     Args:
         x (Tile[S]): a tile; an unmasked one is returned as it is.

@@ -23,7 +23,8 @@ from numba.cuda.core import ir
 from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 
 from .._registry import op_for_key
-from ..errors import (ForeignTileStoreError, StoreToReadOnlyError, UnanalyzedCallError,
+from ..errors import (ForeignTileStoreError, StoreToReadOnlyError, TileTypingError,
+                      UnanalyzedCallError,
                       UncheckedOpError)
 from .types import PartitionIndexType, PartitionType, TensorType
 
@@ -105,6 +106,39 @@ def check_function(func_ir, typemap, calltypes, unchecked=False):
             if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr) \
                     and inst.value.op == "call":
                 check_call(inst, inst.value, typemap, calltypes, unchecked)
+    check_loop_carried_masks(func_ir, typemap)
+
+
+def check_loop_carried_masks(func_ir, typemap):
+    """Refuse a masked tile carried around a loop (a phi at a loop header fed from the
+    loop's body): each step would intersect the valid box, so a loop accumulating chunks
+    loaded at an edge would drop, from every earlier chunk, the lanes the last one lacks
+    (the sum of 100 ones in chunks of 32 would be 16).
+
+    Raises:
+        TileTypingError: at the loop's variable, with the fix (``padding=``, ``filled``).
+    """
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+    from .types import TileType
+    cfg = compute_cfg_from_blocks(func_ir.blocks)
+    for loop in cfg.loops().values():
+        header = func_ir.blocks[loop.header]
+        for inst in header.body:
+            if not (isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr)
+                    and inst.value.op == "phi"):
+                continue
+            ty = typemap.get(inst.target.name)
+            if not (isinstance(ty, TileType) and ty.masked):
+                continue
+            if any(b in loop.body for b in inst.value.incoming_blocks):
+                name = inst.target.name.split(".")[0]
+                raise TileTypingError(
+                    f"'{name}' carries a masked tile around a loop (a tile loaded without "
+                    f"padding=, whose elements past the array's edge are invalid): each step "
+                    f"would keep only the elements valid in every step, so an accumulator "
+                    f"would lose what earlier steps loaded. Load with a padding value "
+                    f"(padding=0 for a running sum) or use filled(tile, 0) before the loop "
+                    f"carries it", **_loc(inst))
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
