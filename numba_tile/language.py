@@ -167,7 +167,11 @@ def _reduction(name, what, identity_doc):
     float16 and bfloat16 tiles accumulate in float32 and the result is rounded to ``dtype``
     (the input's by default), so the sum of 4096 float16 ones is 4096 (case N1). Integer
     tiles accumulate in their own dtype (int32 stays int32, as Triton; NumPy would widen);
-    bool tiles sum as int32. {identity_doc}
+    bool tiles sum as int32. {identity_doc} The invalid elements of a masked tile (loaded
+    without ``padding=``) are skipped; a line with no valid element gives the identity
+    (0, 1, -inf, +inf; the dtype's extremes for integers) and is itself invalid.
+    Along the last axis with ``keepdims=True`` the result stays in the registers of the
+    rows it came from and broadcasts back over them without data movement.
 
     Args:
         x (Tile[S]): the tile.
@@ -194,7 +198,8 @@ min = _reduction("min", "Minimum", "NaN propagates (as ``numpy.min``).")
 @op("reduction")
 def argmax(x, axis, keepdims=False):
     """Index of the maximum along ``axis`` (the first one on ties; the first NaN if there is
-    one, as ``numpy.argmax``).
+    one, as ``numpy.argmax``). Invalid elements of a masked tile are skipped (a line with
+    none valid gives 0).
 
     Args:
         x (Tile[S]): the tile.
@@ -209,13 +214,15 @@ def argmax(x, axis, keepdims=False):
 @op("reduction")
 def argmin(x, axis, keepdims=False):
     """Index of the minimum along ``axis`` (the first one on ties; the first NaN if there is
-    one, as ``numpy.argmin``). Returns a tile of int32."""
+    one, as ``numpy.argmin``; invalid elements of a masked tile skipped). Returns a tile of
+    int32."""
 
 
 @op("reduction")
 def cumsum(x, axis, dtype=None):
     """Inclusive cumulative sum along ``axis`` (as ``numpy.cumsum``); 16-bit floats
-    accumulate in float32, bool sums as int32.
+    accumulate in float32, bool sums as int32; invalid elements of a masked tile count as
+    0 and stay invalid.
 
     Args:
         x (Tile[S]): the tile.
