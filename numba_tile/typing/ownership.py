@@ -133,8 +133,9 @@ def check_loop_carried_masks(func_ir, typemap):
             if any(b in loop.body for b in inst.value.incoming_blocks):
                 name = inst.target.name.split(".")[0]
                 raise TileTypingError(
-                    f"'{name}' carries a masked tile around a loop (a tile loaded without "
-                    f"padding=, whose elements past the array's edge are invalid): each step "
+                    f"'{name}' carries a masked tile around a loop (a tile computed from a "
+                    f"load without padding=, whose elements past the array's edge are "
+                    f"invalid): each step "
                     f"would keep only the elements valid in every step, so an accumulator "
                     f"would lose what earlier steps loaded. Load with a padding value "
                     f"(padding=0 for a running sum) or use filled(tile, 0) before the loop "

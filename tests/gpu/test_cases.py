@@ -625,3 +625,118 @@ def test_t1_arrays_dropped_while_the_kernel_runs():
     np.testing.assert_array_equal(got, expected)
     for arr, v in zip(fresh, (123456789, -987654321, 42)):
         np.testing.assert_array_equal(to_host(arr), np.full(n, v, np.int64))
+
+
+# ----------------------------------------------------------------------------- E2
+
+# One row [1, 2, 3, 4, 5] (float32) in a tile of width 8, loaded without padding=: the three
+# lanes past the row are invalid, so the natural layer-norm code counts only the five real
+# elements: var == 2.0, not 7.4 (three padded lanes of (0 - 3) ** 2). The same through
+# elementwise ops between the load and the reductions, and for a 2-D tile at a corner.
+
+E2_ROW = np.array([1, 2, 3, 4, 5], np.float32)
+
+
+@nt.jit
+def e2_variance(x, out: nt.Partition[1], N: nt.Constant, n, OP: nt.Constant):
+    t = nt.load(x, (0,), (N,))
+    if OP == 1:
+        t = t * 2.0
+    elif OP == 2:
+        t = nt.exp(t)
+    elif OP == 3:
+        t = nt.where(t > 2.0, t, -t)
+    elif OP == 4:
+        t = nt.astype(t, nt.float16)
+    elif OP == 5:
+        t = nt.maximum(t - 1.0, 0.5) + nt.sqrt(t)
+    mean = nt.sum(t, 0) / n
+    var = nt.sum((t - mean) ** 2, 0) / n
+    nt.store(out, var)
+
+
+E2_OPS = {0: lambda v: v, 1: lambda v: v * 2, 2: np.exp, 3: lambda v: np.where(v > 2, v, -v),
+          4: lambda v: v, 5: lambda v: np.maximum(v - 1, 0.5) + np.sqrt(v)}
+
+
+def test_e2_padding_does_not_leak_into_the_variance(tile_backend):
+    out = tile_backend.asarray(np.full(1, -1.0, np.float32))
+    tile_backend.run(e2_variance, tile_backend.asarray(E2_ROW), nt.partition(out, 1), 8, 5, 0)
+    var = float(tile_backend.to_numpy(out)[0])
+    assert var != pytest.approx(7.4)
+    assert var == 2.0
+
+
+@pytest.mark.parametrize("op", list(E2_OPS), ids=["plain", "mul", "exp", "where", "astype",
+                                                 "max-sqrt"])
+@pytest.mark.parametrize("width", [8, 64, 1024])
+def test_e2_elementwise_ops_between_load_and_reduction(tile_backend, op, width):
+    out = tile_backend.asarray(np.full(1, -1.0, np.float32))
+    tile_backend.run(e2_variance, tile_backend.asarray(E2_ROW), nt.partition(out, 1), width, 5,
+                     op)
+    v = E2_OPS[op](E2_ROW.astype(np.float64))
+    ref = ((v - v.mean()) ** 2).mean()
+    got = float(tile_backend.to_numpy(out)[0])
+    padded = np.concatenate([v, np.full(width - 5, E2_OPS[op](np.zeros(1))[0])])
+    leaked = ((padded - padded.sum() / 5) ** 2).sum() / 5        # the padded lanes counted
+    assert abs(leaked - ref) > 0.1
+    if op in (0, 1, 4):
+        assert got == ref                      # 2.0, 8.0, 2.0: exact in float32 and float16
+    else:
+        assert got == pytest.approx(ref, rel=1e-5)
+
+
+@nt.jit
+def e2_rows_2d(x, out: nt.Partition[("BM", 1)], BM: nt.Constant, BN: nt.Constant):
+    """Variance of each row of the block's (BM, BN) tile of x over its valid columns."""
+    t = nt.load(x, (nt.bid(0), nt.bid(1)), (BM, BN)) * 2.0 + 1.0
+    n = nt.sum(t * 0.0 + 1.0, 1, keepdims=True)           # the valid columns of each row
+    mean = nt.sum(t, 1, keepdims=True) / n
+    nt.store(out, nt.sum((t - mean) ** 2, 1, keepdims=True) / n)
+
+
+@nt.jit
+def e2_cols_2d(x, out: nt.Partition[(1, "BN")], BM: nt.Constant, BN: nt.Constant):
+    """Variance of each column of the block's (BM, BN) tile of x over its valid rows."""
+    t = nt.load(x, (nt.bid(0), nt.bid(1)), (BM, BN)) * 2.0 + 1.0
+    n = nt.sum(t * 0.0 + 1.0, 0, keepdims=True)
+    mean = nt.sum(t, 0, keepdims=True) / n
+    nt.store(out, nt.sum((t - mean) ** 2, 0, keepdims=True) / n)
+
+
+@pytest.mark.parametrize("axis", [1, 0])
+def test_e2_2d_tile_at_a_corner(tile_backend, axis):
+    """x (13, 21) in (8, 16) tiles: the corner tile (1, 1) has 5 valid rows and 5 valid
+    columns. Each block stores the variance of (2 x + 1) along ``axis`` of its tile."""
+    rng = np.random.default_rng()
+    xh = (rng.standard_normal((13, 21)) * 3 + 2).astype(np.float32)
+    u = xh.astype(np.float64) * 2 + 1
+    bm, bn = 8, 16
+    if axis == 1:
+        out = tile_backend.asarray(np.full((13, 2), -1.0, np.float32))
+        tile_backend.run(e2_rows_2d, tile_backend.asarray(xh), nt.partition(out, (bm, 1)), bm, bn)
+        ref = np.stack([u[:, :bn].var(axis=1), u[:, bn:].var(axis=1)], axis=1)
+    else:
+        out = tile_backend.asarray(np.full((2, 21), -1.0, np.float32))
+        tile_backend.run(e2_cols_2d, tile_backend.asarray(xh), nt.partition(out, (1, bn)), bm, bn)
+        ref = np.stack([u[:bm].var(axis=0), u[bm:].var(axis=0)], axis=0)
+    np.testing.assert_allclose(tile_backend.to_numpy(out), ref, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- N1, masked
+
+
+@nt.jit
+def half_sum_masked(x, out: nt.Partition[1], N: nt.Constant):
+    nt.store(out, nt.sum(nt.load(x, (0,), (N,)) + 1.0, 0))
+
+
+@pytest.mark.parametrize("n", [3000, 4096])
+def test_n1_half_precision_sum_of_a_masked_tile(tile_backend, n):
+    """N1 with masking: the sum of (x + 1) over n float16 ones in a 4096 tile is 2 n (6000 or
+    8192, exact in float16): float32 accumulation (float16 stalls at 2048 + ...), and the
+    4096 - n invalid lanes (1 after the + 1) are skipped."""
+    out = tile_backend.asarray(np.zeros(1, np.float16))
+    tile_backend.run(half_sum_masked, tile_backend.asarray(np.ones(n, np.float16)),
+                     nt.partition(out, 1), 4096)
+    assert float(tile_backend.to_numpy(out)[0]) == 2 * n
