@@ -51,7 +51,7 @@ _PER_THREAD = {
 #: ``min_blocks_per_sm`` where ptxas fits more blocks per multiprocessor than it would on
 #: its own without spilling (checked by tests/compile/test_norm_spills.py): more rows in
 #: flight per multiprocessor while one block reduces.
-_MIN_BLOCKS = {("softmax", 2, 4096): 8, ("softmax", 2, 8192): 4,
+_MIN_BLOCKS = {("softmax", 2, 4096): 6, ("softmax", 2, 8192): 4,
                ("softmax", 4, 16384): 2, ("softmax", 2, 16384): 2, ("layernorm", 4, 4096): 4}
 
 

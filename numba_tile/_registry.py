@@ -164,7 +164,7 @@ def _argument_type(d: OpDef, ty):
     from .typing.common import make_tile
     if isinstance(ty.layout, BlockedLayout):
         return ty
-    return make_tile(ty.dtype, ty.shape, masked=ty.masked)
+    return make_tile(ty.dtype, ty.shape, masked=ty.masked, align=ty.align)
 
 
 def _make_template(d: OpDef):

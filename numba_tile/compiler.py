@@ -123,8 +123,9 @@ def _translate(exc: Exception, ctx) -> Exception:
 
 
 _HINTS = [
-    (re.compile(r"Cannot unify Tile\[[^\n]*\] and Tile\[[^\n]*masked\]|"
-                r"Cannot unify Tile\[[^\n]*masked\] and Tile\["),
+    # exactly one side masked ("masked" or "masked(align=4)" closes a tile type's name)
+    (re.compile(r"Cannot unify (Tile\[(?:(?!masked)[^\n])*?\] and Tile\[[^\n]*?masked(\(align=\d+\))?\] for|"
+                r"Tile\[[^\n]*?masked(\(align=\d+\))?\] and Tile\[(?:(?!masked)[^\n])*?\] for)"),
      "a variable holds a masked tile (loaded without padding=: its elements past the array's "
      "edge are invalid, and reductions skip them) and an unmasked one (as a loop's "
      "accumulator started with zeros()). An accumulator would lose the elements one step "

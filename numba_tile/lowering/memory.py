@@ -189,12 +189,14 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
     with ``extents`` (a masked tile's), only its valid elements."""
     layout, dt = tile.layout, tile.dtype
     last = view.ty.ndim - 1
+    lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
+    if extents is not None and tile.align % lanes:
+        lanes = 1     # the valid extent may end inside a chunk: element by element
     limits = view.shape
     if extents is not None:
         limits = [umin(builder, view.shape[d], builder.add(
             builder.mul(index[d], const_i64(tile.shape[d])), extents[d]))
             for d in range(view.ty.ndim)]
-    lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
     owner = is_storing_thread(builder, layout)
     k = 0
     for rep in range(layout.reps):

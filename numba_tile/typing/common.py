@@ -63,7 +63,7 @@ def static_shape(ty, opname: str, arg: str = "shape") -> tuple:
 MAX_ELEMS_PER_THREAD = 256
 
 
-def make_tile(dt, shape, opname: str = "tile", masked: bool = False) -> TileType:
+def make_tile(dt, shape, opname: str = "tile", masked: bool = False, align: int = 1) -> TileType:
     """The tile type of ``dt`` and ``shape`` in the blocked layout of this kernel.
 
     Raises:
@@ -77,7 +77,7 @@ def make_tile(dt, shape, opname: str = "tile", masked: bool = False) -> TileType
             f"a tile of shape {tuple(shape)} over {ctx.num_threads} threads puts "
             f"{layout.elems_per_thread} elements in each thread's registers, more than "
             f"{MAX_ELEMS_PER_THREAD}: use smaller tiles or more warps (num_warps)")
-    return TileType(dt, tuple(shape), layout, masked)
+    return TileType(dt, tuple(shape), layout, masked, align)
 
 
 def dtype_arg(ty, opname: str, arg: str = "dtype"):

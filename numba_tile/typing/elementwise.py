@@ -50,10 +50,13 @@ def result_tile(tiles, opname, arg="operands") -> TileType:
     shape = broadcast_shape([t.shape for t in tiles], opname, arg)
     full = [t for t in tiles if t.shape == shape]
     masked = any(t.masked for t in tiles)
+    # a broadcast last axis is valid along all of it or none of it
+    align = min((t.align if t.shape[-1:] == shape[-1:] else shape[-1]
+                 for t in tiles if t.masked), default=1)
     pick = next((t for t in full if isinstance(t.layout, BlockedLayout)), full[0] if full else None)
     if pick is None:
-        return make_tile(tiles[0].dtype, shape, masked=masked)
-    return TileType(pick.dtype, shape, pick.layout, masked)
+        return make_tile(tiles[0].dtype, shape, masked=masked, align=align)
+    return TileType(pick.dtype, shape, pick.layout, masked, align)
 
 
 def operand_dtype(a, b, opname):

@@ -35,6 +35,15 @@ def _index_ok(ty, ndim: int) -> bool:
             and all(isinstance(t, types.Integer) for t in ty.types))
 
 
+def _align(x, tile_shape) -> int:
+    """What the valid extent of a tile of ``x`` along the last axis is a multiple of: a
+    16-byte aligned array's last extent is a multiple of ``16 // itemsize`` elements, and so
+    is ``extent - index * tile`` for a tile of at least that many (at most the tile)."""
+    if not x.vec16:
+        return 1
+    return min(max(1, 16 // dtypes.itemsize(x.dtype)), tile_shape[-1])
+
+
 def _check_padding(ty, dt, opname):
     """Check a padding argument; True when there is none (the tile is masked)."""
     if isinstance(ty, (types.Omitted, types.NoneType)) and getattr(ty, "value", None) is None:
@@ -65,7 +74,7 @@ def type_load(x, index, shape, padding):
             raise fail("load", "shape", f"no shape for partition '{x.param}' (its tile shape "
                        f"{x.tile_shape} is used)", shape)
         masked = _check_padding(padding, x.dtype, "load")
-        return make_tile(x.dtype, x.tile_shape, masked=masked)
+        return make_tile(x.dtype, x.tile_shape, masked=masked, align=_align(x, x.tile_shape))
     if not isinstance(x, TensorType):
         raise fail("load", "x", "a tensor or partition parameter", x)
     if is_omitted(index):
@@ -78,7 +87,7 @@ def type_load(x, index, shape, padding):
     if len(sh) != x.ndim:
         raise fail("load", "shape", f"{x.ndim} dimensions (the rank of '{x.param}')", sh)
     masked = _check_padding(padding, x.dtype, "load")
-    return make_tile(x.dtype, sh, masked=masked)
+    return make_tile(x.dtype, sh, masked=masked, align=_align(x, sh))
 
 
 @typing_rule("load_like")
@@ -100,7 +109,7 @@ def type_load_like(x, like, padding, index):
                    "(reading another partition's tile of an array being written races)",
                    x.param)
     masked = _check_padding(padding, x.dtype, "load_like")
-    return make_tile(x.dtype, like.tile_shape, masked=masked)
+    return make_tile(x.dtype, like.tile_shape, masked=masked, align=_align(x, like.tile_shape))
 
 
 @typing_rule("store")

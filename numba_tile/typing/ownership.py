@@ -110,10 +110,12 @@ def check_function(func_ir, typemap, calltypes, unchecked=False):
 
 
 def check_loop_carried_masks(func_ir, typemap):
-    """Refuse a masked tile carried around a loop (a phi at a loop header fed from the
-    loop's body): each step would intersect the valid box, so a loop accumulating chunks
-    loaded at an edge would drop, from every earlier chunk, the lanes the last one lacks
-    (the sum of 100 ones in chunks of 32 would be 16).
+    """Refuse a masked tile carried around a loop whose next value depends on a masked
+    load made in the loop (a phi at a loop header fed from the body): each step
+    intersects the valid boxes, so a loop accumulating chunks loaded at an edge would drop,
+    from every earlier chunk, the lanes the last one lacks (the sum of 100 ones in chunks
+    of 32 would be 16). A carried tile updated without new masked loads (``t = t * a + b``)
+    keeps its box and is allowed.
 
     Raises:
         TileTypingError: at the loop's variable, with the fix (``padding=``, ``filled``).
@@ -122,24 +124,52 @@ def check_loop_carried_masks(func_ir, typemap):
     from .types import TileType
     cfg = compute_cfg_from_blocks(func_ir.blocks)
     for loop in cfg.loops().values():
-        header = func_ir.blocks[loop.header]
-        for inst in header.body:
+        defs = {}
+        for label in loop.body:
+            for inst in func_ir.blocks[label].body:
+                if isinstance(inst, ir.Assign):
+                    defs[inst.target.name] = inst.value
+        for inst in func_ir.blocks[loop.header].body:
             if not (isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr)
                     and inst.value.op == "phi"):
                 continue
             ty = typemap.get(inst.target.name)
             if not (isinstance(ty, TileType) and ty.masked):
                 continue
-            if any(b in loop.body for b in inst.value.incoming_blocks):
+            carried = [v for v, b in zip(inst.value.incoming_values, inst.value.incoming_blocks)
+                       if b in loop.body and isinstance(v, ir.Var)]
+            if any(_loads_masked_in_loop(v.name, defs, typemap) for v in carried):
                 name = inst.target.name.split(".")[0]
                 raise TileTypingError(
-                    f"'{name}' carries a masked tile around a loop (a tile computed from a "
-                    f"load without padding=, whose elements past the array's edge are "
-                    f"invalid): each step "
-                    f"would keep only the elements valid in every step, so an accumulator "
-                    f"would lose what earlier steps loaded. Load with a padding value "
-                    f"(padding=0 for a running sum) or use filled(tile, 0) before the loop "
-                    f"carries it", **_loc(inst))
+                    f"'{name}' carries a masked tile around a loop and combines it with a tile "
+                    f"loaded in the loop without padding= (elements past the array's edge are "
+                    f"invalid): each step would keep only the elements valid in every step, so "
+                    f"an accumulator would lose what earlier steps loaded. Load with a padding "
+                    f"value (padding=0 for a running sum) or use filled(tile, 0)", **_loc(inst))
+
+
+def _loads_masked_in_loop(name, defs, typemap) -> bool:
+    """True when variable ``name`` depends, within the loop body (``defs``: its
+    assignments), on a masked load/load_like made there."""
+    from .types import TileType
+    seen, todo = set(), [name]
+    while todo:
+        var = todo.pop()
+        if var in seen or var not in defs:
+            continue
+        seen.add(var)
+        value = defs[var]
+        if isinstance(value, ir.Expr) and value.op == "call":
+            d = op_for_key(getattr(typemap.get(value.func.name), "typing_key", None))
+            ty = typemap.get(var)
+            if d is not None and d.name in ("load", "load_like") and isinstance(ty, TileType) \
+                    and ty.masked:
+                return True
+        if isinstance(value, ir.Var):
+            todo.append(value.name)
+        elif isinstance(value, ir.Expr):
+            todo.extend(v.name for v in value.list_vars())
+    return False
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)

@@ -42,6 +42,13 @@ def result_dtype(opname, x, dtype):
     return dt
 
 
+def _kept_align(x, axis, keep, shape) -> int:
+    """The result's last-axis alignment: x's when the last axis is kept as it was."""
+    if axis != x.ndim - 1 and shape[-1:] == x.shape[-1:] and (keep or x.ndim > 1):
+        return x.align
+    return 1
+
+
 def result_shape(x, axis, keep):
     return tuple(1 if d == axis else s for d, s in enumerate(x.shape) if keep or d != axis)
 
@@ -62,7 +69,7 @@ def _rule(name):
             parent = x.layout if isinstance(x.layout, BlockedLayout) \
                 else make_tile(x.dtype, x.shape).layout
             return TileType(dt, shape, SliceLayout(parent, a), x.masked)
-        return make_tile(dt, shape, masked=x.masked)
+        return make_tile(dt, shape, masked=x.masked, align=_kept_align(x, a, keep, shape))
 
     return rule
 
@@ -78,7 +85,8 @@ def _arg_rule(name):
             raise fail(name, "x", "a tile", x)
         a = reduction_axis(name, x, axis)
         keep = keepdims_value(name, keepdims)
-        return make_tile(dtypes.int32, result_shape(x, a, keep) or (1,), masked=x.masked)
+        shape = result_shape(x, a, keep) or (1,)
+        return make_tile(dtypes.int32, shape, masked=x.masked, align=_kept_align(x, a, keep, shape))
 
     return rule
 
@@ -92,4 +100,4 @@ def type_cumsum(x, axis, dtype):
     if not isinstance(x, TileType):
         raise fail("cumsum", "x", "a tile", x)
     reduction_axis("cumsum", x, axis)
-    return make_tile(result_dtype("cumsum", x, dtype), x.shape, masked=x.masked)
+    return make_tile(result_dtype("cumsum", x, dtype), x.shape, masked=x.masked, align=x.align)

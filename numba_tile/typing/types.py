@@ -120,18 +120,23 @@ class TileType(types.Type):
     axis (a tile loaded at an array's edge), carried at run time next to the elements.
     """
 
-    def __init__(self, dtype, shape: tuple, layout, masked: bool = False):
+    def __init__(self, dtype, shape: tuple, layout, masked: bool = False, align: int = 1):
         self.dtype, self.shape, self.layout = dtype, tuple(shape), layout
         self.masked = bool(masked)
+        #: a masked tile's valid extent along the last axis is a multiple of ``align``
+        #: elements (a load from a 16-byte aligned array: 16 // itemsize), so a store can
+        #: write whole 16-byte chunks
+        self.align = int(align) if masked else 1
+        mask = (f", masked(align={self.align})" if self.align > 1 else ", masked") if masked else ""
         super().__init__(name=f"Tile[{dtypes.name(dtype)}, {self.shape}, {layout.describe()}"
-                              f"{', masked' if masked else ''}]")
+                              f"{mask}]")
 
     @property
     def ndim(self):
         return len(self.shape)
 
     def with_dtype(self, dt) -> "TileType":
-        return TileType(dt, self.shape, self.layout, self.masked)
+        return TileType(dt, self.shape, self.layout, self.masked, self.align)
 
     def unify(self, typingctx, other):
         """Two tiles of one dtype, shape and maskedness in different layouts (a variable
@@ -139,13 +144,15 @@ class TileType(types.Type):
         if (isinstance(other, TileType) and other.dtype == self.dtype
                 and other.shape == self.shape and other.masked == self.masked):
             from .common import make_tile
-            return make_tile(self.dtype, self.shape, masked=self.masked)
+            return make_tile(self.dtype, self.shape, masked=self.masked,
+                             align=min(self.align, other.align))
         return None
 
     def can_convert_to(self, typingctx, other):
         from numba.cuda.typeconv import Conversion
         if (isinstance(other, TileType) and other.dtype == self.dtype
-                and other.shape == self.shape and other.masked == self.masked):
+                and other.shape == self.shape and other.masked == self.masked
+                and self.align % other.align == 0):
             return Conversion.safe
         return None
 
