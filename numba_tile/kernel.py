@@ -537,8 +537,9 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
         min_blocks_per_sm: ask the compiler to fit this many blocks on one multiprocessor
             (CUDA's ``__launch_bounds__`` second argument, PTX ``.minnctapersm``): it then
             caps the registers per thread at ``65536 / (min_blocks_per_sm * 32 *
-            num_warps)`` (Hopper's 64K registers), spilling if it must. None (default): no
-            requirement.
+            num_warps)`` (Hopper's 64K registers). A request, not a demand: where ptxas
+            would have to spill registers to meet it, numba_tile assembles the kernel
+            without it (``runtime/linker.py``). None (default): no request.
         interpret: run in the interpreter by default (CPU, NumPy).
         unchecked: mark the kernel unchecked: it may use atomics, scatter/gather, stores at
             any tile index and ``Mutable`` parameters, which numba_tile does not check; every

@@ -9,6 +9,8 @@ When nvJitLink is missing the PTX is handed to the driver as before.
 
 from __future__ import annotations
 
+import re
+
 
 class LinkError(RuntimeError):
     """nvJitLink refused the PTX; the message carries its error log."""
@@ -17,19 +19,54 @@ class LinkError(RuntimeError):
 def ptx_to_cubin(ptx: str, cc: tuple) -> bytes | None:
     """Assemble ``ptx`` for ``sm_{major}{minor}``.
 
+    A ``.minnctapersm`` launch bound (``jit(min_blocks_per_sm=...)``) is a request: when
+    ptxas can meet it only by spilling registers to local memory, the PTX is assembled
+    again without it (see :func:`assemble`).
+
     Returns:
         The cubin (ELF bytes), or None when nvJitLink is not installed.
 
     Raises:
         LinkError: nvJitLink is present and failed (the log says why).
     """
+    out = assemble(ptx, cc)
+    return None if out is None else out[0]
+
+
+_SPILLS = re.compile(r"(\d+) bytes spill stores")
+_MIN_BLOCKS = re.compile(r"^\s*\.minnctapersm\s+\d+\s*$", re.M)
+
+
+def assemble(ptx: str, cc: tuple) -> tuple[bytes, str] | None:
+    """``(cubin, ptxas report)`` of ``ptx`` for ``sm_{major}{minor}``, or None without a
+    usable nvJitLink.
+
+    When the PTX carries ``.minnctapersm`` and ptxas reports spill stores under it, the
+    directive is removed and the PTX assembled again: the bound trades registers for
+    occupancy, and a spill would cost more than the occupancy gains (the report returned
+    is the final one's).
+
+    Raises:
+        LinkError: nvJitLink failed (the log says why).
+    """
+    out = _link(ptx, cc, verbose=True)
+    if out is None:
+        return None
+    cubin, log = out
+    if _MIN_BLOCKS.search(ptx) and any(int(n) for n in _SPILLS.findall(log)):
+        out = _link(_MIN_BLOCKS.sub("", ptx), cc, verbose=True)
+    return out
+
+
+def _link(ptx: str, cc: tuple, verbose: bool) -> tuple[bytes, str] | None:
     try:
         from cuda.bindings import nvjitlink as nj
     except ImportError:
         return None
     arch = f"-arch=sm_{cc[0]}{cc[1]}"
+    options = [arch, "-O3"] + (["-verbose"] if verbose else [])
     try:
-        handle = nj.create(2, [arch, "-O3"])
+        handle = nj.create(len(options), options)
     except Exception:  # noqa: BLE001 - library present but unusable: let the driver JIT
         return None
     try:
@@ -45,6 +82,10 @@ def ptx_to_cubin(ptx: str, cc: tuple) -> bytes | None:
             raise LinkError(f"nvJitLink ({arch}) failed: {exc}\n{log.decode(errors='replace')}") from None
         out = bytearray(nj.get_linked_cubin_size(handle))
         nj.get_linked_cubin(handle, out)
-        return bytes(out)
+        size = nj.get_info_log_size(handle)
+        info = bytearray(size)
+        if size:
+            nj.get_info_log(handle, info)
+        return bytes(out), info.decode(errors="replace").replace("\0", "")
     finally:
         nj.destroy(handle)

@@ -1,6 +1,7 @@
 """The row-wise example kernels (softmax, layer norm, RMS norm) keep their rows in registers:
 compiled to PTX (libNVVM, no GPU) for the row lengths and dtypes the examples serve, and
-assembled for sm_90 by nvJitLink (ptxas), no kernel uses local memory or spills a register.
+assembled for sm_90 by nvJitLink (ptxas) as a launch assembles them, no kernel uses local
+memory or spills a register.
 
 A spill would turn the one read of each row into extra local-memory traffic per element:
 ``examples/softmax.py``'s tables (``row_config``: elements per thread; ``min_blocks``:
@@ -20,6 +21,7 @@ import pytest
 
 from examples import layernorm, rmsnorm, softmax
 from numba_tile.dtypes import BFLOAT16_NP
+from numba_tile.runtime import linker
 
 NS = [128, 256, 1000, 2048, 4096, 8192, 16384]
 DTYPES = {"float32": np.float32, "bfloat16": BFLOAT16_NP}
@@ -87,14 +89,23 @@ def assemble(nvjitlink, ptx: str) -> str:
     return bytes(log).decode(errors="replace").replace("\x00", "")
 
 
+def launch_report(ptx: str) -> str:
+    """ptxas' report of the cubin a launch would load: numba_tile's own assembly
+    (``runtime.linker.assemble``), which drops a ``min_blocks_per_sm`` bound that would
+    make ptxas spill."""
+    out = linker.assemble(ptx, (9, 0))
+    assert out is not None, "nvJitLink became unusable"
+    return out[1]
+
+
 @pytest.fixture(scope="module")
 def reports():
     """{case: (ptx, ptxas report)} of every case: compiled once (numba_tile caches the PTX in
     memory and on disk), assembled in parallel (ptxas runs outside the GIL)."""
-    nvjitlink = nvjitlink_module()
+    nvjitlink_module()
     ptxs = {case: kernel_ptx(*case) for case in CASES}
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        logs = dict(zip(ptxs, pool.map(lambda p: assemble(nvjitlink, p), ptxs.values())))
+        logs = dict(zip(ptxs, pool.map(launch_report, ptxs.values())))
     return {case: (ptxs[case], logs[case]) for case in CASES}
 
 
@@ -122,3 +133,16 @@ def test_spills_would_be_seen(reports):
     assert count == 1
     log = assemble(nvjitlink, limited)
     assert re.search(r"[1-9]\d* bytes spill stores", log), log
+
+
+def test_min_blocks_bound_that_would_spill_is_dropped():
+    """A ``.minnctapersm`` bound that ptxas can meet only by spilling (4 blocks of 256
+    threads: 64 registers for 64 float32 values per thread) is dropped by numba_tile's assembly: the cubin it returns spills
+    nothing, though the same PTX assembled with the bound does."""
+    nvjitlink = nvjitlink_module()
+    ptx = kernel_ptx("softmax", "float32", 16384)
+    ptx = re.sub(r"^\s*\.minnctapersm\s+\d+\s*$", "", ptx, flags=re.M)
+    bounded, count = re.subn(r"(\.maxntid[^\n]*)", r"\1\n.minnctapersm 4", ptx, count=1)
+    assert count == 1
+    assert re.search(r"[1-9]\d* bytes spill stores", assemble(nvjitlink, bounded))
+    assert re.findall(r"(\d+) bytes spill stores", launch_report(bounded)) == ["0"]
