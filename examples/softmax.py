@@ -47,7 +47,7 @@ _KERNELS: dict = {}
 #: want more warps, long ones fewer threads with more bytes each, and layer norm, which
 #: also holds its weight and bias, fewer elements at 32768 columns (64 spill there).
 _PER_THREAD = {
-    ("softmax", 4): {1024: 16, 2048: 16, 4096: 16, 8192: 64, 16384: 64, 32768: 64},
+    ("softmax", 4): {1024: 16, 2048: 16, 4096: 16, 8192: 64, 16384: 32, 32768: 64},
     ("softmax", 2): {1024: 16, 2048: 32, 4096: 32, 8192: 64, 16384: 32, 32768: 64},
     ("layernorm", 4): {1024: 16, 2048: 32, 4096: 32, 8192: 64, 16384: 32, 32768: 64},
     ("layernorm", 2): {1024: 16, 2048: 16, 4096: 32, 8192: 32, 16384: 32, 32768: 32},
@@ -58,7 +58,7 @@ _PER_THREAD = {
 #: its own without spilling (checked by tests/compile/test_norm_spills.py): more rows in
 #: flight per multiprocessor while one block reduces.
 _MIN_BLOCKS = {("softmax", 2, 4096): 6, ("softmax", 2, 8192): 4,
-               ("softmax", 4, 16384): 2, ("softmax", 2, 16384): 2, ("layernorm", 4, 4096): 4}
+               ("softmax", 2, 16384): 2, ("layernorm", 4, 4096): 4}
 
 
 def min_blocks(n_cols: int, itemsize: int, op: str = "softmax") -> int | None:

@@ -34,7 +34,21 @@ def ptx_to_cubin(ptx: str, cc: tuple) -> bytes | None:
 
 
 _SPILLS = re.compile(r"(\d+) bytes spill stores")
+#: nvJitLink's own summary line: "info    : used 64 registers, used 1 barriers, 56 stack, ..."
+_SUMMARY = re.compile(r"used (\d+) registers,[^\n]*?(\d+) stack")
 _MIN_BLOCKS = re.compile(r"^\s*\.minnctapersm\s+\d+\s*$", re.M)
+
+
+def spill_report(log: str) -> tuple[int, int] | None:
+    """``(registers, spilled bytes)`` from an nvJitLink ``-verbose`` info log, or None when
+    it has no function report. Spilled bytes: ptxas' "bytes spill stores" where the log
+    carries ptxas' lines, else the stack frame of nvJitLink's summary (a numba_tile kernel
+    has no local arrays, so its stack holds only spills)."""
+    m = _SUMMARY.search(log)
+    if m is None:
+        return None
+    stores = [int(n) for n in _SPILLS.findall(log)]
+    return int(m.group(1)), max(stores + [int(m.group(2))])
 
 
 def assemble(ptx: str, cc: tuple) -> tuple[bytes, str] | None:
@@ -53,7 +67,8 @@ def assemble(ptx: str, cc: tuple) -> tuple[bytes, str] | None:
     if out is None:
         return None
     cubin, log = out
-    if _MIN_BLOCKS.search(ptx) and any(int(n) for n in _SPILLS.findall(log)):
+    report = spill_report(log)
+    if _MIN_BLOCKS.search(ptx) and report is not None and report[1] > 0:
         out = _link(_MIN_BLOCKS.sub("", ptx), cc, verbose=True)
     return out
 
