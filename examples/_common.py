@@ -28,3 +28,30 @@ def dtype_name(array) -> str:
     """The element type of a NumPy, CuPy, Numba or PyTorch array as a name numba_tile
     accepts ("float32", "bfloat16", ...)."""
     return str(array.dtype).replace("torch.", "")
+
+
+ROW_DTYPES = ("float16", "bfloat16", "float32")
+
+
+def check_rows(op: str, x, y, **vectors) -> str:
+    """Check the arguments of a row-wise op before launching it: ``x`` and ``y`` 2-D of one
+    shape and one dtype among :data:`ROW_DTYPES`, every ``vectors`` entry (weight, bias) 1-D
+    of ``x.shape[1]`` elements of that dtype. Returns the dtype's name.
+
+    Raises:
+        ValueError: naming the argument, what was expected and what was given.
+    """
+    dt = dtype_name(x)
+    if dt not in ROW_DTYPES:
+        raise ValueError(f"{op}: x: expected float16, bfloat16 or float32, got {dt}")
+    if len(x.shape) != 2:
+        raise ValueError(f"{op}: x: expected a 2-D array (rows, columns), got shape "
+                         f"{tuple(x.shape)}")
+    if tuple(y.shape) != tuple(x.shape) or dtype_name(y) != dt:
+        raise ValueError(f"{op}: y: expected {tuple(x.shape)} {dt} (x's shape and dtype), got "
+                         f"{tuple(y.shape)} {dtype_name(y)}")
+    for name, v in vectors.items():
+        if tuple(v.shape) != (x.shape[1],) or dtype_name(v) != dt:
+            raise ValueError(f"{op}: {name}: expected ({x.shape[1]},) {dt} (one per column of "
+                             f"x), got {tuple(v.shape)} {dtype_name(v)}")
+    return dt

@@ -16,10 +16,10 @@ import numpy as np
 import numba_tile as nt
 
 try:
-    from _common import dtype_name, pick_backend
+    from _common import check_rows, pick_backend
     from softmax import kernel_for, min_blocks, row_config
 except ImportError:
-    from examples._common import dtype_name, pick_backend
+    from examples._common import check_rows, pick_backend
     from examples.softmax import kernel_for, min_blocks, row_config
 
 
@@ -48,11 +48,9 @@ def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False):
         The launch handle (``.sync()`` waits).
 
     Raises:
-        ValueError: another dtype.
+        ValueError: another dtype, or shapes or dtypes that differ (before any GPU work).
     """
-    dt = dtype_name(y)
-    if dt not in ("float16", "bfloat16", "float32"):
-        raise ValueError(f"rms_norm: y: expected float16, bfloat16 or float32, got {dt}")
+    dt = check_rows("rms_norm", x, y, weight=weight)
     n = x.shape[1]
     itemsize = 4 if dt == "float32" else 2
     bm, bn, num_warps = row_config(n, itemsize, "layernorm")

@@ -18,9 +18,9 @@ import numpy as np
 import numba_tile as nt
 
 try:
-    from _common import dtype_name, pick_backend
+    from _common import check_rows, pick_backend
 except ImportError:
-    from examples._common import dtype_name, pick_backend
+    from examples._common import check_rows, pick_backend
 
 
 def softmax_rows(x, y: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
@@ -104,11 +104,9 @@ def softmax(x, y, *, stream=None, interpret=False):
         The launch handle (``.sync()`` waits).
 
     Raises:
-        ValueError: another dtype.
+        ValueError: another dtype, or shapes or dtypes that differ (before any GPU work).
     """
-    dt = dtype_name(y)
-    if dt not in ("float16", "bfloat16", "float32"):
-        raise ValueError(f"softmax: y: expected float16, bfloat16 or float32, got {dt}")
+    dt = check_rows("softmax", x, y)
     itemsize = 4 if dt == "float32" else 2
     bm, bn, num_warps = row_config(x.shape[1], itemsize)
     kernel = kernel_for(softmax_rows, num_warps, min_blocks(x.shape[1], itemsize))

@@ -126,11 +126,11 @@ _HINTS = [
     # exactly one side masked ("masked" or "masked(align=4)" closes a tile type's name)
     (re.compile(r"Cannot unify (Tile\[(?:(?!masked)[^\n])*?\] and Tile\[[^\n]*?masked(\(align=\d+\))?\] for|"
                 r"Tile\[[^\n]*?masked(\(align=\d+\))?\] and Tile\[(?:(?!masked)[^\n])*?\] for)"),
-     "a variable holds a masked tile (loaded without padding=: its elements past the array's "
-     "edge are invalid, and reductions skip them) and an unmasked one (as a loop's "
-     "accumulator started with zeros()). An accumulator would lose the elements one step "
-     "left invalid: load with a padding value (padding=0 for a running sum) or add "
-     "filled(tile, 0)"),
+     "a variable holds a masked tile (computed from a load without padding=: its elements "
+     "past the array's edge are invalid, and reductions skip them) and an unmasked one "
+     "(assigned in two branches, or a loop's accumulator started with zeros()). An "
+     "accumulator would lose the elements one step left invalid: load with a padding value "
+     "(padding=0 for a running sum) or apply filled(tile, 0) to the masked one"),
     (re.compile(r">>> (bool|truth)\(Tile\["),
      "a tile has no truth value (Python `if`/`while`/`and`/`or` on a tile): choose elementwise "
      "with where(cond, x, y)"),
@@ -181,6 +181,26 @@ def _loc_from_traceback(exc, filename=None):
     return found or fallback
 
 
+_UNIFY = re.compile(r"Cannot unify (Tile\[.*?\]) and (Tile\[.*?\]) for '([^'.]+)[^']*'")
+_TILE = re.compile(r"Tile\[(\w+), (\([^)]*\)), .*?(masked)?(?:\(align=\d+\))?\]$")
+
+
+def _short_unify(head: str) -> str:
+    """Numba's "Cannot unify Tile[...] and Tile[...] for 'acc.2', defined at ..." as "variable
+    'acc' holds a ... tile and a ... tile" (no register layouts, no SSA suffix)."""
+    m = _UNIFY.search(head)
+    if m is None:
+        return head
+
+    def short(t):
+        k = _TILE.match(t)
+        if k is None:
+            return t
+        return f"{'a masked' if k.group(3) else 'an unmasked'} {k.group(1)} {k.group(2)} tile"
+
+    return f"variable '{m.group(3)}' holds {short(m.group(1))} and {short(m.group(2))}"
+
+
 def _summarize(exc, loc, ctx) -> TileTypingError:
     """A Numba error (or an attribute typo) as a short TileTypingError at the user's line."""
     text = _ANSI.sub("", str(exc))
@@ -191,6 +211,7 @@ def _summarize(exc, loc, ctx) -> TileTypingError:
                 lines[0].strip() if lines else type(exc).__name__)
     sig = next((ln.strip() for ln in lines if ln.strip().startswith(">>>")), None)
     hint = next((h for pat, h in _HINTS if pat.search(text)), None)
+    head = _short_unify(head)
     msg = f"kernel '{ctx.kernel_name}' does not type: {head}"
     if sig and sig not in head:
         msg += f"\n    {sig}"

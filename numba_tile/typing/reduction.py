@@ -19,7 +19,9 @@ from .types import TileType
 def reduction_axis(opname, x, axis):
     a = axis.value if isinstance(axis, types.Omitted) else literal_int(axis)
     if not isinstance(a, int) or not -x.ndim <= a < x.ndim:
-        raise fail(opname, "axis", f"a static integer in [{-x.ndim}, {x.ndim})", axis)
+        got = f"{a} (for a rank-{x.ndim} tile)" if isinstance(a, int) else \
+            f"a run-time value of type {axis} (use a literal or a Constant parameter)"
+        raise fail(opname, "axis", f"a static integer in [{-x.ndim}, {x.ndim})", got)
     return a % x.ndim
 
 
@@ -28,7 +30,8 @@ def keepdims_value(opname, keepdims):
         return bool(keepdims.value)
     if isinstance(keepdims, types.BooleanLiteral):
         return keepdims.literal_value
-    raise fail(opname, "keepdims", "a static bool", keepdims)
+    raise fail(opname, "keepdims", "a static bool (True/False written in the kernel, or a "
+               "Constant parameter)", f"a run-time value of type {keepdims}")
 
 
 def result_dtype(opname, x, dtype):
