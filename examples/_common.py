@@ -55,3 +55,13 @@ def check_rows(op: str, x, y, **vectors) -> str:
             raise ValueError(f"{op}: {name}: expected ({x.shape[1]},) {dt} (one per column of "
                              f"x), got {tuple(v.shape)} {dtype_name(v)}")
     return dt
+
+
+def check_result(name: str, got, expected, rtol: float, atol: float, detail: str = "") -> None:
+    """Print the largest error of ``got`` against the float64 ``expected`` and OK, or exit
+    with WRONG RESULT when they differ beyond ``rtol``/``atol`` (``numpy.allclose``)."""
+    err = np.max(np.abs(got - expected))
+    print(f"{name}: {detail}max |error| = {err:.3g}")
+    if not np.allclose(got, expected, rtol=rtol, atol=atol):
+        raise SystemExit(f"{name}: WRONG RESULT")
+    print(f"{name}: OK")

@@ -16,10 +16,10 @@ import numpy as np
 import numba_tile as nt
 
 try:
-    from _common import check_rows, pick_backend
+    from _common import check_result, check_rows, pick_backend
     from softmax import kernel_for, min_blocks, row_config
 except ImportError:
-    from examples._common import check_rows, pick_backend
+    from examples._common import check_result, check_rows, pick_backend
     from examples.softmax import kernel_for, min_blocks, row_config
 
 
@@ -73,12 +73,8 @@ def main(shape=(300, 1000)) -> None:
     y = to_device(np.full(shape, np.nan, np.float32))
     rms_norm(to_device(x_h), to_device(w_h), y, interpret=interpret).sync()
     expected = reference(x_h, w_h)
-    got = to_host(y)
-    err = np.max(np.abs(got - expected))
-    print(f"rmsnorm: shape={shape}, max |error| = {err:.3g}")
-    if not np.allclose(got, expected, rtol=1e-4, atol=1e-4):
-        raise SystemExit("rmsnorm: WRONG RESULT")
-    print("rmsnorm: OK")
+    check_result("rmsnorm", to_host(y), expected, rtol=1e-4, atol=1e-4,
+                 detail=f"shape={shape}, ")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ import numpy as np
 import numba_tile as nt
 
 try:
-    from _common import check_rows, pick_backend
+    from _common import check_result, check_rows, pick_backend
 except ImportError:
-    from examples._common import check_rows, pick_backend
+    from examples._common import check_result, check_rows, pick_backend
 
 
 def softmax_rows(x, y: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
@@ -122,12 +122,8 @@ def main(shape=(300, 1000)) -> None:
     x64 = x_h.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     expected = e / e.sum(axis=1, keepdims=True)
-    got = to_host(y)
-    err = np.max(np.abs(got - expected))
-    print(f"softmax: shape={shape}, max |error| = {err:.3g}")
-    if not np.allclose(got, expected, rtol=1e-5, atol=1e-6):
-        raise SystemExit("softmax: WRONG RESULT")
-    print("softmax: OK")
+    check_result("softmax", to_host(y), expected, rtol=1e-5, atol=1e-6,
+                 detail=f"shape={shape}, ")
 
 
 if __name__ == "__main__":
