@@ -1,6 +1,7 @@
 """``@numba_tile.jit``: kernel objects, specialization, compilation cache and launch.
 
-A kernel is a Python function whose parameters are annotated to declare their roles:
+A kernel is a Python function whose parameters are annotated to declare their roles
+(:mod:`numba_tile.signature` reads them):
 
 * ``x`` (no annotation) or ``x: numba_tile.Tensor``: a read-only array (or a runtime
   scalar when given a Python number);
@@ -25,8 +26,8 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import sys
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 from numba.cuda import types
@@ -39,72 +40,14 @@ from .runtime import driver, inflight
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
-from .runtime.partition import Partition, PartitionAnnotation
+from .runtime.partition import Partition
 from .runtime.streams import producer_streams, stream_handle
+from .signature import Constant, Mutable, Tensor, parse_params  # noqa: F401 - re-exported
 from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 _MAX_GRID = 2**31 - 1
 _SCALARS = (bool, int, float, np.number, np.bool_)
-
-
-# ----------------------------------------------------------------------------- annotations
-
-class Tensor:
-    """Annotation of a read-only array parameter (the default for unannotated ones)."""
-
-
-class Mutable:
-    """Annotation of a whole array an *unchecked* kernel may write anywhere (atomics, scatter,
-    stores at any index): it takes a plain array, not a partition. The launch still checks
-    that it overlaps no other argument and not itself, and that it is writable."""
-
-
-class Constant:
-    """Annotation of a compile-time constant parameter (``BLOCK: numba_tile.Constant``).
-
-    ``Constant[int]`` is accepted as a synonym.
-    """
-
-    def __class_getitem__(cls, item):
-        return cls
-
-
-@dataclass(frozen=True)
-class _Param:
-    name: str
-    role: str                 # 'array' (tensor or scalar), 'partition', 'mutable', 'constant'
-    declared: tuple | None    # partition tile shape entries (int or constant name)
-    default: object
-
-
-def _parse_params(fn) -> list:
-    try:
-        sig = inspect.signature(fn, eval_str=True)
-    except NameError:
-        sig = inspect.signature(fn)
-    out = []
-    for p in sig.parameters.values():
-        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            raise TileArgumentError(f"kernel '{fn.__qualname__}': parameter '{p.name}' must be a "
-                                    f"plain positional parameter (no *args/**kwargs/keyword-only)")
-        ann = p.annotation
-        if isinstance(ann, str):
-            ann = {"Partition": Partition, "Constant": Constant, "Tensor": Tensor,
-                   "Mutable": Mutable}.get(
-                ann.split(".")[-1], inspect.Parameter.empty)
-        default = p.default
-        if ann is Partition:
-            out.append(_Param(p.name, "partition", None, default))
-        elif isinstance(ann, PartitionAnnotation):
-            out.append(_Param(p.name, "partition", ann.tile_shape, default))
-        elif ann is Constant:
-            out.append(_Param(p.name, "constant", None, default))
-        elif ann is Mutable:
-            out.append(_Param(p.name, "mutable", None, default))
-        else:
-            out.append(_Param(p.name, "array", None, default))
-    return out
 
 
 # ----------------------------------------------------------------------------- launch handles
@@ -182,7 +125,8 @@ class Kernel:
     """
 
     def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
-                 unchecked: bool = False, min_blocks_per_sm: int | None = None):
+                 unchecked: bool = False, min_blocks_per_sm: int | None = None,
+                 _caller_locals: dict | None = None):
         if not (is_pow2(num_warps) and num_warps <= 32):
             raise TileArgumentError(f"num_warps: expected a power of two from 1 to 32, got {num_warps!r}")
         if min_blocks_per_sm is not None and not (isinstance(min_blocks_per_sm, int)
@@ -196,7 +140,7 @@ class Kernel:
         # the environment switch is read when the kernel is defined (as Triton's
         # TRITON_INTERPRET), not on every launch
         self.interpret = bool(interpret) or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
-        self.params = _parse_params(fn)
+        self.params = parse_params(fn, _caller_locals)
         if not self.unchecked:
             for p in self.params:
                 if p.role == "mutable":
@@ -555,8 +499,12 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
         ... def add(x, y, z: nt.Partition["BLOCK"], BLOCK: nt.Constant):
         ...     nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
     """
+    def deco(f, caller):
+        # the decorating scope's locals: string annotations (``from __future__ import
+        # annotations``) may name a module imported there
+        return Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
+                      min_blocks_per_sm=min_blocks_per_sm, _caller_locals=caller.f_locals)
+
     if fn is None:
-        return lambda f: Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
-                                min_blocks_per_sm=min_blocks_per_sm)
-    return Kernel(fn, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
-                  min_blocks_per_sm=min_blocks_per_sm)
+        return lambda f: deco(f, sys._getframe(1))
+    return deco(fn, sys._getframe(1))
