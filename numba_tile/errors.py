@@ -15,6 +15,8 @@ Hierarchy::
         +-- StoreToReadOnlyError   store to a parameter not declared mutable (typing, case A5)
         +-- ForeignTileStoreError  store that is not to the block's own partition tile (typing)
         +-- UnanalyzedCallError    a tensor or partition handed to a callee the pass cannot see
+        +-- ClosedWorldError       a safe kernel reaching memory other than its parameters
+                                   (global/closure arrays, SIMT API, pointers, opaque code)
         +-- MissingPartitionError  mutable parameter given a plain array (launch)
         +-- UnexpectedPartitionError  partition given to a read-only parameter (launch)
         +-- AliasingError          mutable argument overlaps another argument (launch, A1/A2)
@@ -42,6 +44,7 @@ __all__ = [
     "StoreToReadOnlyError",
     "ForeignTileStoreError",
     "UnanalyzedCallError",
+    "ClosedWorldError",
     "MissingPartitionError",
     "UnexpectedPartitionError",
     "AliasingError",
@@ -122,6 +125,15 @@ class ForeignTileStoreError(OwnershipError):
 
 class UnanalyzedCallError(OwnershipError):
     rule = "tensors and partitions may only be passed to numba_tile ops"
+
+
+class ClosedWorldError(OwnershipError):
+    """A safe kernel reaches something other than its parameters and numba_tile's ops: an
+    array or pointer held in a global or closure variable, numba-cuda's SIMT API (thread
+    indices, shared/local arrays, barriers, atomics), or opaque code (device functions,
+    ``@intrinsic``, extension functions)."""
+
+    rule = "a safe kernel reaches memory only through its parameters and numba_tile's ops"
 
 
 class MissingPartitionError(OwnershipError):

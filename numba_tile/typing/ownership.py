@@ -10,7 +10,9 @@ only what each op declares (:class:`numba_tile._registry.Effects`):
   partition ``z`` (its type carries z's brand), else :class:`ForeignTileStoreError`;
 * a tensor or partition may be handed only to numba_tile ops, whose effects are
   known; a call to anything else that receives one is refused
-  (:class:`UnanalyzedCallError`), so no helper can write behind the pass's back.
+  (:class:`UnanalyzedCallError`), so no helper can write behind the pass's back; in a
+  safe kernel nothing but the parameters reaches memory at all
+  (``typing/closed_world.py``, run first: :class:`ClosedWorldError`).
 
 Tensor and partition types carry their parameter's name, so ``y = x; store(y, t)``
 is reported against ``x`` with no alias analysis. Errors carry the user's line.
@@ -23,33 +25,14 @@ from numba.cuda.core import ir
 from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 
 from .._registry import op_for_key
-from ..errors import (ForeignTileStoreError, StoreToReadOnlyError, TileTypingError,
-                      UnanalyzedCallError,
-                      UncheckedOpError)
+from ..errors import ForeignTileStoreError, StoreToReadOnlyError, TileTypingError, UncheckedOpError
+from .closed_world import check_closed_world
 from .types import PartitionIndexType, PartitionType, TensorType
 
 
 def _loc(inst):
     loc = inst.loc
     return dict(filename=loc.filename, lineno=loc.line, col=getattr(loc, "col", None))
-
-
-def _array_params_in(ty):
-    """The tensor and partition types in ``ty``, looking inside tuples (a tensor packed in a
-    tuple is still handed to the callee)."""
-    if isinstance(ty, (TensorType, PartitionType)):
-        return [ty]
-    if isinstance(ty, types.BaseTuple):
-        return [t for inner in ty.types for t in _array_params_in(inner)]
-    if isinstance(ty, (types.List, types.Optional)):
-        inner = getattr(ty, "dtype", None) or getattr(ty, "type", None)
-        return _array_params_in(inner) if inner is not None else []
-    return []
-
-
-def _callee_name(fnty) -> str:
-    key = getattr(fnty, "typing_key", None)
-    return getattr(key, "__qualname__", None) or getattr(key, "__name__", None) or str(fnty)
 
 
 def check_call(inst, expr, typemap, calltypes, unchecked=False):
@@ -61,14 +44,7 @@ def check_call(inst, expr, typemap, calltypes, unchecked=False):
     sig = calltypes.get(expr)
     argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
     d = op_for_key(getattr(fnty, "typing_key", None))
-    if d is None:
-        passed = [t for a in argtys for t in _array_params_in(a)]
-        if passed:
-            names = ", ".join(f"'{t.param}'" for t in passed)
-            raise UnanalyzedCallError(
-                f"parameter(s) {names} passed to {_callee_name(fnty)}(), which numba_tile cannot "
-                f"check; tensors and partitions can only be given to numba_tile ops",
-                **_loc(inst))
+    if d is None:          # not an op: typing/closed_world.py has checked the call
         return
     if d.unchecked and not unchecked:
         raise UncheckedOpError(
@@ -183,5 +159,8 @@ class OwnershipPass(AnalysisPass):
 
     def run_pass(self, state):
         from ..compiler_context import current
-        check_function(state.func_ir, state.typemap, state.calltypes, current().unchecked)
+        ctx = current()
+        check_closed_world(state.func_ir, state.typemap, state.calltypes, ctx.kernel_name,
+                           ctx.unchecked)
+        check_function(state.func_ir, state.typemap, state.calltypes, ctx.unchecked)
         return False

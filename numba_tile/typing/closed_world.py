@@ -1,0 +1,312 @@
+"""The closed world of a safe kernel: memory only through its parameters and numba_tile's ops.
+
+A safe kernel (one not marked ``@jit(unchecked=True)``) may reach memory only through its
+Tensor and Partition parameters, and only with numba_tile's ops, whose effects the
+ownership pass checks. Numba itself would let a kernel reach much more: a device array
+held in a module global or a closure cell (numba-cuda bakes its address into the PTX),
+numba-cuda's SIMT API (``cuda.threadIdx``, ``cuda.shared.array``, ``cuda.syncthreads``,
+``cuda.atomic.add``), device functions, ``@intrinsic`` code and raw pointers. This pass
+runs on the typed IR, right after type inference, before the ownership pass, and refuses
+all of them by *allowlist*:
+
+* every variable's type must be one a safe kernel may hold: numba_tile's own types
+  (tensor and partition parameters, tiles, branded indices, ``tiles()`` iterators),
+  scalars and their literals, ``None``, omitted arguments, strings, slices, ranges,
+  number classes (``nt.float32``), modules other than numba-cuda's, and tuples / lists
+  of those. Anything else (an array, a pointer, a numba-cuda SIMT object, an unknown
+  extension type) is refused where it first appears, naming where it came from (a
+  module global, a closure variable, an attribute, a call);
+* every call must go to a numba_tile op or to one of Python's and NumPy's own
+  scalar functions (``range``, ``float``, ``abs``, ``math.sqrt``, NumPy ufuncs...) with no
+  implementation registered by code outside Numba. Device functions, ``@intrinsic``
+  functions and other extension functions are opaque: the pass cannot see what they
+  read or write, even when they receive only numbers (an integer is enough to forge an
+  address).
+
+Errors: :class:`~numba_tile.errors.ClosedWorldError` for what a safe kernel cannot reach;
+:class:`~numba_tile.errors.UnanalyzedCallError` for an opaque callee that receives a
+tensor, a partition or a ``tiles()`` iterator (also in unchecked kernels: read-only
+parameters stay read-only there). Both carry the user's line.
+"""
+
+from __future__ import annotations
+
+import builtins
+import cmath
+import math
+import operator
+
+import numpy as np
+from numba.cuda import types
+from numba.cuda.core import ir
+
+from .._registry import op_for_key
+from ..errors import ClosedWorldError, UnanalyzedCallError
+from .types import (PartitionIndexType, PartitionType, TensorType, TileType, TilesIterable,
+                    TilesIterator)
+
+__all__ = ["check_closed_world", "pointer_params_in", "describe_callee"]
+
+#: numba_tile's own types: what the kernel's parameters and ops give
+_TILE_TYPES = (TensorType, PartitionType, TileType, PartitionIndexType, TilesIterable,
+               TilesIterator)
+#: types that hold no address and reach no memory
+_SCALAR_TYPES = (types.Number, types.Boolean, types.NoneType, types.Omitted,
+                 types.IntegerLiteral, types.BooleanLiteral, types.StringLiteral,
+                 types.UnicodeType, types.SliceType, types.SliceLiteral, types.EllipsisType,
+                 types.NumberClass, types.DType, types.RangeType, types.RangeIteratorType,
+                 types.EnumMember, types.ExceptionClass, types.ExceptionInstance)
+#: the modules whose functions and classes a safe kernel may call (scalar functions only:
+#: an array or pointer they could take is refused by the type allowlist)
+_LIBRARY_NAMESPACES = (builtins, math, cmath, operator, np)
+_LIBRARY_KINDS = (type(len), type, np.ufunc)
+_TRUSTED_MODULES = ("numba.", "numba_cuda", "numba_tile")
+
+
+def _library_callees() -> frozenset:
+    ids = set()
+    for ns in _LIBRARY_NAMESPACES:
+        for value in vars(ns).values():
+            if isinstance(value, _LIBRARY_KINDS):
+                ids.add(id(value))
+    return frozenset(ids)
+
+
+_LIBRARY_IDS = _library_callees()
+_LIBRARY_VALUES = [v for ns in _LIBRARY_NAMESPACES for v in vars(ns).values()
+                   if isinstance(v, _LIBRARY_KINDS)]   # keeps the ids above alive
+
+
+def _is_simt(obj) -> bool:
+    """numba-cuda's own API object (module, stub class, intrinsic)."""
+    if isinstance(obj, type(math)):
+        name = obj.__name__
+    else:
+        name = getattr(obj, "__module__", None) or \
+            getattr(getattr(obj, "_defn", None), "__module__", None) or ""
+    return name == "numba.cuda" or name.startswith(("numba.cuda.", "numba_cuda"))
+
+
+def pointer_params_in(ty) -> list:
+    """The tensor and partition parameters whose memory a value of type ``ty`` carries: the
+    value itself, a ``tiles()`` iterable or iterator (which holds its partition), and the
+    members of tuples, lists and optionals."""
+    if isinstance(ty, (TensorType, PartitionType)):
+        return [ty]
+    if isinstance(ty, (TilesIterable, TilesIterator)):
+        return [ty.ptype]
+    if isinstance(ty, types.BaseTuple):
+        return [t for inner in ty.types for t in pointer_params_in(inner)]
+    if isinstance(ty, (types.List, types.Optional)):
+        inner = getattr(ty, "dtype", None) or getattr(ty, "type", None)
+        return pointer_params_in(inner) if inner is not None else []
+    return []
+
+
+def describe_callee(fnty) -> str:
+    key = getattr(fnty, "typing_key", None)
+    if isinstance(fnty, types.Dispatcher):
+        key = getattr(fnty.dispatcher, "py_func", key)
+    return getattr(key, "__qualname__", None) or getattr(key, "__name__", None) or str(fnty)
+
+
+def _allowed_type(ty) -> bool:
+    if isinstance(ty, _TILE_TYPES) or isinstance(ty, _SCALAR_TYPES):
+        return True
+    if isinstance(ty, types.Module):
+        return not _is_simt(ty.pymod)
+    if isinstance(ty, (types.BaseTuple, types.Pair)):
+        members = ty.types if isinstance(ty, types.BaseTuple) else (ty.first_type,
+                                                                  ty.second_type)
+        return all(_allowed_type(t) for t in members)
+    if isinstance(ty, types.List):
+        return _allowed_type(ty.dtype)
+    if isinstance(ty, types.Optional):
+        return _allowed_type(ty.type)
+    # functions are checked where they are called
+    return isinstance(ty, (types.Function, types.Dispatcher, types.BoundFunction,
+                           types.ExternalFunction))
+
+
+def _user_implementation(fnty) -> str | None:
+    """The module of an implementation of a library function registered by code outside
+    Numba and numba_tile (an ``@overload`` of ``abs``...), or None."""
+    for template in getattr(fnty, "templates", ()):
+        impl = getattr(template, "_overload_func", None) or \
+            getattr(template, "_definition_func", None)
+        module = getattr(impl, "__module__", None) or getattr(template, "__module__", "")
+        if not (module or "").startswith(_TRUSTED_MODULES):
+            return module or "?"
+    return None
+
+
+def _callee_verdict(fnty):
+    """None when a safe kernel may call ``fnty``; else why not, and whether it is SIMT."""
+    if isinstance(fnty, types.NumberClass):
+        return None
+    if isinstance(fnty, types.BoundFunction):
+        if isinstance(fnty.this, _SCALAR_TYPES):
+            module = _user_implementation(fnty)
+            return None if module is None else (f"an implementation registered in module "
+                                                f"'{module}'", False)
+        return ("a method numba_tile cannot check", False)
+    if isinstance(fnty, types.Dispatcher):
+        return ("a numba-cuda device function", False)
+    if isinstance(fnty, types.Function):
+        key = fnty.typing_key
+        if op_for_key(key) is not None:
+            return None
+        if _is_simt(key):
+            return ("numba-cuda's SIMT API", True)
+        if id(key) in _LIBRARY_IDS:
+            module = _user_implementation(fnty)
+            return None if module is None else (f"an implementation registered in module "
+                                                f"'{module}' (an @overload or similar)", False)
+        kind = type(key).__name__
+        what = "an @intrinsic" if kind == "_Intrinsic" else "an extension function"
+        return (what, False)
+    return (f"a {type(fnty).__name__} callee", False)
+
+
+class _Origins:
+    """Where each variable of the function came from, for messages."""
+
+    def __init__(self, func_ir):
+        self.defs = {}
+        for block in func_ir.blocks.values():
+            for inst in block.body:
+                if isinstance(inst, ir.Assign):
+                    self.defs.setdefault(inst.target.name, inst.value)
+
+    def chain(self, name, depth=0) -> str | None:
+        """``cuda.threadIdx.x``-style text of a variable made of a global and attributes."""
+        value = self.defs.get(name)
+        if depth > 20 or value is None:
+            return None
+        if isinstance(value, (ir.Global, ir.FreeVar)):
+            return value.name
+        if isinstance(value, ir.Var):
+            return self.chain(value.name, depth + 1)
+        if isinstance(value, ir.Expr) and value.op == "getattr":
+            base = self.chain(value.value.name, depth + 1)
+            return f"{base}.{value.attr}" if base else None
+        return None
+
+    def describe(self, name) -> str:
+        value = self.defs.get(name)
+        if isinstance(value, ir.Global):
+            return f"module global '{value.name}'"
+        if isinstance(value, ir.FreeVar):
+            return f"closure variable '{value.name}'"
+        if isinstance(value, ir.Var):
+            return self.describe(value.name)
+        if isinstance(value, ir.Expr):
+            if value.op == "getattr":
+                text = self.chain(name)
+                return f"attribute '{text}'" if text else f"attribute '.{value.attr}'"
+            if value.op == "call":
+                callee = self.chain(value.func.name)
+                return f"the result of {callee or 'a call'}()"
+        user = name.split(".")[0]
+        return f"variable '{user}'" if not user.startswith("$") else "a value"
+
+
+def _what(ty) -> str:
+    if isinstance(ty, types.Buffer):
+        return f"an array ({ty})"
+    if isinstance(ty, (types.CPointer, types.RawPointer, types.MemInfoPointer,
+                       types.EphemeralPointer)):
+        return f"a pointer ({ty})"
+    return f"a value of type {ty}"
+
+
+def _loc(inst):
+    loc = inst.loc
+    return dict(filename=loc.filename, lineno=loc.line, col=getattr(loc, "col", None))
+
+
+_UNCHECKED_HINT = ("or mark the kernel @numba_tile.jit(unchecked=True) and launch it with "
+                   "unchecked=True")
+
+
+def _simt_error(kernel, text, inst):
+    return ClosedWorldError(
+        f"kernel '{kernel}' uses numba-cuda's SIMT API ({text}): thread and block indices, "
+        f"shared and local arrays, barriers and atomics are outside numba_tile's checks; use "
+        f"numba_tile's ops (bid(), num_blocks(), tiles(), reductions, ...), {_UNCHECKED_HINT}",
+        **_loc(inst))
+
+
+def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
+    fnty = typemap[expr.func.name]
+    sig = calltypes.get(expr)
+    argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
+    if isinstance(fnty, types.Function) and op_for_key(fnty.typing_key) is not None:
+        return
+    passed = [t for a in argtys for t in pointer_params_in(a)]
+    if passed:
+        names = ", ".join(f"'{t.param}'" for t in dict.fromkeys(passed))
+        raise UnanalyzedCallError(
+            f"parameter(s) {names} passed to {describe_callee(fnty)}(), which numba_tile cannot "
+            f"check; tensors and partitions can only be given to numba_tile ops", **_loc(inst))
+    if unchecked:
+        return
+    verdict = _callee_verdict(fnty)
+    if verdict is None:
+        return
+    why, simt = verdict
+    name = origins.chain(expr.func.name) or describe_callee(fnty)
+    if simt:
+        raise _simt_error(kernel, name, inst)
+    raise ClosedWorldError(
+        f"kernel '{kernel}' calls {name}(), {why}, which numba_tile cannot check (opaque code "
+        f"may read thread indices or forge addresses even from plain numbers): a safe kernel "
+        f"calls only numba_tile ops and Python's and NumPy's scalar functions; {_UNCHECKED_HINT}",
+        **_loc(inst))
+
+
+def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool) -> None:
+    """Refuse what a safe kernel cannot reach (see the module docstring).
+
+    Args:
+        func_ir: the typed function's IR.
+        typemap: variable name -> Numba type.
+        calltypes: call expression -> signature.
+        kernel: the kernel's qualified name, for messages.
+        unchecked: the kernel is marked unchecked: only opaque calls receiving tensors or
+            partitions are refused.
+
+    Raises:
+        ClosedWorldError: an array, pointer or SIMT object the kernel reaches, or a call to
+            opaque code, at the first statement (in block order) that does it.
+        UnanalyzedCallError: a tensor, partition or ``tiles()`` iterator handed to anything
+            but a numba_tile op.
+    """
+    origins = _Origins(func_ir)
+    for label in sorted(func_ir.blocks):
+        for inst in func_ir.blocks[label].body:
+            if not isinstance(inst, ir.Assign):
+                continue
+            value = inst.value
+            if isinstance(value, ir.Expr) and value.op == "call":
+                _check_call(kernel, inst, value, typemap, calltypes, origins, unchecked)
+            if unchecked:
+                continue
+            ty = typemap.get(inst.target.name)
+            if ty is None or _allowed_type(ty):
+                continue
+            name = inst.target.name
+            if isinstance(ty, types.Module) or _is_simt(type(ty)):
+                text = origins.chain(name) or str(ty)
+                # name the attribute the kernel reads from it, if any
+                for use in origins.defs.values():
+                    if isinstance(use, ir.Expr) and use.op == "getattr" \
+                            and use.value.name == name:
+                        text = f"{text}.{use.attr}"
+                        break
+                raise _simt_error(kernel, text, inst)
+            raise ClosedWorldError(
+                f"kernel '{kernel}' reaches {_what(ty)} through {origins.describe(name)}, which "
+                f"is not one of its parameters: a safe kernel reaches memory only through its "
+                f"parameters and numba_tile's ops; pass the array as a parameter (a partition "
+                f"to write it), {_UNCHECKED_HINT}", **_loc(inst))
