@@ -35,6 +35,7 @@ import builtins
 import cmath
 import math
 import operator
+import os
 
 import numpy as np
 from numba.cuda import types
@@ -60,7 +61,6 @@ _SCALAR_TYPES = (types.Number, types.Boolean, types.NoneType, types.Omitted,
 #: an array or pointer they could take is refused by the type allowlist)
 _LIBRARY_NAMESPACES = (builtins, math, cmath, operator, np)
 _LIBRARY_KINDS = (type(len), type, np.ufunc)
-_TRUSTED_MODULES = ("numba.", "numba_cuda", "numba_tile")
 
 
 def _library_callees() -> frozenset:
@@ -128,15 +128,56 @@ def _allowed_type(ty) -> bool:
                            types.ExternalFunction))
 
 
+def _package_dir(module) -> str:
+    return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+
+
+def _trusted_dirs() -> tuple:
+    import numba
+    import numba.cuda
+    import numba_tile
+    cuda_pkg = os.path.dirname(os.path.dirname(_package_dir(numba.cuda).rstrip(os.sep)))
+    return (_package_dir(numba), cuda_pkg + os.sep, _package_dir(numba_tile))
+
+
+_TRUSTED_DIRS: tuple | None = None
+
+
+def _untrusted_file(fn, depth=0) -> str | None:
+    """The source file of ``fn``, or of a function its closure holds, outside Numba,
+    numba-cuda and numba_tile (None if all are inside)."""
+    global _TRUSTED_DIRS
+    if _TRUSTED_DIRS is None:
+        _TRUSTED_DIRS = _trusted_dirs()
+    code = getattr(fn, "__code__", None)
+    if code is None or depth > 3:
+        return None
+    path = os.path.abspath(code.co_filename)
+    if not path.startswith(_TRUSTED_DIRS):
+        return code.co_filename
+    for cell in fn.__closure__ or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        found = _untrusted_file(inner, depth + 1)
+        if found:
+            return found
+    return None
+
+
 def _user_implementation(fnty) -> str | None:
-    """The module of an implementation of a library function registered by code outside
-    Numba and numba_tile (an ``@overload`` of ``abs``...), or None."""
+    """The source file of an implementation of a library function registered by code outside
+    Numba, numba-cuda and numba_tile (an ``@overload``, ``type_callable`` or similar of
+    ``math.ldexp``...), or None. Judged by where the functions that make up each typing
+    template are defined (a template's own methods and the functions their closures hold)."""
     for template in getattr(fnty, "templates", ()):
-        impl = getattr(template, "_overload_func", None) or \
-            getattr(template, "_definition_func", None)
-        module = getattr(impl, "__module__", None) or getattr(template, "__module__", "")
-        if not (module or "").startswith(_TRUSTED_MODULES):
-            return module or "?"
+        for value in vars(template).values():
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            found = _untrusted_file(value)
+            if found:
+                return found
     return None
 
 
@@ -147,8 +188,8 @@ def _callee_verdict(fnty):
     if isinstance(fnty, types.BoundFunction):
         if isinstance(fnty.this, _SCALAR_TYPES):
             module = _user_implementation(fnty)
-            return None if module is None else (f"an implementation registered in module "
-                                                f"'{module}'", False)
+            return None if module is None else (f"an implementation registered in "
+                                                f"{module}", False)
         return ("a method numba_tile cannot check", False)
     if isinstance(fnty, types.Dispatcher):
         return ("a numba-cuda device function", False)
@@ -160,8 +201,8 @@ def _callee_verdict(fnty):
             return ("numba-cuda's SIMT API", True)
         if id(key) in _LIBRARY_IDS:
             module = _user_implementation(fnty)
-            return None if module is None else (f"an implementation registered in module "
-                                                f"'{module}' (an @overload or similar)", False)
+            return None if module is None else (f"with an implementation registered in "
+                                                f"{module} (an @overload or similar)", False)
         kind = type(key).__name__
         what = "an @intrinsic" if kind == "_Intrinsic" else "an extension function"
         return (what, False)

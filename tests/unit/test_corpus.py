@@ -27,17 +27,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import math
+
+import numba
 import numpy as np
 import pytest
 from llvmlite import ir as llvm_ir
 from numba import cuda
 from numba.cuda import types
-from numba.cuda.extending import intrinsic
+from numba.cuda.extending import intrinsic, type_callable
 from numpy.lib.stride_tricks import as_strided
 
 import numba_tile as nt
 from numba_tile import errors
 from numba_tile.dtypes import BFLOAT16_NP
+from numba_tile.runtime.fakes import FakeDeviceArray
 
 GPU = nt.gpu_available()
 RNG = np.random.default_rng()
@@ -1976,6 +1980,264 @@ def v43_unchecked_kernel_reading_and_writing_disjoint_halves():
         np.add.at(want[32:48], idx, b0[:32])
         close(buf, want, rtol=1e-5, atol=1e-5)
     return launch, check
+
+
+# ------------------------------------------- C: the closed world (globals, SIMT API, opaque code)
+# A safe kernel reaches memory only through its parameters and numba_tile's ops. Device arrays
+# are stood in for by FakeDeviceArray (a CUDA Array Interface over host memory): numba-cuda
+# types a global or closure variable holding one as an array and bakes its address into the
+# PTX, exactly as for a CuPy array.
+
+GLOBAL_DEVICE = FakeDeviceArray(np.zeros(64, np.float32))
+GLOBAL_HOST = np.arange(64, dtype=np.float32)
+
+
+@nt.jit
+def w_global_device_array(x, z: nt.Partition):
+    GLOBAL_DEVICE[0] = 1.0  # C60
+    nt.store(z, nt.load_like(x, z))
+
+
+def make_closure_writer(buf):
+    @nt.jit
+    def w_closure_device_array(x, z: nt.Partition):
+        t = nt.load_like(x, z)
+        buf[1] = 2.0  # C61
+        nt.store(z, t)
+    return w_closure_device_array
+
+
+@nt.jit
+def w_global_host_array(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z) * GLOBAL_HOST[3])  # C62
+
+
+@nt.jit
+def w_thread_index(x, z: nt.Partition):
+    i = cuda.threadIdx.x  # C63
+    nt.store(z, nt.load_like(x, z) + i)
+
+
+@nt.jit
+def w_shared_array(x, z: nt.Partition):
+    s = cuda.shared.array(32, np.float32)  # C64
+    s[0] = 1.0
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def w_divergent_barrier(x, z: nt.Partition, flag):
+    if flag > 0:
+        cuda.syncthreads()  # C65
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def w_atomic_on_global(x, z: nt.Partition):
+    cuda.atomic.add(GLOBAL_DEVICE, 0, 1.0)  # C66
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def w_simt_through_numba_module(x, z: nt.Partition):
+    i = numba.cuda.blockIdx.x  # C67
+    nt.store(z, nt.load_like(x, z) + i)
+
+
+@intrinsic
+def poke_tiles(typingctx, it):
+    """An opaque helper given a tiles() iterator (which holds its partition's pointer)."""
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.int64, 0)
+    return types.int64(it), codegen
+
+
+@nt.jit
+def w_tiles_iterator_to_intrinsic(x, z: nt.Partition):
+    poke_tiles(nt.tiles(z))  # C68
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx), idx)
+
+
+@intrinsic
+def store_at_address(typingctx, addr):
+    """An opaque helper that forges a pointer from an integer and stores 42.0 there."""
+    def codegen(context, builder, signature, args):
+        ptr = builder.inttoptr(args[0], llvm_ir.PointerType(llvm_ir.FloatType()))
+        builder.store(llvm_ir.Constant(llvm_ir.FloatType(), 42.0), ptr)
+        return context.get_constant(types.int64, 0)
+    return types.int64(addr), codegen
+
+
+@nt.jit
+def w_intrinsic_forging_an_address(x, z: nt.Partition, addr):
+    store_at_address(addr)  # C69
+    nt.store(z, nt.load_like(x, z))
+
+
+@nt.jit
+def w_grid_intrinsic(x, z: nt.Partition):
+    nt.store(z, nt.load_like(x, z) + cuda.grid(1))  # C70
+
+
+@nt.jit
+def w_local_array(x, z: nt.Partition):
+    a = cuda.local.array(4, np.float32)  # C71
+    a[0] = 1.0
+    nt.store(z, nt.load_like(x, z))
+
+
+def _math_ldexp_typer(x, i):
+    """A user typing rule for a library function (``type_callable``; ``@overload`` works the
+    same way): the implementation behind it is code numba_tile never checks."""
+    if isinstance(x, types.Float) and isinstance(i, types.Integer):
+        return x
+    return None
+
+
+type_callable(math.ldexp)(lambda context: _math_ldexp_typer)
+
+
+@nt.jit
+def w_user_overload_of_a_library_function(x, z: nt.Partition, s):
+    nt.store(z, nt.load_like(x, z) * math.ldexp(s, 2))  # C72
+
+
+@nt.jit
+def w_tiles_iterator_in_a_tuple_to_intrinsic(x, z: nt.Partition):
+    poke_packed((nt.tiles(z), 1))  # C73
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx), idx)
+
+
+CLOSED = ("a safe kernel reaches memory only through its parameters",)
+SIMT = ("numba-cuda's SIMT API",)
+
+
+@refused("C60", errors.ClosedWorldError, "kernel 'w_global_device_array'", "an array",
+         "module global 'GLOBAL_DEVICE'", "pass the array as a parameter", *CLOSED)
+def c60_device_array_in_a_module_global():
+    x, z = randn(40), randn(40)
+    return compiled(w_global_device_array, [x, z, GLOBAL_DEVICE.host], x, nt.partition(z, 16))
+
+
+@refused("C61", errors.ClosedWorldError, "closure variable 'buf'", "an array", *CLOSED)
+def c61_device_array_captured_by_a_kernel_factory():
+    x, z, captured = randn(40), randn(40), randn(8)
+    return compiled(make_closure_writer(FakeDeviceArray(captured)), [x, z, captured], x,
+                    nt.partition(z, 16))
+
+
+@refused("C62", errors.ClosedWorldError, "module global 'GLOBAL_HOST'", "an array", *CLOSED)
+def c62_host_array_in_a_module_global():
+    x, z = randn(40), randn(40)
+    return compiled(w_global_host_array, [x, z, GLOBAL_HOST], x, nt.partition(z, 16))
+
+
+@refused("C63", errors.ClosedWorldError, *SIMT, "cuda.threadIdx", "bid()")
+def c63_thread_index():
+    x, z = randn(40), randn(40)
+    return compiled(w_thread_index, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C64", errors.ClosedWorldError, *SIMT, "cuda.shared")
+def c64_shared_array():
+    x, z = randn(40), randn(40)
+    return compiled(w_shared_array, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C65", errors.ClosedWorldError, *SIMT, "cuda.syncthreads")
+def c65_barrier_in_divergent_code():
+    x, z = randn(40), randn(40)
+    return compiled(w_divergent_barrier, [x, z], x, nt.partition(z, 16), 1)
+
+
+@refused("C66", errors.ClosedWorldError, *SIMT, "cuda.atomic")
+def c66_simt_atomic_on_a_global_array():
+    x, z = randn(40), randn(40)
+    return compiled(w_atomic_on_global, [x, z, GLOBAL_DEVICE.host], x, nt.partition(z, 16))
+
+
+@refused("C67", errors.ClosedWorldError, *SIMT, "numba.cuda")
+def c67_simt_reached_through_the_numba_module():
+    x, z = randn(40), randn(40)
+    return compiled(w_simt_through_numba_module, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C68", errors.UnanalyzedCallError, "parameter(s) 'z'", "poke_tiles()")
+def c68_tiles_iterator_handed_to_an_intrinsic():
+    x, z = randn(40), randn(40)
+    return compiled(w_tiles_iterator_to_intrinsic, [x, z], x, nt.partition(z, 16, blocks=2))
+
+
+@refused("C69", errors.ClosedWorldError, "calls store_at_address()", "an @intrinsic",
+         "forge addresses")
+def c69_intrinsic_given_only_an_integer():
+    x, z, target = randn(40), randn(40), randn(4)
+    return compiled(w_intrinsic_forging_an_address, [x, z, target], x, nt.partition(z, 16),
+                    target.ctypes.data)
+
+
+@refused("C70", errors.ClosedWorldError, *SIMT, "cuda.grid")
+def c70_simt_grid_intrinsic():
+    x, z = randn(40), randn(40)
+    return compiled(w_grid_intrinsic, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C71", errors.ClosedWorldError, *SIMT, "cuda.local")
+def c71_local_array():
+    x, z = randn(40), randn(40)
+    return compiled(w_local_array, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C72", errors.ClosedWorldError, "calls math.ldexp()", "implementation registered in",
+         "test_corpus.py")
+def c72_user_overload_of_a_library_function():
+    x, z = randn(40), randn(40)
+    return compiled(w_user_overload_of_a_library_function, [x, z], x, nt.partition(z, 16), 1.5)
+
+
+@refused("C73", errors.UnanalyzedCallError, "parameter(s) 'z'", "poke_packed()")
+def c73_tiles_iterator_in_a_tuple_handed_to_an_intrinsic():
+    x, z = randn(40), randn(40)
+    return compiled(w_tiles_iterator_in_a_tuple_to_intrinsic, [x, z], x,
+                    nt.partition(z, 16, blocks=2))
+
+
+# Legal neighbours: scalars from globals, closures and library functions stay usable.
+SCALE_GLOBAL = 1.5
+SHAPE_GLOBAL = (16,)
+
+
+def make_closure_scaler(s):
+    @nt.jit
+    def v_closure_scalar(x, z: nt.Partition):
+        nt.store(z, nt.load_like(x, z) * s)
+    return v_closure_scalar
+
+
+@nt.jit
+def v_globals_and_library_scalars(x, y, z: nt.Partition["B"], B: nt.Constant, n):
+    t = nt.load_like(x, z) * SCALE_GLOBAL + math.sqrt(2.0) * np.float32(n)
+    nt.store(z, t + nt.load(y, (nt.bid(0),), SHAPE_GLOBAL, padding=0.0) * abs(-n) / math.pi)
+
+
+@valid("V44")
+def v44_closure_scalar_and_global_constants():
+    x, y, z = randn(40), randn(40), nans(40)
+    w = nans(40)
+
+    def launch():
+        v_globals_and_library_scalars(x, y, nt.partition(z, 16), 16, 3, interpret=True)
+        make_closure_scaler(2.5)(x, nt.partition(w, 8), interpret=True)
+
+    def check():
+        close(z, f64(x) * 1.5 + math.sqrt(2.0) * 3 + f64(y) * 3 / math.pi, rtol=1e-5)
+        close(w, f64(x) * 2.5)
+    return launch, check
+
+
+
 
 # ============================================================================= tests
 
