@@ -306,6 +306,47 @@ def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
         **_loc(inst))
 
 
+#: expressions Numba itself evaluates on a value that holds a parameter's memory, by the
+#: operand type they are safe for (tuple and list plumbing, numba_tile's own iterators)
+_PLUMBING = {"build_tuple", "build_list", "phi", "cast", "pair_first", "pair_second"}
+_CONTAINER_OPS = {"static_getitem", "getitem", "typed_getitem", "exhaust_iter"}
+
+
+def _check_plumbing(inst, typemap):
+    """A value holding a parameter's memory may only be moved around (tuples, lists, phis),
+    iterated by numba_tile's own ``tiles()`` iterators, or given to an op: an operator,
+    attribute or item assignment on it could only be typed by someone else's extension
+    (numba_tile gives tensors none), whose code the pass cannot see."""
+    if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr):
+        expr = inst.value
+        if expr.op == "call" or expr.op in _PLUMBING:
+            return
+        operands = [(v, typemap.get(v.name)) for v in expr.list_vars()]
+        carriers = [(v, t) for v, t in operands if t is not None and pointer_params_in(t)]
+        if not carriers:
+            return
+        if expr.op in _CONTAINER_OPS and isinstance(typemap.get(expr.value.name),
+                                                     (types.BaseTuple, types.List)):
+            return
+        if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), TilesIterable):
+            return
+        if expr.op == "iternext" and isinstance(typemap.get(expr.value.name), TilesIterator):
+            return
+        what = f"'{expr.op}' expression" if expr.op not in ("binop", "inplace_binop", "unary") \
+            else f"operator {getattr(expr.fn, '__name__', expr.fn)}"
+    elif isinstance(inst, (ir.SetItem, ir.StaticSetItem, ir.SetAttr, ir.DelItem, ir.DelAttr)):
+        carriers = [(inst.target, typemap.get(inst.target.name))]
+        if not pointer_params_in(carriers[0][1]):
+            return
+        what = f"{type(inst).__name__} statement"
+    else:
+        return
+    names = ", ".join(f"'{p.param}'" for _v, t in carriers for p in pointer_params_in(t))
+    raise UnanalyzedCallError(
+        f"parameter(s) {names} used in a {what}, which numba_tile cannot check; tensors and "
+        f"partitions can only be given to numba_tile ops", **_loc(inst))
+
+
 def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool) -> None:
     """Refuse what a safe kernel cannot reach (see the module docstring).
 
@@ -321,11 +362,12 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
         ClosedWorldError: an array, pointer or SIMT object the kernel reaches, or a call to
             opaque code, at the first statement (in block order) that does it.
         UnanalyzedCallError: a tensor, partition or ``tiles()`` iterator handed to anything
-            but a numba_tile op.
+            but a numba_tile op (a call, an operator, an item or attribute assignment).
     """
     origins = _Origins(func_ir)
     for label in sorted(func_ir.blocks):
         for inst in func_ir.blocks[label].body:
+            _check_plumbing(inst, typemap)
             if not isinstance(inst, ir.Assign):
                 continue
             value = inst.value

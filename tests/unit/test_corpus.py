@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import math
+import operator
 
 import numba
 import numpy as np
@@ -2110,6 +2111,31 @@ def w_tiles_iterator_in_a_tuple_to_intrinsic(x, z: nt.Partition):
         nt.store(z, nt.load_like(x, z, index=idx), idx)
 
 
+def _poke_operator_typer(a, b, *rest):
+    """A user typing rule that makes ``tensor + "poke"`` and ``tensor["poke"] = v`` type: their
+    implementations would be code numba_tile never sees."""
+    from numba_tile.typing.types import TensorType
+    if isinstance(a, TensorType) and isinstance(b, types.StringLiteral):
+        return types.none if rest else types.int64
+    return None
+
+
+type_callable(operator.add)(lambda context: _poke_operator_typer)
+type_callable(operator.setitem)(lambda context: _poke_operator_typer)
+
+
+@nt.jit
+def w_user_operator_on_a_tensor(x, z: nt.Partition):
+    n = x + "poke"  # C74
+    nt.store(z, nt.load_like(x, z) + n)
+
+
+@nt.jit
+def w_user_setitem_on_a_tensor(x, z: nt.Partition):
+    x["poke"] = 1.0  # C75
+    nt.store(z, nt.load_like(x, z))
+
+
 CLOSED = ("a safe kernel reaches memory only through its parameters",)
 SIMT = ("numba-cuda's SIMT API",)
 
@@ -2202,6 +2228,18 @@ def c73_tiles_iterator_in_a_tuple_handed_to_an_intrinsic():
     x, z = randn(40), randn(40)
     return compiled(w_tiles_iterator_in_a_tuple_to_intrinsic, [x, z], x,
                     nt.partition(z, 16, blocks=2))
+
+
+@refused("C74", errors.UnanalyzedCallError, "parameter(s) 'x'", "operator add")
+def c74_user_typed_operator_on_a_tensor():
+    x, z = randn(40), randn(40)
+    return compiled(w_user_operator_on_a_tensor, [x, z], x, nt.partition(z, 16))
+
+
+@refused("C75", errors.UnanalyzedCallError, "parameter(s) 'x'", "SetItem statement")
+def c75_user_typed_item_assignment_to_a_tensor():
+    x, z = randn(40), randn(40)
+    return compiled(w_user_setitem_on_a_tensor, [x, z], x, nt.partition(z, 16))
 
 
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
