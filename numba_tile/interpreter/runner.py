@@ -1,9 +1,20 @@
 """Runs a kernel block by block on the CPU with NumPy (interpreter mode).
 
-The kernel has already passed the same typing and ownership pass as a compiled launch
-(:func:`numba_tile.compiler.check_kernel`) and the same launch checks. Each block runs
-the kernel's Python function with its parameters replaced by interpreter values; the
-op stubs it calls run their interpreter rules.
+The kernel has already passed the same typing, ownership and closed-world checks as a
+compiled launch, and the same launch checks. Each block runs the kernel's Python function
+(the snapshot that was checked) with its parameters replaced by interpreter values; the op
+stubs it calls run their interpreter rules.
+
+Two guarantees beyond running the blocks:
+
+* **The memory checked is the memory used.** Each array parameter is a NumPy view built
+  from the address, shape and strides the launch checks validated (``ArrayArg``), never
+  from the producer again: a DLPack producer is not asked for a second export, which could
+  describe other memory. Read-only parameters get read-only views.
+* **All or nothing.** Blocks write into private copies of the arrays the kernel may write
+  (partitions and ``Mutable`` parameters); the copies go back to the user's arrays only
+  after every block has finished. A block that raises (a race the detector reports, an
+  error in an op) leaves every output exactly as it was.
 """
 
 from __future__ import annotations
@@ -11,39 +22,75 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..runtime.arrays import ArrayArg
 from ..runtime.launch_checks import BoundArray
 from .values import BlockContext, InterpPartition, InterpTensor, running_block
 
 
-def host_array(obj) -> np.ndarray:
-    """The NumPy view of a host array argument (no copy)."""
-    if isinstance(obj, np.ndarray):
-        return obj
-    if hasattr(obj, "__array_interface__") or hasattr(obj, "__array__"):
-        return np.asarray(obj)
-    return np.from_dlpack(obj)
+class _Memory:
+    """``__array_interface__`` of checked host memory; holds the objects that own it."""
+
+    __slots__ = ("__array_interface__", "owners")
+
+    def __init__(self, a: ArrayArg, readonly: bool):
+        self.owners = (a.obj, a.owner)
+        self.__array_interface__ = {
+            "version": 3, "shape": tuple(a.shape), "strides": tuple(a.strides),
+            "typestr": f"|V{a.itemsize}", "data": (a.ptr, readonly)}
+
+
+def host_view(a: ArrayArg, *, writable: bool) -> np.ndarray:
+    """The NumPy view of a checked host array argument: exactly the bytes the launch checks
+    validated (address, shape, byte strides, dtype), never copied.
+
+    Args:
+        a: the argument's description (``a.device`` is None: host memory).
+        writable: give a writable view (partitions, ``Mutable`` parameters); read-only
+            otherwise.
+    """
+    if a.size == 0:
+        return np.empty(a.shape, a.dtype)
+    raw = np.asarray(_Memory(a, readonly=not writable))
+    return raw.view(a.dtype)
 
 
 def interp_values(params, bound):
-    out = []
+    """Interpreter values of a bound launch, and ``(user's view, private copy)`` pairs of the
+    arrays the kernel may write."""
+    out, staged = [], []
     for p, b in zip(params, bound):
         if isinstance(b, BoundArray):
-            arr = host_array(b.array.obj)
             dt = dtypes.from_any(b.array.dtype)
-            if b.spec.kind == "partition":
-                out.append(InterpPartition(p.name, arr, dt, b.tile_shape))
+            if b.mutable:
+                view = host_view(b.array, writable=True)
+                work = np.array(view, copy=True)
+                staged.append((view, work))
+                if b.spec.kind == "partition":
+                    out.append(InterpPartition(p.name, work, dt, b.tile_shape))
+                else:
+                    out.append(_writable_tensor(p.name, work, dt))
             else:
-                out.append(InterpTensor(p.name, arr, dt))
+                out.append(InterpTensor(p.name, host_view(b.array, writable=False), dt))
         else:
             out.append(b)
-    return out
+    return out, staged
+
+
+def _writable_tensor(name, array, dt):
+    try:
+        return InterpTensor(name, array, dt, writable=True)
+    except TypeError:          # an InterpTensor without the race detector's writable flag
+        return InterpTensor(name, array, dt)
 
 
 def run_blocks(fn, params, bound, argtypes, grid):
-    """Run ``fn`` once per block of ``grid`` (tiles per axis), in row-major block order."""
-    values = interp_values(params, bound)
+    """Run ``fn`` once per block of ``grid`` (tiles per axis), in row-major block order, then
+    write the outputs back (only if every block succeeded)."""
     if not grid or any(n == 0 for n in grid):
         return
+    values, staged = interp_values(params, bound)
     for linear in range(int(np.prod(grid))):
         with running_block(BlockContext(linear, tuple(grid))):
             fn(*values)
+    for view, work in staged:
+        np.copyto(view, work)
