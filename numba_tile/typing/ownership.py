@@ -86,12 +86,13 @@ def check_function(func_ir, typemap, calltypes, unchecked=False):
 
 
 def check_loop_carried_masks(func_ir, typemap):
-    """Refuse a masked tile carried around a loop whose next value depends on a masked
-    load made in the loop (a phi at a loop header fed from the body): each step
-    intersects the valid boxes, so a loop accumulating chunks loaded at an edge would drop,
-    from every earlier chunk, the lanes the last one lacks (the sum of 100 ones in chunks
-    of 32 would be 16). A carried tile updated without new masked loads (``t = t * a + b``)
-    keeps its box and is allowed.
+    """Refuse a masked tile carried around a loop whose next value combines the carried value
+    with a masked load made in the loop (a phi at a loop header fed from the body): each
+    step intersects the valid boxes, so a loop accumulating chunks loaded at an edge would
+    drop, from every earlier chunk, the lanes the last one lacks (the sum of 100 ones in
+    chunks of 32 would be 16). A carried tile updated without new masked loads
+    (``t = t * a + b``) keeps its box, and one replaced by a new load (``t = load(...)``)
+    takes that load's box: both are allowed.
 
     Raises:
         TileTypingError: at the loop's variable, with the fix (``padding=``, ``filled``).
@@ -100,11 +101,12 @@ def check_loop_carried_masks(func_ir, typemap):
     from .types import TileType
     cfg = compute_cfg_from_blocks(func_ir.blocks)
     for loop in cfg.loops().values():
-        defs = {}
+        defs, where = {}, {}
         for label in loop.body:
             for inst in func_ir.blocks[label].body:
                 if isinstance(inst, ir.Assign):
                     defs[inst.target.name] = inst.value
+                    where[inst.target.name] = inst
         for inst in func_ir.blocks[loop.header].body:
             if not (isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr)
                     and inst.value.op == "phi"):
@@ -114,23 +116,34 @@ def check_loop_carried_masks(func_ir, typemap):
                 continue
             carried = [v for v, b in zip(inst.value.incoming_values, inst.value.incoming_blocks)
                        if b in loop.body and isinstance(v, ir.Var)]
-            if any(_loads_masked_in_loop(v.name, defs, typemap) for v in carried):
+            combining = [v for v in carried
+                         if all(_loop_sources(v.name, defs, typemap, inst.target.name))]
+            if combining:
                 name = inst.target.name.split(".")[0]
+                # at the statement that makes the next step's value (the user's
+                # ``t = t + load(...)``), not at the loop header
+                at = where.get(combining[0].name, inst)
                 raise TileTypingError(
                     f"'{name}' carries a masked tile around a loop and combines it with a tile "
                     f"loaded in the loop without padding= (elements past the array's edge are "
                     f"invalid): each step would keep only the elements valid in every step, so "
                     f"an accumulator would lose what earlier steps loaded. Load with a padding "
-                    f"value (padding=0 for a running sum) or use filled(tile, 0)", **_loc(inst))
+                    f"value (padding=0 for a running sum) or use filled(tile, 0)", **_loc(at))
 
 
-def _loads_masked_in_loop(name, defs, typemap) -> bool:
-    """True when variable ``name`` depends, within the loop body (``defs``: its
-    assignments), on a masked load/load_like made there."""
+def _loop_sources(name, defs, typemap, phi) -> tuple:
+    """What variable ``name`` depends on within the loop body (``defs``: its assignments):
+    ``(a masked load/load_like made there, the loop-carried value ``phi`` itself)``. Only
+    both together shrink a valid box step after step; a tile merely reassigned in the loop
+    (``t = load(...)``) keeps the box of the step that made it."""
     from .types import TileType
+    masked = carried = False
     seen, todo = set(), [name]
     while todo:
         var = todo.pop()
+        if var == phi:
+            carried = True
+            continue
         if var in seen or var not in defs:
             continue
         seen.add(var)
@@ -140,12 +153,12 @@ def _loads_masked_in_loop(name, defs, typemap) -> bool:
             ty = typemap.get(var)
             if d is not None and d.name in ("load", "load_like") and isinstance(ty, TileType) \
                     and ty.masked:
-                return True
+                masked = True
         if isinstance(value, ir.Var):
             todo.append(value.name)
         elif isinstance(value, ir.Expr):
             todo.extend(v.name for v in value.list_vars())
-    return False
+    return masked, carried
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
