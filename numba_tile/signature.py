@@ -127,22 +127,27 @@ def _mentions_role(text: str) -> bool:
     return False
 
 
-def _resolve(fn, pname: str, ann, ns: dict):
-    if not isinstance(ann, str):
+def _resolve(fn, pname: str, ann, ns: dict, depth: int = 0):
+    if not isinstance(ann, str) or depth > 1:
         return ann
     try:
-        return eval(ann, getattr(fn, "__globals__", {}), ns)   # noqa: S307 - as inspect does
+        value = eval(ann, getattr(fn, "__globals__", {}), ns)   # noqa: S307 - as inspect does
     except Exception as exc:  # noqa: BLE001 - any failure falls back to the syntax
         found = _from_syntax(ann)
         if found is not None:
             return found
         if _mentions_role(ann):
+            code = getattr(fn, "__code__", None)
             raise TileArgumentError(
                 f"kernel '{fn.__qualname__}': cannot read the annotation {ann!r} of parameter "
                 f"'{pname}' (evaluating it failed: {type(exc).__name__}: {exc}); write it as "
                 f"numba_tile.Partition[...] / Constant / Tensor / Mutable with a literal "
-                f"subscript, or with names the kernel's module defines") from None
+                f"subscript, or with names the kernel's module defines",
+                filename=getattr(code, "co_filename", None),
+                lineno=getattr(code, "co_firstlineno", None)) from None
         return inspect.Parameter.empty
+    # a quoted annotation under ``from __future__ import annotations`` is a string twice
+    return _resolve(fn, pname, value, ns, depth + 1) if isinstance(value, str) else value
 
 
 def parse_params(fn, caller_locals=None) -> list:

@@ -8,7 +8,7 @@ Two tables drive this file:
   while compiling, the offending statement inside the kernel; for launch errors, the launch
   line in this file. Those lines end with a marker comment (``# C07``, ``# L12``) naming the
   entry. Entries ``C..`` are refused by typing or the ownership pass; entries ``L..`` by the
-  launch checks. Every ``C..`` entry (but C15, which runs only there) also goes through
+  launch checks. Every ``C..`` entry (but C15, which runs only there, and C76, refused at definition) also goes through
   ``kernel.ptx(...)`` (the GPU compile pipeline, no GPU) and must fail there the same way.
 * ``VALID``: each entry is legal but close to a violation (aliasing views that do not share an
   element, aliases of partitions, branded indices through closures, persistent kernels...). It
@@ -2242,6 +2242,37 @@ def c75_user_typed_item_assignment_to_a_tensor():
     return compiled(w_user_setitem_on_a_tensor, [x, z], x, nt.partition(z, 16))
 
 
+def unreadable_annotation(x, z: "tile_lib.Partition[TILE]"):  # C76
+    pass
+
+
+@refused("C76", errors.TileArgumentError, "kernel 'unreadable_annotation'",
+         "annotation 'tile_lib.Partition[TILE]' of parameter 'z'", "NameError")
+def c76_annotation_naming_partition_that_cannot_be_read():
+    return Refusal(lambda: nt.jit(unreadable_annotation), [])
+
+
+def make_with_local_alias():
+    import numba_tile as tl   # only this scope knows 'tl'; annotations are strings here
+
+    @tl.jit
+    def v_local_alias(x, z: tl.Partition["B"], B: tl.Constant):
+        tl.store(z, tl.load_like(x, z) * 3.0)
+    return v_local_alias
+
+
+@valid("V46")
+def v46_partition_annotation_through_a_local_module_alias():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        make_with_local_alias()(x, nt.partition(z, 16), 16, interpret=True)
+
+    def check():
+        close(z, f64(x) * 3)
+    return launch, check
+
+
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
 SCALE_GLOBAL = 1.5
 SHAPE_GLOBAL = (16,)
@@ -2301,8 +2332,11 @@ def test_refused(case_id, build, cls, fragments):
     assert open(__file__).read().splitlines()[line - 1].strip() in str(err)   # shows the line
 
 
+#: compile-time entries that do not go through both paths: C15 compiles only (its intrinsic has
+#: no Python body), C76 is refused when the kernel is defined, before either path
+DEFINITION_OR_PTX_ONLY = ("C15", "C76")
 COMPILE_PATH = [pytest.param(*p.values, id=p.id) for p in REFUSED
-                if p.values[0].startswith("C") and p.values[0] != "C15"]
+                if p.values[0].startswith("C") and p.values[0] not in DEFINITION_OR_PTX_ONLY]
 
 
 @pytest.mark.parametrize("case_id,build,cls,fragments", COMPILE_PATH)
