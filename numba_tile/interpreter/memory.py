@@ -1,4 +1,10 @@
-"""Interpreter rules of the memory ops: masked tile loads and stores on NumPy arrays."""
+"""Interpreter rules of the memory ops: masked tile loads and stores on NumPy arrays.
+
+Stores record the elements they write, and loads of a writable array (a partition or an
+``nt.Mutable`` tensor) the elements they read, in the array's
+:class:`~.values.AccessRecord` (the race detector) before touching it. Loads of read-only
+tensors are not recorded: no block can write them.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +26,15 @@ def _index(index):
     return (int(index),) if not isinstance(index, tuple) else tuple(int(i) for i in index)
 
 
-def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding) -> InterpTile:
+def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding,
+              op: str = "load") -> InterpTile:
     """Tile ``index`` of ``shape`` of ``t.array``; elements outside hold ``padding``, or,
-    with ``padding=None``, zeros and the tile is masked (its valid extents recorded)."""
+    with ``padding=None``, zeros and the tile is masked (its valid extents recorded).
+
+    Raises:
+        DataRaceError: ``t`` is writable and another block of the launch wrote or
+            atomically updated an element of the tile (``op`` names the reading op).
+    """
     np_dt = dtypes.to_numpy(t.dtype)
     masked = padding is None
     padding = 0 if masked else padding
@@ -39,6 +51,8 @@ def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding) -> InterpTil
             return InterpTile(out, t.dtype, extents)
         src.append(slice(lo, hi))
         dst.append(slice(0, hi - lo))
+    if t.accesses is not None:
+        t.accesses.read(tuple(src), op)
     out[tuple(dst)] = t.array[tuple(src)]
     return InterpTile(out, t.dtype, extents)
 
@@ -54,7 +68,7 @@ def interp_load(x, index=None, shape=None, padding=None):
 @interp_rule("load_like")
 def interp_load_like(x, like, padding=None, index=None):
     idx = like.own_index() if index is None else _index(index)
-    return read_tile(x, idx, like.tile_shape, padding)
+    return read_tile(x, idx, like.tile_shape, padding, "load_like")
 
 
 @interp_rule("store")
@@ -82,9 +96,7 @@ def interp_store(z, tile, index=None):
 
 
 def _store_mutable(z, tile, idx):
-    from .unchecked import _writers
-    from .values import current_block
-    from ..errors import DataRaceError
+    """Store ``tile`` at tile index ``idx`` of a Mutable array (an unchecked kernel's)."""
     src = tile.data.astype(np.float32) if dtypes.is_half(tile.dtype) else tile.data
     values = src.astype(dtypes.to_numpy(z.dtype))
     dst, sel = [], []
@@ -95,14 +107,5 @@ def _store_mutable(z, tile, idx):
             return
         dst.append(slice(lo, hi))
         sel.append(slice(0, hi - lo))
-    writers = _writers(z)
-    blk = current_block()
-    seen = writers[tuple(dst)]
-    clash = (seen != -1) & (seen != blk.linear)
-    if clash.any():
-        local = tuple(int(v) for v in np.argwhere(clash)[0])
-        element = tuple(r.start + v for r, v in zip(dst, local))
-        raise DataRaceError(f"data race on '{z.name}': element {element} written by blocks "
-                            f"{int(seen[local])} and {blk.linear} (linear ids)")
-    writers[tuple(dst)] = blk.linear
+    z.record_writes(tuple(dst))
     z.array[tuple(dst)] = values[tuple(sel)]

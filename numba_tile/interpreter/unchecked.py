@@ -1,9 +1,14 @@
-"""Interpreter rules of the unchecked ops (NumPy, element by element where order matters).
+"""Interpreter rules of the unchecked ops (NumPy; atomics element by element, in order).
 
-A scatter records its writing block per element, so two blocks scattering to one element
-trip the race detector (:class:`~numba_tile.errors.DataRaceError`); atomics are exempt
-(concurrent atomics are the point). Within a block, elements are applied in row-major
-order of the index tiles (on the GPU their order is unspecified).
+Every op records its accesses in the target array's :class:`~.values.AccessRecord` (the
+race detector) before it touches the array: a scatter as plain writes, an atomic as
+atomic updates, a gather as plain reads (of a writable array only: a read-only tensor
+cannot be written by any block). A conflict with another block of the launch (write and
+write, write and read, plain and atomic) raises
+:class:`~numba_tile.errors.DataRaceError`; so does a scatter writing one element twice
+(on the GPU two threads would write it in no fixed order). Atomics of many blocks to one
+element are legal (they are the point); within one atomic op, elements are applied in
+row-major order of the index tiles (on the GPU their order is unspecified).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from .._registry import interp_rule
 from .common import result
-from .values import InterpTile, current_block
+from .values import InterpTile, duplicate_error
 
 
 def _valid(v, shape):
@@ -49,41 +54,37 @@ def _values(v, shape, dt):
     return np.full(shape, v).astype(np_dt)
 
 
-def _writers(x):
-    w = getattr(x, "writers", None)
-    if w is None:
-        w = x.writers = np.full(x.array.shape, -1, np.int64)
-    return w
-
-
 @interp_rule("gather")
 def interp_gather(x, indices, mask=None, padding=0):
     coords, ok = _coords(x, indices)
     ok = _mask(ok, mask)
     out = np.full(ok.shape, padding).astype(dtypes.to_numpy(x.dtype))
     sel = tuple(c[ok] for c in coords)
+    if x.accesses is not None and sel[0].size:
+        x.accesses.read(sel, "gather")
     out[ok] = x.array[sel]
     return InterpTile(out, x.dtype)
 
 
 @interp_rule("scatter")
 def interp_scatter(x, indices, values, mask=None):
-    from ..errors import DataRaceError
     coords, ok = _coords(x, indices)
     ok = _mask(ok, mask, values)
     vals = _values(values, ok.shape, x.dtype)
-    writers = _writers(x)
-    blk = current_block()
-    for k in zip(*np.nonzero(ok)):
-        c = tuple(int(cc[k]) for cc in coords)
-        other = int(writers[c])
-        if other not in (-1, blk.linear):
-            raise DataRaceError(
-                f"data race on '{x.name}': element {c} written by block "
-                f"{tuple(int(i) for i in np.unravel_index(other, blk.grid))} (linear {other}) "
-                f"and by block {blk.index} (linear {blk.linear})")
-        writers[c] = blk.linear
-        x.array[c] = vals[k]
+    sel = tuple(c[ok] for c in coords)
+    if not sel[0].size:
+        return
+    err = duplicate_error(x.name, x.array.shape, sel, np.flatnonzero(ok), ok.shape, "scatter")
+    if err is not None:
+        raise err
+    x.written().write(sel, "scatter")
+    x.array[sel] = vals[ok]                 # distinct elements: order does not matter
+
+
+def _record_atomic(x, coords, ok, op):
+    sel = tuple(c[ok] for c in coords)
+    if sel[0].size:
+        x.written().atomic(sel, op)
 
 
 _UPDATE = {
@@ -103,6 +104,7 @@ def _atomic(name):
         ok = _mask(ok, mask, values)
         vals = _values(values, ok.shape, x.dtype)
         old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))
+        _record_atomic(x, coords, ok, name)
         for k in zip(*np.nonzero(ok)):
             c = tuple(int(cc[k]) for cc in coords)
             old[k] = x.array[c]
@@ -124,6 +126,7 @@ def interp_atomic_cas(x, indices, expected, desired, mask=None, sem="relaxed", s
     exp = _values(expected, ok.shape, x.dtype)
     des = _values(desired, ok.shape, x.dtype)
     old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))
+    _record_atomic(x, coords, ok, "atomic_cas")
     for k in zip(*np.nonzero(ok)):
         c = tuple(int(cc[k]) for cc in coords)
         old[k] = x.array[c]

@@ -1,9 +1,10 @@
 """Interpreter values: tensors, partitions and tiles as NumPy arrays, and the block context.
 
 The interpreter runs a kernel's Python function once per block. Kernel parameters
-become :class:`InterpTensor` (read-only) and :class:`InterpPartition` (the block's own
-tile of a mutable array); tiles are :class:`InterpTile`, a NumPy array with a numba_tile
-dtype whose operators call the same ops' interpreter rules.
+become :class:`InterpTensor` (read-only, or writable: an ``nt.Mutable`` parameter) and
+:class:`InterpPartition` (the block's own tile of a mutable array); a writable array keeps
+an :class:`AccessRecord` (the race detector). Tiles are :class:`InterpTile`, a NumPy
+array with a numba_tile dtype whose operators call the same ops' interpreter rules.
 """
 
 from __future__ import annotations
@@ -48,49 +49,275 @@ def running_block(blk: BlockContext):
         _BLOCK.reset(token)
 
 
-class InterpTensor:
-    """A read-only tensor parameter over a host array (``array`` is a NumPy array)."""
+_NONE = -1          # no block has accessed the element yet
 
-    def __init__(self, name: str, array: np.ndarray, dtype):
+_PAST = {"write": "written", "read": "read", "atomic": "updated atomically"}
+
+_WHY_AND_FIX = {
+    frozenset(["write"]): (
+        "so the element ends with either block's value",
+        "Have one block write each element (e.g. its own tile of a partition), or combine "
+        "the values with an atomic (atomic_add, atomic_max, atomic_min, atomic_xchg)."),
+    frozenset(["write", "read"]): (
+        "so the read sees the old value or the new one",
+        "A block may read only elements that no other block of the launch writes: read "
+        "them in a later launch, once this one has written them."),
+    frozenset(["write", "atomic"]): (
+        "so the plain write and the atomic updates overwrite each other",
+        "Access an element that blocks update atomically only through atomics "
+        "(atomic_xchg sets it), or write it in another launch."),
+    frozenset(["read", "atomic"]): (
+        "so the read sees the element part-way through the other blocks' atomic updates",
+        "Read it through an atomic (atomic_add of 0 returns its value), or in a later "
+        "launch, once every update is done."),
+}
+
+
+def _block_name(linear: int, grid: tuple) -> str:
+    return f"block {tuple(int(i) for i in np.unravel_index(linear, grid))} (linear {linear})"
+
+
+def _race_error(name: str, element: tuple, other: int, other_kind: str, blk: BlockContext,
+                kind: str, op: str):
+    """The :class:`~numba_tile.errors.DataRaceError` of two blocks' conflicting accesses,
+    pointing at the kernel line making the second one (the current block's)."""
+    from ..errors import DataRaceError
+    from ..runtime.launch_checks import user_call_site
+    why, fix = _WHY_AND_FIX[frozenset([kind, other_kind])]
+    site = user_call_site() or (None, None)
+    return DataRaceError(
+        f"data race on '{name}', element {element}: {_PAST[other_kind]} by "
+        f"{_block_name(other, blk.grid)} and {_PAST[kind]} by "
+        f"{_block_name(blk.linear, blk.grid)} with {op}(); the blocks of one launch run "
+        f"concurrently on the GPU, in no fixed order, {why}. {fix}",
+        filename=site[0], lineno=site[1])
+
+
+def _others(slots: np.ndarray, me: int) -> np.ndarray:
+    """True where ``slots`` (block ids) holds a block other than ``me``."""
+    return (slots != me) & (slots != _NONE)
+
+
+class AccessRecord:
+    """Which blocks of one launch read, wrote and atomically updated each element of one
+    array: the interpreter's race detector.
+
+    The interpreter runs blocks one after another; on the GPU they run concurrently, in no
+    fixed order. Two accesses to one element by different blocks conflict unless both are
+    reads or both are atomics; a conflict raises
+    :class:`~numba_tile.errors.DataRaceError` at the second access. Accesses by one block
+    never conflict with each other (its ops run in program order).
+
+    Per element, each kind keeps block ids (``-1``: none), in arrays of the array's shape
+    allocated at the kind's first access:
+
+    * ``writer``: the block that wrote it (plain writes: stores, scatters). One slot is
+      enough: a second block writing it raises.
+    * ``readers``, ``atomics``: two slots, the first block that read (or atomically
+      updated) it and the latest one other than the first; together they tell whether any
+      block but a given one did.
+
+    Selections are either a region (a tuple of ``slice(lo, hi)`` with integer bounds, a
+    box of the array) or element coordinates (a tuple of equal-length int64 arrays, one
+    per axis, duplicates allowed); every check and update is a few vectorized NumPy
+    operations on the selected elements.
+
+    Args:
+        name: the kernel parameter's name (for messages).
+        shape: the array's shape.
+    """
+
+    def __init__(self, name: str, shape: tuple):
+        self.name, self.shape = name, tuple(shape)
+        self.id_dtype = None
+        self.writer = self.readers = self.atomics = None
+
+    def _new(self, blk: BlockContext) -> np.ndarray:
+        if self.id_dtype is None:
+            self.id_dtype = np.int32 if int(np.prod(blk.grid)) < 2**31 - 1 else np.int64
+        return np.full(self.shape, _NONE, self.id_dtype)
+
+    # ------------------------------------------------------------------ checks
+
+    def _clash(self, sel: tuple, slots, kinds: str, blk: BlockContext, kind: str, op: str):
+        """Raise if ``slots`` (arrays of block ids) name another block at ``sel``."""
+        seen = [s[sel] for s in slots]
+        clash = _others(seen[0], blk.linear)
+        for more in seen[1:]:
+            clash |= _others(more, blk.linear)
+        if not clash.any():
+            return
+        local = tuple(int(i) for i in np.argwhere(clash)[0])
+        for s in seen:
+            other = int(s[local])
+            if other not in (_NONE, blk.linear):
+                break
+        raise _race_error(self.name, _element(sel, local), other, kinds, blk, kind, op)
+
+    def _check(self, sel: tuple, blk: BlockContext, kind: str, op: str) -> None:
+        if self.writer is not None:
+            self._clash(sel, (self.writer,), "write", blk, kind, op)
+        if kind != "read" and self.readers is not None:
+            self._clash(sel, self.readers, "read", blk, kind, op)
+        if kind != "atomic" and self.atomics is not None:
+            self._clash(sel, self.atomics, "atomic", blk, kind, op)
+
+    def _add(self, pair: tuple, sel: tuple, me: int) -> None:
+        first, second = pair
+        a = first[sel]
+        if isinstance(sel[0], slice):          # views: update in place
+            np.copyto(second[sel], me, where=_others(a, me))
+            np.copyto(a, me, where=a == _NONE)
+        else:                                   # copies (duplicates get equal values)
+            second[sel] = np.where(_others(a, me), me, second[sel])
+            first[sel] = np.where(a == _NONE, me, a)
+
+    # ------------------------------------------------------------------ recording
+
+    def write(self, sel: tuple, op: str) -> None:
+        """Record a plain write by the current block of the elements at ``sel``.
+
+        Args:
+            sel: a region (tuple of slices) or coordinates (tuple of int64 arrays).
+            op: the op writing (for messages): ``"store"``, ``"scatter"``.
+
+        Raises:
+            DataRaceError: another block of this launch wrote, read or atomically updated
+                one of them.
+        """
+        blk = current_block()
+        if self.writer is None:
+            self.writer = self._new(blk)
+        self._check(sel, blk, "write", op)
+        self.writer[sel] = blk.linear
+
+    def read(self, sel: tuple, op: str) -> None:
+        """Record a plain read (``load``, ``load_like``, ``gather``) by the current block.
+
+        Raises:
+            DataRaceError: another block of this launch wrote or atomically updated one of
+                the elements.
+        """
+        blk = current_block()
+        if self.readers is None:
+            self.readers = (self._new(blk), self._new(blk))
+        self._check(sel, blk, "read", op)
+        self._add(self.readers, sel, blk.linear)
+
+    def atomic(self, sel: tuple, op: str) -> None:
+        """Record an atomic update (``atomic_*``) by the current block. Atomics of other
+        blocks to the same element are legal.
+
+        Raises:
+            DataRaceError: another block of this launch wrote or read (plainly) one of the
+                elements.
+        """
+        blk = current_block()
+        if self.atomics is None:
+            self.atomics = (self._new(blk), self._new(blk))
+        self._check(sel, blk, "atomic", op)
+        self._add(self.atomics, sel, blk.linear)
+
+
+def _element(sel: tuple, local: tuple) -> tuple:
+    """Array coordinates of entry ``local`` of the elements selected by ``sel``."""
+    if isinstance(sel[0], slice):
+        return tuple(int(s.start) + i for s, i in zip(sel, local))
+    return tuple(int(c[local[0]]) for c in sel)
+
+
+def duplicate_error(name: str, shape: tuple, coords: tuple, positions: np.ndarray,
+                    tile_shape: tuple, op: str):
+    """The :class:`~numba_tile.errors.DataRaceError` of one op of the current block writing
+    one element twice, or None when the coordinates are distinct.
+
+    Args:
+        name: the array parameter's name.
+        shape: the array's shape.
+        coords: element coordinates written (tuple of equal-length int64 arrays, in bounds).
+        positions: for each written element, its flat position in the index tiles.
+        tile_shape: the index tiles' shape.
+        op: the writing op (``"scatter"``).
+
+    Returns:
+        DataRaceError | None: the error naming the element and the two positions in the
+        index tiles of its first repeated write (in row-major order of the tiles).
+    """
+    if len(coords[0]) < 2:
+        return None
+    flat = np.ravel_multi_index(coords, shape) if len(coords) > 1 else coords[0]
+    order = np.argsort(flat, kind="stable")
+    ranked = flat[order]
+    repeat = ranked[1:] == ranked[:-1]
+    if not repeat.any():
+        return None
+    from ..errors import DataRaceError
+    from ..runtime.launch_checks import user_call_site
+    second = int(order[1:][repeat].min())                  # the earliest repeated write
+    first = int(np.argmax(flat == flat[second]))
+    element = tuple(int(c[second]) for c in coords)
+    at = [tuple(int(i) for i in np.unravel_index(positions[k], tile_shape))
+          for k in (first, second)]
+    blk = current_block()
+    site = user_call_site() or (None, None)
+    return DataRaceError(
+        f"data race on '{name}', element {element}: written twice by one {op}() of "
+        f"{_block_name(blk.linear, blk.grid)}, from positions {at[0]} and {at[1]} of its "
+        f"index tiles; on the GPU two threads write it, in no fixed order. Make the indices "
+        f"of one {op} distinct (mask the repeats off), or combine the values with an atomic "
+        f"(atomic_add, atomic_max, atomic_min, atomic_xchg).",
+        filename=site[0], lineno=site[1])
+
+
+class InterpTensor:
+    """A tensor parameter over a host array (``array`` is a NumPy array).
+
+    Args:
+        name: the kernel parameter's name.
+        array: the host array (no copy).
+        dtype: its numba_tile dtype.
+        writable: the kernel may write it (an ``nt.Mutable`` parameter of an unchecked
+            kernel): its reads and writes are recorded in ``accesses`` for the race
+            detector. A read-only tensor's reads are not recorded (no kernel can write it).
+    """
+
+    def __init__(self, name: str, array: np.ndarray, dtype, writable: bool = False):
         self.name, self.array, self.dtype = name, array, dtype
+        self.accesses = AccessRecord(name, array.shape) if writable else None
 
     @property
     def ndim(self):
         return self.array.ndim
 
+    @property
+    def writable(self) -> bool:
+        return self.accesses is not None
 
-class InterpPartition(InterpTensor):
-    """A mutable partition parameter: the block's own tile of ``array``.
+    def written(self) -> AccessRecord:
+        """The access record, for an op about to write this array (an unchecked op or a
+        store: typing lets them only at writable parameters). A tensor built without
+        ``writable=True`` becomes writable here; its reads before this are not recorded."""
+        if self.accesses is None:
+            self.accesses = AccessRecord(self.name, self.array.shape)
+        return self.accesses
 
-    ``writers`` (same shape as ``array``, int64) records which block last wrote each
-    element (-1: none yet): the interpreter's race detector.
-    """
-
-    def __init__(self, name: str, array: np.ndarray, dtype, tile_shape: tuple):
-        super().__init__(name, array, dtype)
-        self.tile_shape = tuple(tile_shape)
-        self.writers = np.full(array.shape, -1, np.int64)
-
-    def record_writes(self, region: tuple) -> None:
-        """Record that the current block writes ``array[region]``.
+    def record_writes(self, region: tuple, op: str = "store") -> None:
+        """Record that the current block writes ``array[region]`` (a tuple of slices).
 
         Raises:
-            DataRaceError: another block of this launch already wrote an element of it,
-                naming both blocks and the element.
+            DataRaceError: another block of this launch wrote, read or atomically updated
+                an element of it, naming both blocks and the element.
         """
-        from ..errors import DataRaceError
-        blk = current_block()
-        seen = self.writers[region]
-        clash = (seen != -1) & (seen != blk.linear)
-        if clash.any():
-            local = tuple(int(i) for i in np.argwhere(clash)[0])
-            element = tuple(r.start + i for r, i in zip(region, local))
-            other = int(seen[local])
-            raise DataRaceError(
-                f"data race on '{self.name}': element {element} written by block "
-                f"{tuple(int(i) for i in np.unravel_index(other, blk.grid))} (linear {other}) and "
-                f"by block {blk.index} (linear {blk.linear})")
-        self.writers[region] = blk.linear
+        self.written().write(region, op)
+
+
+class InterpPartition(InterpTensor):
+    """A mutable partition parameter: the block's own tile of ``array``, always writable
+    (its accesses are recorded for the race detector)."""
+
+    def __init__(self, name: str, array: np.ndarray, dtype, tile_shape: tuple):
+        super().__init__(name, array, dtype, writable=True)
+        self.tile_shape = tuple(tile_shape)
 
     def own_index(self) -> tuple:
         grid = tuple(-(-s // t) for s, t in zip(self.array.shape, self.tile_shape))
