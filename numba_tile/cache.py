@@ -1,14 +1,24 @@
 """On-disk cache of compiled kernels (PTX), one file per specialization.
 
 A kernel's compiled PTX is stored under ``$NUMBA_TILE_CACHE_DIR`` (default
-``~/.cache/numba_tile``), keyed by a SHA-256 of: the kernel's source file path and its
-modification time and size, the kernel's qualified name, the specialization key
-(dtypes, ranks, tile shapes, alignment, constants), ``num_warps``, the compute
-capability, the version of numba-cuda, and numba_tile's version and source files. As
-with Numba's own ``cache=True``, a change to the kernel's file invalidates its
-entries; a change in another module the kernel calls into does not. Kernels without a
-source file (defined in an interactive session) are not cached on disk.
-Set ``NUMBA_TILE_CACHE_DIR=""`` to disable the disk cache.
+``~/.cache/numba_tile``), named by :func:`entry_key`: a SHA-256 of
+
+* the kernel's :class:`~numba_tile.frozen.Snapshot` digest: its bytecode and constants, the
+  globals and closure cells it reads (by value; for a user module, the attributes read),
+  and the same for every user function it reaches (``@intrinsic`` definitions, numba-cuda
+  device functions, overloads), recursively;
+* the specialization key (dtypes, ranks, tile shapes, alignment, constant values);
+* every compile option (``num_warps``, ``min_blocks_per_sm``, ``unchecked``, the parameters'
+  roles and declared tile shapes) and the target compute capability;
+* the versions of numba_tile (and the state of its source files), numba-cuda, Numba,
+  llvmlite, NumPy, ml_dtypes, Python and libNVVM, and the ``NUMBA_*`` environment variables
+  (Numba's configuration).
+
+A kernel whose inputs the snapshot cannot cover (``Snapshot.digest`` is None: an object of
+unknown type, a device pointer, no source file) gets no disk entry. The cache holds PTX only:
+the ownership verdict is never read from it (``Kernel.compile`` types the snapshot and runs
+the ownership pass before using a cached entry). Set ``NUMBA_TILE_CACHE_DIR=""`` to disable
+the disk cache.
 """
 
 from __future__ import annotations
@@ -31,12 +41,28 @@ def cache_dir() -> str | None:
 _VERSIONS: str | None = None
 
 
+def _nvvm_version() -> str:
+    try:
+        from numba.cuda.cudadrv import nvvm
+        lib = nvvm.NVVM()
+        return f"{lib.get_version()}/{lib.get_ir_version()}"
+    except Exception:  # noqa: BLE001 - no libNVVM: compiling fails with its own message
+        return "unavailable"
+
+
 def _versions() -> str:
-    """Versions of numba_tile (including the state of its own source files, so an edited
-    or upgraded checkout never reads PTX its older lowering wrote) and numba-cuda."""
+    """Versions of everything below the kernel's own code: numba_tile (including the state of
+    its own source files, so an edited or upgraded checkout never reads PTX its older lowering
+    wrote), numba-cuda, Numba, llvmlite, NumPy, ml_dtypes, Python and libNVVM."""
     global _VERSIONS
     if _VERSIONS is None:
+        import sys
+
+        import llvmlite
+        import ml_dtypes
+        import numba
         import numba_cuda
+        import numpy
 
         from . import __version__
         pkg = os.path.dirname(os.path.abspath(__file__))
@@ -46,20 +72,43 @@ def _versions() -> str:
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(root, name))
                     h.update(f"{root}/{name}:{st.st_mtime_ns}:{st.st_size};".encode())
-        _VERSIONS = (f"numba_tile={__version__}:{h.hexdigest()};"
-                     f"numba_cuda={getattr(numba_cuda, '__version__', '?')}")
+        _VERSIONS = ";".join([
+            f"numba_tile={__version__}:{h.hexdigest()}",
+            f"numba_cuda={getattr(numba_cuda, '__version__', '?')}",
+            f"numba={numba.__version__}", f"llvmlite={llvmlite.__version__}",
+            f"numpy={numpy.__version__}", f"ml_dtypes={getattr(ml_dtypes, '__version__', '?')}",
+            f"python={sys.version}", f"nvvm={_nvvm_version()}"])
     return _VERSIONS
 
 
-def entry_key(fn, key, num_warps: int, cc) -> str | None:
-    """Hex digest naming one specialization of ``fn``, or None when ``fn`` has no file."""
-    code = getattr(fn, "__code__", None)
-    path = getattr(code, "co_filename", None)
-    if not path or not os.path.isfile(path):
+def _numba_environment() -> str:
+    """Numba's configuration from the environment (optimization level, debug info, bounds
+    checks...), which changes the PTX it generates."""
+    return repr(sorted((k, v) for k, v in os.environ.items()
+                       if k.startswith("NUMBA_") and not k.startswith("NUMBA_TILE_")))
+
+
+def entry_key(snap, spec_key, options: dict, cc) -> str | None:
+    """Hex digest naming one specialization's PTX on disk, or None when it gets no entry.
+
+    Args:
+        snap: the :class:`~numba_tile.frozen.Snapshot` that is compiled.
+        spec_key: the specialization key (dtypes, ranks, tile shapes, alignment, constants).
+        options: every compile option (names to values of the kinds a snapshot digests).
+        cc: the compute capability compiled for.
+
+    Returns:
+        The key, or None when ``snap`` cannot be covered (``snap.uncovered`` says why) or
+        a value in ``spec_key`` or ``options`` is of a type the digest does not know (a
+        constant of a user class).
+    """
+    if snap.digest is None:
         return None
-    st = os.stat(path)
-    text = repr((path, st.st_mtime_ns, st.st_size, fn.__qualname__, key, num_warps, tuple(cc),
-                 _versions()))
+    from .frozen import digest_value
+    inputs, _why = digest_value((spec_key, sorted(options.items()), tuple(cc)))
+    if inputs is None:
+        return None
+    text = repr((snap.digest, inputs, _versions(), _numba_environment()))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -32,7 +32,7 @@ import threading
 import numpy as np
 from numba.cuda import types
 
-from . import cache, dtypes
+from . import cache, dtypes, frozen
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError
 from .layout import is_pow2
@@ -153,7 +153,9 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self._compiled: dict = {}      # specialization key -> CompiledKernel
-        self._checked: set = set()     # specialization keys typed for the interpreter
+        self._checked: set = set()     # specialization keys typed and ownership-checked
+        self._snapshots: dict = {}     # specialization key -> frozen.Snapshot (what is checked,
+                                       # compiled, interpreted and keyed on disk)
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._lock = threading.Lock()
@@ -279,31 +281,50 @@ class Kernel:
 
     # -- compilation ---------------------------------------------------------------------
 
+    def snapshot(self, key) -> frozen.Snapshot:
+        """The kernel's function frozen for a specialization, taken when the specialization is
+        first checked or compiled (:mod:`numba_tile.frozen`): the same snapshot is typed and
+        ownership-checked, compiled, run by the interpreter and digested for the disk cache, so
+        a global or closure variable changed later changes nothing already checked (a new
+        kernel, or a new specialization, sees the new value)."""
+        snap = self._snapshots.get(key)
+        if snap is None:
+            snap = self._snapshots.setdefault(key, frozen.snapshot(self.fn))
+        return snap
+
     def compile(self, key, argtypes, grid_param, cc=(9, 0)):
         """The compiled kernel of a specialization: from memory, else from the disk cache
-        (:mod:`numba_tile.cache`), else compiled now."""
+        (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
+        the snapshot is typed and ownership-checked before it is used."""
         ck = self._compiled.get((key, cc))
         if ck is None:
             with self._lock:
                 ck = self._compiled.get((key, cc))
                 if ck is None:
-                    digest = cache.entry_key(self.fn, (key, self.unchecked, self.min_blocks_per_sm),
-                                             self.num_warps, cc)
+                    snap = self.snapshot(key)
+                    options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
+                               "min_blocks_per_sm": self.min_blocks_per_sm,
+                               "params": tuple((p.name, p.role, p.declared) for p in self.params)}
+                    digest = cache.entry_key(snap, key, options, cc)
                     ck = cache.load(digest) if digest else None
                     if ck is None:
-                        ck = compile_kernel(self.fn, argtypes, num_warps=self.num_warps,
+                        ck = compile_kernel(snap.fn, argtypes, num_warps=self.num_warps,
                                             min_blocks_per_sm=self.min_blocks_per_sm,
                                             grid_param=grid_param, cc=cc,
                                             unchecked=self.unchecked)
+                        self._checked.add(key)
                         if digest:
                             cache.store(digest, ck)
+                    else:
+                        self.check(key, argtypes, grid_param)   # never the cache's verdict
                     self._compiled[(key, cc)] = ck
         return ck
 
     def check(self, key, argtypes, grid_param):
+        """Type the specialization's snapshot and run the ownership pass, once per key."""
         if key not in self._checked:
-            check_kernel(self.fn, argtypes, num_warps=self.num_warps, grid_param=grid_param,
-                         unchecked=self.unchecked)
+            check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
+                         grid_param=grid_param, unchecked=self.unchecked)
             self._checked.add(key)
 
     # -- launch --------------------------------------------------------------------------
@@ -370,7 +391,7 @@ class Kernel:
         if interpret:
             self.check(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
-            run_blocks(self.fn, self.params, bound, spec.argtypes, grid)
+            run_blocks(self.snapshot(spec.key).fn, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound))
         return self._launch(spec, bound, grid, handle, on_conflict)

@@ -1,0 +1,217 @@
+"""What the interpreter runs is what was checked: a specialization's snapshot (numba_tile.frozen).
+
+A kernel is typed and ownership-checked once per specialization; the interpreter then runs the
+snapshot of the function taken for that check (its globals, closure cells and module attributes
+frozen), not the live function. A global flag flipped after the check cannot bring back a branch
+Numba pruned for the check; a new specialization, or a new kernel, sees the new value and is
+checked for it.
+"""
+
+import enum
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile import cache, errors, frozen
+from numba_tile.runtime.fakes import FakeDeviceArray
+
+THIS = sys.modules[__name__]
+
+FLAG = False                 # flipped by the tests (through monkeypatch)
+CFG = types.ModuleType("tile_test_cfg")     # a user module read through an attribute
+CFG.SCALE = 2.0
+CFG.UNREAD = 0
+TABLE = [1.0, [2.0, 3.0]]
+ARRAY = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+class Mode(enum.IntEnum):
+    A = 1
+    B = 2
+
+
+def line_of(marker: str) -> int:
+    """1-based line of this file ending with ``# <marker>``."""
+    with open(__file__) as f:
+        hits = [i for i, ln in enumerate(f, 1) if ln.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def launch(kernel, x):
+    z = np.zeros_like(x)
+    kernel(x, nt.partition(z, 16), interpret=True)
+    return z
+
+
+def make_global_flag_kernel():
+    @nt.jit
+    def k(x, z: nt.Partition):
+        t = nt.load_like(x, z)
+        if FLAG:
+            nt.store(x, t * 0.0)  # FLAG-STORE
+        nt.store(z, t * 2.0)
+    return k
+
+
+def test_a_global_flag_flipped_after_the_check_runs_the_checked_code(monkeypatch):
+    monkeypatch.setattr(THIS, "FLAG", False)
+    k = make_global_flag_kernel()
+    x = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(launch(k, x), 2 * np.arange(64))
+    monkeypatch.setattr(THIS, "FLAG", True)
+    z = launch(k, x)                                # the specialization checked with FLAG=False
+    np.testing.assert_array_equal(x, np.arange(64))  # the pruned store did not come back
+    np.testing.assert_array_equal(z, 2 * np.arange(64))
+    # a new specialization is checked with the new value, and refused
+    with pytest.raises(errors.StoreToReadOnlyError) as info:
+        launch(k, np.arange(64, dtype=np.float64))
+    assert (info.value.filename, info.value.lineno) == (__file__, line_of("FLAG-STORE"))
+    assert "nt.store(x, t * 0.0)" in str(info.value)
+    # and so is a new kernel
+    with pytest.raises(errors.StoreToReadOnlyError):
+        launch(make_global_flag_kernel(), x)
+    np.testing.assert_array_equal(x, np.arange(64))
+
+
+def make_closure_flag_kernel():
+    flag = False
+
+    @nt.jit
+    def k(x, z: nt.Partition):
+        t = nt.load_like(x, z)
+        if flag:
+            nt.store(x, t * 0.0)  # CELL-STORE
+        nt.store(z, t * 2.0)
+
+    def flip():
+        nonlocal flag
+        flag = True
+    return k, flip
+
+
+def test_a_closure_cell_changed_after_the_check_runs_the_checked_code():
+    k, flip = make_closure_flag_kernel()
+    x = np.arange(64, dtype=np.float32)
+    launch(k, x)
+    flip()
+    z = launch(k, x)
+    np.testing.assert_array_equal(x, np.arange(64))
+    np.testing.assert_array_equal(z, 2 * np.arange(64))
+    with pytest.raises(errors.StoreToReadOnlyError) as info:
+        launch(k, np.arange(64, dtype=np.float64))
+    assert info.value.lineno == line_of("CELL-STORE")
+    np.testing.assert_array_equal(x, np.arange(64))
+
+
+def test_a_user_module_attribute_changed_after_the_check_runs_the_checked_code(monkeypatch,
+                                                                            tmp_path):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(CFG, "SCALE", 3.0)
+
+    @nt.jit
+    def k(x, z: nt.Partition):
+        nt.store(z, nt.load_like(x, z) * CFG.SCALE)
+
+    x = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(launch(k, x), 3 * x)
+    monkeypatch.setattr(CFG, "SCALE", 5.0)
+    np.testing.assert_array_equal(launch(k, x), 3 * x)          # as checked
+    ptx = k.ptx(x, nt.partition(np.zeros_like(x), 16))          # compiles the same snapshot
+    assert "0f40400000" in ptx and "0f40A00000" not in ptx      # 3.0, not 5.0
+    x64 = np.arange(64, dtype=np.float64)
+    np.testing.assert_array_equal(launch(k, x64), 5 * x64)      # a new specialization: new value
+
+
+def reads_globals():
+    return TABLE, ARRAY, CFG.SCALE
+
+
+def test_snapshot_copies_are_independent_of_later_mutation(monkeypatch):
+    monkeypatch.setattr(THIS, "TABLE", [1.0, [2.0, 3.0]])
+    monkeypatch.setattr(THIS, "ARRAY", np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2])
+    snap = frozen.snapshot(reads_globals)
+    before = snap.digest
+    TABLE[1].append(4.0)
+    ARRAY[0, 0] = 99.0
+    monkeypatch.setattr(CFG, "SCALE", 7.0)
+    table, array, scale = snap.fn()
+    assert table == [1.0, [2.0, 3.0]] and scale == 2.0
+    np.testing.assert_array_equal(array, [[0.0, 2.0], [3.0, 5.0]])
+    assert array.strides == ARRAY.strides and not array.flags.c_contiguous   # layout kept
+    assert snap.fn.__globals__["CFG"] is not CFG and not hasattr(snap.fn.__globals__["CFG"], "UNREAD")
+    assert snap.fn.__globals__["np"] is np                     # library modules stay live
+    assert frozen.snapshot(reads_globals).digest != before     # the new values, a new digest
+    assert frozen.snapshot(snap.fn).digest == before           # the snapshot digests as taken
+
+
+def test_a_snapshot_keeps_the_function_s_identity_for_numba_and_messages():
+    k = make_global_flag_kernel()
+    snap = frozen.snapshot(k.fn)
+    for attr in ("__code__", "__name__", "__qualname__", "__module__", "__defaults__",
+                 "__annotations__", "__doc__"):
+        assert getattr(snap.fn, attr) == getattr(k.fn, attr), attr
+    assert snap.fn is not k.fn and snap.fn.__globals__ is not k.fn.__globals__
+
+
+def test_the_digest_covers_what_the_code_reads_and_only_that(monkeypatch):
+    def kernel_like():
+        return CFG.SCALE, Mode.B, np.float32(1.5), (1, "a", None)
+
+    base = frozen.snapshot(kernel_like)
+    assert base.digest and base.uncovered is None
+    assert frozen.snapshot(kernel_like).digest == base.digest
+    monkeypatch.setattr(CFG, "UNREAD", 1)                      # not read: same digest
+    assert frozen.snapshot(kernel_like).digest == base.digest
+    monkeypatch.setattr(CFG, "SCALE", 2.5)
+    assert frozen.snapshot(kernel_like).digest != base.digest
+
+
+@pytest.mark.parametrize("value, fragment", [
+    (FakeDeviceArray(np.zeros(4, np.float32)), "holds a device pointer"),
+    (object(), "an object of type builtins.object"),
+    (types.SimpleNamespace(a=1), "an object of type types.SimpleNamespace"),
+])
+def test_values_the_digest_cannot_cover_give_no_digest(value, fragment):
+    def f():
+        return value
+
+    snap = frozen.snapshot(f)
+    assert snap.digest is None
+    assert fragment in snap.uncovered and "closure variable 'value'" in snap.uncovered
+    assert snap.fn() is value                                  # still runnable
+
+
+def test_a_user_module_used_whole_gives_no_digest():
+    def f():
+        return CFG
+
+    snap = frozen.snapshot(f)
+    assert snap.digest is None and "other than through attribute reads" in snap.uncovered
+    assert snap.fn() is CFG
+
+
+def test_recursive_functions_and_self_referencing_containers_terminate():
+    loop = [1.0]
+    loop.append(loop)
+
+    def helper(n):
+        return helper(n - 1) if n else loop
+
+    def f():
+        return helper(2)
+
+    snap = frozen.snapshot(f)
+    assert snap.digest is not None
+    copy = snap.fn.__closure__[0].cell_contents     # helper stays the live function
+    assert copy is helper
+
+
+def test_an_exec_defined_function_gives_no_digest():
+    ns = {}
+    exec("def f(x):\n    return x\n", ns)
+    snap = frozen.snapshot(ns["f"])
+    assert snap.digest is None and "no source file" in snap.uncovered
