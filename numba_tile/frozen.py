@@ -43,6 +43,7 @@ import functools
 import hashlib
 import os
 import sys
+import sysconfig
 import types
 from dataclasses import dataclass
 
@@ -114,12 +115,32 @@ def digest_value(value) -> tuple[str | None, str | None]:
     return digester.hexdigest(), None
 
 
-def is_library_module(name: str | None) -> bool:
-    """Whether a module name belongs to a library covered by its version (not walked)."""
+def is_library_module(name: str | None, module: types.ModuleType | None = None) -> bool:
+    """Whether a module belongs to a library covered by its version (not walked): a package of
+    :data:`LIBRARY_PACKAGES`, or the standard library (a user module that shadows a
+    standard-library name, such as a local ``test`` package, is not).
+
+    Args:
+        name: the module's name (a function's ``__module__``).
+        module: the module itself, when known (else looked up in ``sys.modules``).
+    """
     if not name:
         return False
     top = name.partition(".")[0]
-    return top in LIBRARY_PACKAGES or top in sys.stdlib_module_names or top == "builtins"
+    if top in LIBRARY_PACKAGES or top == "builtins":
+        return True
+    if top not in sys.stdlib_module_names:
+        return False
+    path = getattr(module if module is not None else sys.modules.get(top), "__file__", None)
+    return path is None or _in_stdlib(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _in_stdlib(path: str) -> bool:
+    paths = sysconfig.get_paths()
+    real = os.path.realpath(path)
+    roots = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")}
+    return "site-packages" not in real and any(real.startswith(r) for r in roots)
 
 
 # ----------------------------------------------------------------------------- reading code
@@ -212,7 +233,7 @@ class _Freezer:
     def module(self, mod, chains):
         """A user module read through attributes: a new module holding frozen copies of the
         attributes read (library modules, and modules used as values, stay live)."""
-        if is_library_module(mod.__name__) or () in chains:
+        if is_library_module(mod.__name__, mod) or () in chains:
             return mod
         copy = types.ModuleType(mod.__name__, getattr(mod, "__doc__", None))
         for attr in ("__file__", "__package__"):
@@ -431,7 +452,7 @@ class _Digester:
             self.value(value, what)
 
     def module(self, mod, chains, what):
-        if is_library_module(mod.__name__):
+        if is_library_module(mod.__name__, mod):
             self.put("library-module", mod.__name__)
             return
         if () in chains:

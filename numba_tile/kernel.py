@@ -308,10 +308,14 @@ class Kernel:
                     digest = cache.entry_key(snap, key, options, cc)
                     ck = cache.load(digest) if digest else None
                     if ck is None:
-                        ck = compile_kernel(snap.fn, argtypes, num_warps=self.num_warps,
-                                            min_blocks_per_sm=self.min_blocks_per_sm,
-                                            grid_param=grid_param, cc=cc,
-                                            unchecked=self.unchecked)
+                        try:
+                            ck = compile_kernel(snap.fn, argtypes, num_warps=self.num_warps,
+                                                min_blocks_per_sm=self.min_blocks_per_sm,
+                                                grid_param=grid_param, cc=cc,
+                                                unchecked=self.unchecked)
+                        except Exception:
+                            self._snapshots.pop(key, None)   # a retry sees the values then
+                            raise
                         self._checked.add(key)
                         if digest:
                             cache.store(digest, ck)
@@ -321,10 +325,15 @@ class Kernel:
         return ck
 
     def check(self, key, argtypes, grid_param):
-        """Type the specialization's snapshot and run the ownership pass, once per key."""
+        """Type the specialization's snapshot and run the ownership pass, once per key (a
+        refused snapshot is dropped: fixing a global and launching again checks the fix)."""
         if key not in self._checked:
-            check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
-                         grid_param=grid_param, unchecked=self.unchecked)
+            try:
+                check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
+                             grid_param=grid_param, unchecked=self.unchecked)
+            except Exception:
+                self._snapshots.pop(key, None)       # a retry sees the values then
+                raise
             self._checked.add(key)
 
     # -- launch --------------------------------------------------------------------------

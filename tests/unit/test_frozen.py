@@ -13,6 +13,8 @@ import types
 
 import numpy as np
 import pytest
+from numba import cuda
+from numba.cuda.extending import overload, type_callable
 
 import numba_tile as nt
 from numba_tile import cache, errors, frozen
@@ -215,3 +217,115 @@ def test_an_exec_defined_function_gives_no_digest():
     exec("def f(x):\n    return x\n", ns)
     snap = frozen.snapshot(ns["f"])
     assert snap.digest is None and "no source file" in snap.uncovered
+
+
+def test_numba_compiles_a_snapshot_exactly_like_the_original(monkeypatch):
+    """The same PTX, but for the unique id Numba gives each compiled function's symbols."""
+    import re
+
+    from numba_tile.compiler import compile_kernel
+    from numba_tile.runtime.launch_checks import bind_arrays
+
+    monkeypatch.setattr(CFG, "SCALE", 3.0)
+    s = 1.5
+
+    @nt.jit
+    def k(x, z: nt.Partition["B"], B: nt.Constant):
+        t = nt.load_like(x, z) * CFG.SCALE + s
+        if FLAG:
+            t = t * 7.0
+        nt.store(z, t)
+
+    x = np.zeros(64, np.float32)
+    values = k._bind([x, nt.partition(x.copy(), 16), 16], {})
+    spec = k._signature(bind_arrays("k", k._specs(values), values, allow_host=None,
+                                    call_site=None))
+
+    def ptx(fn):
+        ck = compile_kernel(fn, spec.argtypes, num_warps=4, grid_param=spec.grid_param)
+        return re.sub(r"B\d+v\d+B", "B_v_B", ck.ptx)
+
+    assert ptx(frozen.snapshot(k.fn).fn) == ptx(k.fn)
+
+
+def test_a_user_module_shadowing_a_standard_library_name_is_walked(tmp_path):
+    shadow = types.ModuleType("test")          # a local package named like the stdlib's `test`
+    shadow.__file__ = str(tmp_path / "test" / "__init__.py")
+    shadow.SCALE = 1.0
+
+    def f():
+        return shadow.SCALE
+
+    first = frozen.snapshot(f)
+    shadow.SCALE = 2.0
+    assert frozen.snapshot(f).digest != first.digest
+    assert first.fn() == 1.0
+
+
+DEVICE_SCALE = 2.0
+OVERLOAD_SCALE = 2.0
+
+
+@cuda.jit(device=True)
+def device_helper(a):
+    return a * DEVICE_SCALE
+
+
+def overloaded(a):
+    return a
+
+
+@overload(overloaded)
+def _overloaded_impl(a):
+    k = OVERLOAD_SCALE
+    return lambda a: a * k
+
+
+def typed_elsewhere(a):
+    return a
+
+
+@type_callable(typed_elsewhere)
+def _typed_elsewhere_typer(context):
+    return lambda a: a
+
+
+@pytest.mark.parametrize("name, helper", [("DEVICE_SCALE", device_helper),
+                                          ("OVERLOAD_SCALE", overloaded)])
+def test_a_global_of_a_reached_device_function_or_overload_changes_the_digest(monkeypatch, name,
+                                                                              helper):
+    def f():
+        return helper
+
+    first = frozen.snapshot(f).digest
+    assert first is not None
+    monkeypatch.setattr(THIS, name, 3.0)
+    assert frozen.snapshot(f).digest != first
+
+
+def test_a_function_typed_by_a_template_the_digest_cannot_see_gives_no_digest():
+    def f():
+        return typed_elsewhere
+
+    snap = frozen.snapshot(f)
+    assert snap.digest is None and "registered template" in snap.uncovered
+
+
+def test_a_refused_specialization_is_checked_again_with_the_values_of_the_retry(monkeypatch,
+                                                                              tmp_path):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(THIS, "FLAG", True)
+    k = make_global_flag_kernel()
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(errors.StoreToReadOnlyError):
+        launch(k, x)
+    monkeypatch.setattr(THIS, "FLAG", False)          # the user fixes the global and retries
+    np.testing.assert_array_equal(launch(k, x), 2 * x)
+    monkeypatch.setattr(THIS, "FLAG", True)
+    # the compiler lowers the snapshot the interpreter checked (FLAG=False): accepted
+    assert ".entry" in k.ptx(x, nt.partition(np.zeros_like(x), 16), cc=(8, 0))
+    fresh = make_global_flag_kernel()
+    with pytest.raises(errors.StoreToReadOnlyError):
+        fresh.ptx(x, nt.partition(np.zeros_like(x), 16), cc=(8, 0))
+    monkeypatch.setattr(THIS, "FLAG", False)
+    assert ".entry" in fresh.ptx(x, nt.partition(np.zeros_like(x), 16), cc=(8, 0))
