@@ -292,7 +292,7 @@ def _copy_array(a: np.ndarray) -> np.ndarray:
     if a.flags.c_contiguous or a.flags.f_contiguous or a.size == 0:
         out = a.copy(order="K")
     else:
-        lo, hi = np.lib.array_utils.byte_bounds(a)
+        lo, hi = getattr(np.lib, "array_utils", np).byte_bounds(a)
         buf = bytearray(ctypes.string_at(lo, hi - lo))
         out = np.ndarray(a.shape, a.dtype, buffer=buf, offset=a.__array_interface__["data"][0] - lo,
                          strides=a.strides)
@@ -398,7 +398,8 @@ class _Digester:
             except ValueError:
                 self.put("empty")
                 continue
-            self.bound(value, reads.derefs.get(name, {()}), f"{who} reads closure variable '{name}'")
+            self.bound(value, reads.derefs.get(name, {()}),
+                       f"{who} reads closure variable '{name}'")
         self.value(fn.__defaults__, f"{who}'s defaults")
         self.value(fn.__kwdefaults__, f"{who}'s keyword defaults")
         if not kernel:
@@ -410,7 +411,7 @@ class _Digester:
         self.put("code", co.co_name, getattr(co, "co_qualname", ""), co.co_filename,
                  co.co_firstlineno, co.co_argcount, co.co_posonlyargcount, co.co_kwonlyargcount,
                  co.co_nlocals, co.co_stacksize, co.co_flags, co.co_code,
-                 getattr(co, "co_linetable", None) or co.co_lnotab,
+                 co.co_linetable if hasattr(co, "co_linetable") else co.co_lnotab,
                  getattr(co, "co_exceptiontable", b""),
                  repr(co.co_names), repr(co.co_varnames), repr(co.co_freevars),
                  repr(co.co_cellvars), len(co.co_consts))
@@ -597,7 +598,7 @@ class _Digester:
         parts = []
         for key, val in items:
             sub = _Digester()
-            sub._functions, sub._active = self._functions, self._active
+            sub._functions, sub._active, sub._keep = self._functions, self._active, self._keep
             sub.value(key, what)
             if t is dict:
                 sub.value(val, what)

@@ -144,7 +144,8 @@ def test_snapshot_copies_are_independent_of_later_mutation(monkeypatch):
     assert table == [1.0, [2.0, 3.0]] and scale == 2.0
     np.testing.assert_array_equal(array, [[0.0, 2.0], [3.0, 5.0]])
     assert array.strides == ARRAY.strides and not array.flags.c_contiguous   # layout kept
-    assert snap.fn.__globals__["CFG"] is not CFG and not hasattr(snap.fn.__globals__["CFG"], "UNREAD")
+    frozen_cfg = snap.fn.__globals__["CFG"]
+    assert frozen_cfg is not CFG and not hasattr(frozen_cfg, "UNREAD")
     assert snap.fn.__globals__["np"] is np                     # library modules stay live
     assert frozen.snapshot(reads_globals).digest != before     # the new values, a new digest
     assert frozen.snapshot(snap.fn).digest == before           # the snapshot digests as taken
@@ -329,3 +330,19 @@ def test_a_refused_specialization_is_checked_again_with_the_values_of_the_retry(
         fresh.ptx(x, nt.partition(np.zeros_like(x), 16), cc=(8, 0))
     monkeypatch.setattr(THIS, "FLAG", False)
     assert ".entry" in fresh.ptx(x, nt.partition(np.zeros_like(x), 16), cc=(8, 0))
+
+
+def test_an_import_in_the_body_and_a_linking_device_function_give_no_digest(tmp_path):
+    def imports():
+        import tile_test_user_module  # noqa: F401 - never run: only its bytecode is read
+
+    snap = frozen.snapshot(imports)
+    assert snap.digest is None and "imports module 'tile_test_user_module'" in snap.uncovered
+
+    linking = cuda.jit(device=True, link=[str(tmp_path / "helper.cu")])(lambda a: a)
+
+    def calls():
+        return linking
+
+    snap = frozen.snapshot(calls)
+    assert snap.digest is None and "linking" in snap.uncovered
