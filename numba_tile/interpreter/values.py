@@ -49,8 +49,6 @@ def running_block(blk: BlockContext):
         _BLOCK.reset(token)
 
 
-_NONE = -1          # no block has accessed the element yet
-
 _PAST = {"write": "written", "read": "read", "atomic": "updated atomically"}
 
 _WHY_AND_FIX = {
@@ -93,11 +91,6 @@ def _race_error(name: str, element: tuple, other: int, other_kind: str, blk: Blo
         filename=site[0], lineno=site[1])
 
 
-def _others(slots: np.ndarray, me: int) -> np.ndarray:
-    """True where ``slots`` (block ids) holds a block other than ``me``."""
-    return (slots != me) & (slots != _NONE)
-
-
 class AccessRecord:
     """Which blocks of one launch read, wrote and atomically updated each element of one
     array: the interpreter's race detector.
@@ -108,8 +101,8 @@ class AccessRecord:
     :class:`~numba_tile.errors.DataRaceError` at the second access. Accesses by one block
     never conflict with each other (its ops run in program order).
 
-    Per element, each kind keeps block ids (``-1``: none), in arrays of the array's shape
-    allocated at the kind's first access:
+    Per element, each kind keeps block ids (``none``, the id dtype's largest value: no
+    block), in arrays of the array's shape allocated at the kind's first access:
 
     * ``writer``: the block that wrote it (plain writes: stores, scatters). One slot is
       enough: a second block writing it raises.
@@ -119,8 +112,10 @@ class AccessRecord:
 
     Selections are either a region (a tuple of ``slice(lo, hi)`` with integer bounds, a
     box of the array) or element coordinates (a tuple of equal-length int64 arrays, one
-    per axis, duplicates allowed); every check and update is a few vectorized NumPy
-    operations on the selected elements.
+    per axis, duplicates allowed); every check and update is vectorized over the selected
+    elements. While the current block's id is the largest recorded (blocks arriving in
+    increasing order, as the runner's row-major order does), one ``min`` over the first
+    slot decides whether another block is there; otherwise the test is elementwise.
 
     Args:
         name: the kernel parameter's name (for messages).
@@ -129,29 +124,43 @@ class AccessRecord:
 
     def __init__(self, name: str, shape: tuple):
         self.name, self.shape = name, tuple(shape)
-        self.id_dtype = None
+        self.id_dtype = self.none = None
         self.writer = self.readers = self.atomics = None
+        self.latest = -1                        # the largest block id recorded so far
 
     def _new(self, blk: BlockContext) -> np.ndarray:
         if self.id_dtype is None:
             self.id_dtype = np.int32 if int(np.prod(blk.grid)) < 2**31 - 1 else np.int64
-        return np.full(self.shape, _NONE, self.id_dtype)
+            self.none = np.iinfo(self.id_dtype).max
+        return np.full(self.shape, self.none, self.id_dtype)
 
     # ------------------------------------------------------------------ checks
 
+    def _others(self, seen: np.ndarray, me: int) -> np.ndarray:
+        """True where ``seen`` (block ids) holds a block other than ``me``."""
+        return (seen != me) & (seen != self.none)
+
     def _clash(self, sel: tuple, slots, kinds: str, blk: BlockContext, kind: str, op: str):
-        """Raise if ``slots`` (arrays of block ids) name another block at ``sel``."""
-        seen = [s[sel] for s in slots]
-        clash = _others(seen[0], blk.linear)
-        for more in seen[1:]:
-            clash |= _others(more, blk.linear)
-        if not clash.any():
+        """Raise if ``slots`` (arrays of block ids, the first slot first) name another block
+        at ``sel``."""
+        me = blk.linear
+        first = slots[0][sel]
+        if not first.size:
             return
-        local = tuple(int(i) for i in np.argwhere(clash)[0])
-        for s in seen:
-            other = int(s[local])
-            if other not in (_NONE, blk.linear):
-                break
+        if me >= self.latest:
+            # Every id held is <= me. The first slot holds me only where this block came
+            # first, and then no other block came since (blocks run one at a time), so
+            # another block is there exactly where the first slot holds an id below me.
+            if not first.min() < me:
+                return
+        elif not any(self._others(s[sel], me).any() for s in slots):
+            return
+        seen = [first] + [s[sel] for s in slots[1:]]
+        clash = self._others(seen[0], me)
+        for more in seen[1:]:
+            clash |= self._others(more, me)
+        local = tuple(int(i) for i in np.argwhere(clash)[0])   # the first, in order
+        other = next(int(v[local]) for v in seen if int(v[local]) not in (self.none, me))
         raise _race_error(self.name, _element(sel, local), other, kinds, blk, kind, op)
 
     def _check(self, sel: tuple, blk: BlockContext, kind: str, op: str) -> None:
@@ -165,12 +174,18 @@ class AccessRecord:
     def _add(self, pair: tuple, sel: tuple, me: int) -> None:
         first, second = pair
         a = first[sel]
+        if not a.size:
+            return
+        if me >= self.latest and a.min() >= me:     # held by no block but this one
+            first[sel] = me
+            return
+        other = self._others(a, me)
         if isinstance(sel[0], slice):          # views: update in place
-            np.copyto(second[sel], me, where=_others(a, me))
-            np.copyto(a, me, where=a == _NONE)
+            np.copyto(second[sel], me, where=other)
+            np.copyto(a, me, where=a == self.none)
         else:                                   # copies (duplicates get equal values)
-            second[sel] = np.where(_others(a, me), me, second[sel])
-            first[sel] = np.where(a == _NONE, me, a)
+            second[sel] = np.where(other, me, second[sel])
+            first[sel] = np.where(a == self.none, me, a)
 
     # ------------------------------------------------------------------ recording
 
@@ -190,6 +205,7 @@ class AccessRecord:
             self.writer = self._new(blk)
         self._check(sel, blk, "write", op)
         self.writer[sel] = blk.linear
+        self.latest = max(self.latest, blk.linear)
 
     def read(self, sel: tuple, op: str) -> None:
         """Record a plain read (``load``, ``load_like``, ``gather``) by the current block.
@@ -203,6 +219,7 @@ class AccessRecord:
             self.readers = (self._new(blk), self._new(blk))
         self._check(sel, blk, "read", op)
         self._add(self.readers, sel, blk.linear)
+        self.latest = max(self.latest, blk.linear)
 
     def atomic(self, sel: tuple, op: str) -> None:
         """Record an atomic update (``atomic_*``) by the current block. Atomics of other
@@ -217,6 +234,7 @@ class AccessRecord:
             self.atomics = (self._new(blk), self._new(blk))
         self._check(sel, blk, "atomic", op)
         self._add(self.atomics, sel, blk.linear)
+        self.latest = max(self.latest, blk.linear)
 
 
 def _element(sel: tuple, local: tuple) -> tuple:

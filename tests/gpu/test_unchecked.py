@@ -213,6 +213,49 @@ def test_racy_unchecked_kernel_trips_the_race_detector():
 
 
 @nt.jit(unchecked=True)
+def gather_scatter_own(idx, shared, out: nt.Mutable, B: nt.Constant):
+    """Every block reads out[shared[0]] (no block writes it) and, at its own distinct
+    elements, reads out, then overwrites it: legal neighbours of the race detector's
+    read-write conflicts."""
+    i = nt.bid(0)
+    ix = nt.load(idx, (i,), (B,))
+    common = nt.gather(out, nt.load(shared, (0,), (B,)))
+    nt.scatter(out, ix, nt.gather(out, ix) * 2.0 + common)
+
+
+def test_reading_shared_and_rewriting_own_elements(tile_backend):
+    rng = np.random.default_rng()
+    B, blocks, n = 128, 6, 1000
+    idx = (1 + rng.permutation(n - 1)[:B * blocks]).astype(np.int64)   # never element 0
+    shared = np.zeros(B, np.int64)
+    base = rng.standard_normal(n)
+    out = tile_backend.asarray(base.copy())
+    tile_backend.run(gather_scatter_own, tile_backend.asarray(idx), tile_backend.asarray(shared),
+                     out, B, grid=blocks, unchecked=True)
+    ref = base.copy()
+    ref[idx] = base[idx] * 2.0 + base[0]
+    np.testing.assert_array_equal(tile_backend.to_numpy(out), ref)
+
+
+def test_read_write_and_atomic_conflicts_are_reported_in_the_interpreter():
+    """The GPU twin of these launches has undefined results; the interpreter reports them."""
+    rng = np.random.default_rng()
+    B, n = 16, 200
+    perm = rng.permutation(n)[:B].astype(np.int64)
+    idx = np.tile(perm, 3)                        # every block gathers and scatters the same
+    with pytest.raises(DataRaceError, match=rf"element \({perm[0]},\): (read|written) by "
+                                            r"block \(0,\).* by block \(1,\)"):
+        gather_scatter_own(idx, np.full(B, perm[0]), np.zeros(n), B, grid=3, interpret=True,
+                           unchecked=True)
+    vals = rng.standard_normal(3 * B)
+    out = np.zeros(n)
+    with pytest.raises(DataRaceError, match="written twice by one scatter"):
+        scatter_kernel(np.repeat(perm[:8], 2), vals[:B], out, B, grid=1, interpret=True,
+                       unchecked=True)
+    assert not out.any()
+
+
+@nt.jit(unchecked=True)
 def reverse_tiles(x, z: nt.Partition["B"], B: nt.Constant):
     i = nt.bid(0)
     n = nt.num_blocks(0)

@@ -292,6 +292,30 @@ def test_a_write_after_many_readers_names_another_reader():
     assert not arr.any()
 
 
+def test_blocks_in_any_order():
+    """The detector does not rely on the runner's row-major block order: blocks arriving in
+    descending or shuffled order are judged the same (legal accesses pass, conflicts raise,
+    naming the earlier block)."""
+    n = 40
+    for order in (list(range(4))[::-1], list(RNG.permutation(4))):
+        t = InterpTensor("m", np.zeros(n), dtypes.float64, writable=True)
+        own = distinct(4 * 8, n).reshape(4, 8)
+        for b in order:                                    # each block: its own elements
+            with running_block(BlockContext(int(b), (4,))):
+                interp_gather(t, InterpTile(own[b], dtypes.int64))
+                interp_scatter(t, InterpTile(own[b], dtypes.int64), float(b))
+                interp_gather(t, InterpTile(np.array([own[b][0]] * 3), dtypes.int64))
+        np.testing.assert_array_equal(t.array[own.reshape(-1)], np.repeat(np.arange(4.0), 8))
+        first, second = int(order[2]), int(order[3])       # now touch first's elements
+        with running_block(BlockContext(second, (4,))):
+            with pytest.raises(DataRaceError, match=rf"written by block \({first},\).*"
+                                                    rf"read by block \({second},\)"):
+                interp_gather(t, InterpTile(own[first][::-1], dtypes.int64))
+        with running_block(BlockContext(second, (4,))):
+            with pytest.raises(DataRaceError, match=rf"element \({own[first][2]},\)"):
+                interp_scatter(t, InterpTile(own[first][2:5], dtypes.int64), 1.0)
+
+
 # ------------------------------------------------------------------- atomic and plain
 
 
