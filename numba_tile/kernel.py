@@ -46,6 +46,9 @@ from .signature import Constant, Mutable, Tensor, parse_params  # noqa: F401 - r
 from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
+#: the target an interpreter launch compiles for, to refuse what a GPU launch would
+#: (Hopper, the design's main target)
+INTERPRETER_CC = (9, 0)
 _MAX_GRID = 2**31 - 1
 _SCALARS = (bool, int, float, np.number, np.bool_)
 
@@ -398,7 +401,10 @@ class Kernel:
             raise _arg_error(f"kernel '{self.__qualname__}': grid= is for kernels without "
                              f"a Partition parameter; here the first partition defines it")
         if interpret:
-            self.check(spec.key, spec.argtypes, spec.grid_param)
+            # the whole compile path, lowering and libNVVM included (cached like any compile):
+            # the interpreter refuses exactly what a GPU launch would (a layout conversion
+            # over the shared-memory budget is found only while lowering)
+            self.compile(spec.key, spec.argtypes, spec.grid_param, INTERPRETER_CC)
             from .interpreter.runner import run_blocks
             run_blocks(self.snapshot(spec.key).fn, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b

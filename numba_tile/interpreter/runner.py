@@ -1,7 +1,8 @@
 """Runs a kernel block by block on the CPU with NumPy (interpreter mode).
 
-The kernel has already passed the same typing, ownership and closed-world checks as a
-compiled launch, and the same launch checks. Each block runs the kernel's Python function
+The kernel has already been compiled exactly as for a GPU launch (typing, closed-world and
+ownership checks, lowering, libNVVM: ``Kernel.compile``, cached in memory and on disk), so
+the interpreter refuses what a GPU launch would; and it passed the same launch checks. Each block runs the kernel's Python function
 (the snapshot that was checked) with its parameters replaced by interpreter values; the op
 stubs it calls run their interpreter rules.
 
@@ -68,19 +69,12 @@ def interp_values(params, bound):
                 if b.spec.kind == "partition":
                     out.append(InterpPartition(p.name, work, dt, b.tile_shape))
                 else:
-                    out.append(_writable_tensor(p.name, work, dt))
+                    out.append(InterpTensor(p.name, work, dt, writable=True))
             else:
                 out.append(InterpTensor(p.name, host_view(b.array, writable=False), dt))
         else:
             out.append(b)
     return out, staged
-
-
-def _writable_tensor(name, array, dt):
-    try:
-        return InterpTensor(name, array, dt, writable=True)
-    except TypeError:          # an InterpTensor without the race detector's writable flag
-        return InterpTensor(name, array, dt)
 
 
 def run_blocks(fn, params, bound, argtypes, grid):

@@ -2273,6 +2273,20 @@ def v46_partition_annotation_through_a_local_module_alias():
     return launch, check
 
 
+@nt.jit
+def over_shared_memory(x, z: nt.Partition[(128, 128)]):
+    nt.store(z, nt.transpose(nt.load(x, (0, 0), (128, 128))))  # C77
+
+
+@refused("C77", errors.TileTypingError, "rearranging a (128, 128) tile of float32",
+         "65536 bytes of shared memory", "49152")
+def c77_refused_while_lowering_so_by_the_interpreter_too():
+    """The shared-memory budget of a layout conversion is known only while lowering: the
+    interpreter compiles the kernel too, so it refuses what a GPU launch would."""
+    x, z = randn(128, 128), randn(128, 128)
+    return compiled(over_shared_memory, [x, z], x, nt.partition(z, (128, 128)))
+
+
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
 SCALE_GLOBAL = 1.5
 SHAPE_GLOBAL = (16,)
