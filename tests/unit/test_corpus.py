@@ -2322,6 +2322,138 @@ def v44_closure_scalar_and_global_constants():
 
 
 
+# ------------------------------------------------------- what runs is what was checked (frozen.py)
+# A kernel is typed and ownership-checked per specialization on a snapshot of its function: its
+# globals, closure cells and the attributes it reads from user modules, frozen when the
+# specialization is first checked (numba_tile/frozen.py). The interpreter runs that snapshot and
+# the compiler lowers it, so a value changed after the check cannot revive a branch Numba pruned
+# for it (V70, V71) or change the constants the check saw (V72); a new specialization is checked
+# with the new value (C80, C81).
+import types as pytypes  # noqa: E402 - `types` is numba's here
+
+FROZEN_FLAG = False
+FROZEN_CFG = pytypes.ModuleType("corpus_frozen_cfg")    # a user module read through an attribute
+FROZEN_CFG.SCALE = 3.0
+
+
+def with_frozen_flag(value, fn):
+    """Run ``fn()`` with the module global FROZEN_FLAG set to ``value`` (restored after)."""
+    global FROZEN_FLAG
+    saved, FROZEN_FLAG = FROZEN_FLAG, value
+    try:
+        return fn()
+    finally:
+        FROZEN_FLAG = saved
+
+
+def make_global_flag_writer():
+    @nt.jit
+    def f_global_flag(x, z: nt.Partition):
+        t = nt.load_like(x, z)
+        if FROZEN_FLAG:
+            nt.store(x, t)  # C80
+        nt.store(z, t * 2.0)
+    return f_global_flag
+
+
+def make_cell_flag_writer():
+    flag = False
+
+    @nt.jit
+    def f_cell_flag(x, z: nt.Partition):
+        t = nt.load_like(x, z)
+        if flag:
+            nt.store(x, t)  # C81
+        nt.store(z, t * 2.0)
+
+    def flip():
+        nonlocal flag
+        flag = True
+    return f_cell_flag, flip
+
+
+def make_module_scaler():
+    @nt.jit
+    def f_module_scale(x, z: nt.Partition):
+        nt.store(z, nt.load_like(x, z) * FROZEN_CFG.SCALE)
+    return f_module_scale
+
+
+@refused("C80", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c80_global_flag_set_after_a_check_is_checked_for_the_next_specialization():
+    k = make_global_flag_writer()
+    with_frozen_flag(False, lambda: k(randn(32), nt.partition(nans(32), 16), interpret=True))
+    x, z = randn(32, dtype=np.float64), randn(32, dtype=np.float64)
+    return Refusal(lambda: with_frozen_flag(True, lambda: k(x, nt.partition(z, 16), interpret=True)),
+                   [x, z],
+                   lambda: with_frozen_flag(True, lambda: k.ptx(x, nt.partition(z, 16))))
+
+
+@refused("C81", errors.StoreToReadOnlyError, *READ_ONLY_X)
+def c81_closure_cell_set_after_a_check_is_checked_for_the_next_specialization():
+    k, flip = make_cell_flag_writer()
+    k(randn(32), nt.partition(nans(32), 16), interpret=True)
+    flip()
+    x, z = randn(32, dtype=np.float64), randn(32, dtype=np.float64)
+    return compiled(k, [x, z], x, nt.partition(z, 16))
+
+
+@valid("V70")
+def v70_global_flag_set_after_the_check_revives_no_pruned_store():
+    x, z = randn(32), nans(32)
+    x0 = x.copy()
+
+    def launch():
+        k = make_global_flag_writer()
+        with_frozen_flag(False, lambda: k(x, nt.partition(z, 16), interpret=True))
+        z[:] = np.nan
+        with_frozen_flag(True, lambda: k(x, nt.partition(z, 16), interpret=True))  # as checked
+
+    def check():
+        np.testing.assert_array_equal(x, x0)
+        close(z, 2 * f64(x0))
+    return launch, check
+
+
+@valid("V71")
+def v71_closure_cell_set_after_the_check_revives_no_pruned_store():
+    x, z = randn(32), nans(32)
+    x0 = x.copy()
+
+    def launch():
+        k, flip = make_cell_flag_writer()
+        k(x, nt.partition(z, 16), interpret=True)
+        flip()
+        z[:] = np.nan
+        k(x, nt.partition(z, 16), interpret=True)
+
+    def check():
+        np.testing.assert_array_equal(x, x0)
+        close(z, 2 * f64(x0))
+    return launch, check
+
+
+@valid("V72")
+def v72_module_attribute_changed_after_the_check_keeps_the_checked_constant():
+    x, z, w = randn(32), nans(32), nans(32)
+
+    def launch():
+        FROZEN_CFG.SCALE = 3.0
+        k = make_module_scaler()
+        k(x, nt.partition(z, 16), interpret=True)
+        FROZEN_CFG.SCALE = 5.0
+        try:
+            k(x, nt.partition(z, 16), interpret=True)                # 3.0, as checked
+            make_module_scaler()(x, nt.partition(w, 16), interpret=True)   # a new kernel: 5.0
+        finally:
+            FROZEN_CFG.SCALE = 3.0
+
+    def check():
+        close(z, 3 * f64(x))
+        close(w, 5 * f64(x))
+    return launch, check
+
+
 # ============================================================================= tests
 
 
