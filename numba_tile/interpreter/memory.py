@@ -88,7 +88,8 @@ def interp_store(z, tile, index=None):
         else z.tile_shape
     for i, s, ext, e in zip(idx, z.tile_shape, z.array.shape, valid):
         lo, hi = i * s, min((i + 1) * s, ext, i * s + e)     # a masked tile: its valid box
-        hi = max(lo, hi)
+        if i < 0 or lo >= hi:       # outside the array (an unchecked kernel's index): the
+            return                  # GPU's bounds masks drop every element
         dst.append(slice(lo, hi))
         src.append(slice(0, hi - lo))
     z.record_writes(tuple(dst))

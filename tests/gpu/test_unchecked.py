@@ -273,6 +273,27 @@ def test_unchecked_store_at_a_hand_built_tile_index(tile_backend):
 
 
 @nt.jit(unchecked=True)
+def shifted_tiles(x, z: nt.Partition["B"], B: nt.Constant, SHIFT: nt.Constant):
+    i = nt.bid(0)
+    nt.store(z, nt.load_like(x, z), (i - SHIFT,))     # blocks below SHIFT: a negative index
+
+
+def test_a_store_at_a_negative_tile_index_writes_nothing(tile_backend):
+    """Regression (the interpreter sliced from the array's end): the bounds masks drop every
+    element of a tile outside the array, and the race detector records none."""
+    rng = np.random.default_rng()
+    B, tiles, shift = 32, 6, 2
+    xh = rng.standard_normal(tiles * B).astype(np.float32)
+    z0 = rng.standard_normal(tiles * B).astype(np.float32)
+    z = tile_backend.asarray(z0)
+    tile_backend.run(shifted_tiles, tile_backend.asarray(xh), nt.partition(z, B), B, shift,
+                     unchecked=True)
+    ref = z0.copy()
+    ref[:(tiles - shift) * B] = xh[shift * B:]
+    np.testing.assert_array_equal(tile_backend.to_numpy(z), ref)
+
+
+@nt.jit(unchecked=True)
 def atomic_then_transpose(h: nt.Mutable, z: nt.Partition[(2, 4)]):
     old = nt.atomic_add(h, nt.reshape(nt.arange(8), (4, 2)), 1)
     nt.store(z, nt.transpose(old))
