@@ -8,7 +8,8 @@ Hierarchy::
 
     TileError
     +-- TileTypingError            bad op use inside a kernel (shape, dtype, argument)
-    +-- DataRaceError              two blocks wrote one element (interpreter's race detector)
+    +-- DataRaceError              conflicting accesses of two blocks to one element, or a
+                                   scatter writing one twice (interpreter's race detector)
     +-- TileArgumentError          bad launch argument (type, device, dtype, rank)
     |   +-- HostArrayError         a NumPy (host) array passed on the GPU path (case I1)
     +-- OwnershipError             a broken ownership rule (DESIGN.md section 2)
@@ -97,9 +98,14 @@ class TileTypingError(TileError):
 
 
 class DataRaceError(TileError):
-    """Two blocks of one launch wrote the same element (found by the interpreter, which records
-    the writing block of every element of every partition). A kernel that passes numba_tile's
-    checks cannot trip it; it exists for kernels that opt out of them."""
+    """Two blocks of one launch made conflicting accesses to one element (write/write,
+    read/write, or an atomic and a plain access), or one scatter wrote an element twice. Found
+    by the interpreter, which records the blocks that wrote, read and atomically updated each
+    element of every array a kernel may write. A kernel that passes numba_tile's checks cannot
+    trip it; it exists for kernels that opt out of them."""
+
+    rule = ("blocks of one launch share an element only to read it or to update it atomically; "
+            "one scatter writes each element once")
 
 
 class TileArgumentError(TileError, TypeError):

@@ -10,6 +10,8 @@ Two tables drive this file:
   entry. Entries ``C..`` are refused by typing or the ownership pass; entries ``L..`` by the
   launch checks. Every ``C..`` entry (but C15, which runs only there, and C76, refused at definition) also goes through
   ``kernel.ptx(...)`` (the GPU compile pipeline, no GPU) and must fail there the same way.
+  Entries ``D..`` are refused by the interpreter's race detector while an unchecked kernel
+  runs; their marked line is the kernel line making the conflicting access.
 * ``VALID``: each entry is legal but close to a violation (aliasing views that do not share an
   element, aliases of partitions, branded indices through closures, persistent kernels...). It
   runs in the interpreter and its values are checked against a float64 NumPy reference on fresh
@@ -2451,6 +2453,627 @@ def v72_module_attribute_changed_after_the_check_keeps_the_checked_constant():
     def check():
         close(z, 3 * f64(x))
         close(w, 5 * f64(x))
+    return launch, check
+
+
+# ------------------------------------------------ D: the race detector (interpreter, dynamic)
+# Unchecked kernels whose blocks conflict while they run. The interpreter's race detector
+# records, per element of every writable array (partitions, nt.Mutable parameters), which
+# blocks wrote, read and atomically updated it; the refusal is a DataRaceError raised at the
+# second, conflicting access, and err.lineno is that kernel line (marked # Dnn). Legal
+# neighbours: V60-V69. Paste before the "# ===... tests" section of tests/unit/test_corpus.py.
+# guarded holds inputs and outputs: the interpreter writes outputs back only when every
+# block succeeded (runner.py since 40dc879), so a refused launch leaves them unchanged.
+
+
+def leading(first, lo, hi, n):
+    """An index tile of ``n``: ``first`` at position 0, then ``n - 1`` distinct random
+    indices in [lo, hi)."""
+    return np.append(first, RNG.permutation(np.arange(lo, hi))[:n - 1]).astype(np.int64)
+
+
+def holding(elem, lo, hi, n):
+    """``n`` distinct random indices in [lo, hi) that include ``elem``."""
+    others = RNG.permutation(np.setdiff1d(np.arange(lo, hi), [elem]))[:n - 1]
+    return RNG.permutation(np.append(others, elem)).astype(np.int64)
+
+
+@nt.jit(unchecked=True)
+def d_scatter_rows(idx, vals, out: nt.Mutable, B: nt.Constant):
+    """Block i scatters vals[i*B:(i+1)*B] to out[idx[i*B:(i+1)*B]]."""
+    i = nt.bid(0)
+    nt.scatter(out, nt.load(idx, (i,), (B,)), nt.load(vals, (i,), (B,)))  # D01
+
+
+@nt.jit(unchecked=True)
+def d_store_tile_at(x, z: nt.Partition["B"], mul, add, t, B: nt.Constant):
+    """Block i stores its tile of x at tile (i * mul + add) % t of z."""
+    nt.store(z, nt.load_like(x, z), ((nt.bid(0) * mul + add) % t,))  # D02
+
+
+@nt.jit(unchecked=True)
+def d_store_mutable_tile(x, m: nt.Mutable, t, B: nt.Constant):
+    """Block i stores tile i of x at tile i % t of m."""
+    i = nt.bid(0)
+    nt.store(m, nt.load(x, (i,), (B,)), (i % t,))  # D03
+
+
+@nt.jit(unchecked=True)
+def d_scatter_into_previous_tile(x, z: nt.Partition["B"], B: nt.Constant):
+    """Block i stores its own tile, then scatters into tile i - 1 (block 0: out of bounds)."""
+    i = nt.bid(0)
+    nt.store(z, nt.load_like(x, z))
+    nt.scatter(z, nt.arange(B) + (i - 1) * B, nt.load_like(x, z) * 2.0)  # D04
+
+
+@nt.jit(unchecked=True)
+def d_scatter_2d(ri, ci, vals, out: nt.Mutable, B: nt.Constant):
+    i = nt.bid(0)
+    at = (nt.load(ri, (i,), (B,)), nt.load(ci, (i,), (B,)))
+    nt.scatter(out, at, nt.load(vals, (i,), (B,)))  # D05
+
+
+@nt.jit(unchecked=True)
+def d_scatter_then_store(idx, x, m: nt.Mutable, B: nt.Constant):
+    """Block 0 scatters 1.0 to m[idx[:B]]; every other block i stores tile i of x at tile i."""
+    i = nt.bid(0)
+    if i == 0:
+        nt.scatter(m, nt.load(idx, (0,), (B,)), 1.0)
+    else:
+        nt.store(m, nt.load(x, (i,), (B,)), (i,))  # D06
+
+
+@nt.jit(unchecked=True)
+def d_scatter_or_gather(idx, vals, out: nt.Mutable, got: nt.Partition["B"], B: nt.Constant,
+                        WRITER: nt.Constant):
+    """Block WRITER scatters to out at its indices; the other blocks gather there."""
+    ix = nt.load_like(idx, got)
+    if nt.bid(0) == WRITER:
+        nt.scatter(out, ix, nt.load_like(vals, got))  # D08
+        nt.store(got, nt.load_like(vals, got))
+    else:
+        nt.store(got, nt.gather(out, ix, padding=0.0))  # D07
+
+
+@nt.jit(unchecked=True)
+def d_load_previous_tile(m: nt.Mutable, got: nt.Partition["B"], B: nt.Constant):
+    """Block i doubles tile i of m, then copies tile i - 1 (wrapping) of m to its tile of got."""
+    i = nt.bid(0)
+    n = nt.num_blocks(0)
+    nt.store(m, nt.load(m, (i,), (B,)) * 2.0, (i,))
+    nt.store(got, nt.load(m, ((i + n - 1) % n,), (B,)))  # D09
+
+
+@nt.jit(unchecked=True)
+def d_gather_previous_tile(x, z: nt.Partition["B"], B: nt.Constant):
+    """Block i stores its tile of x, then adds tile i - 1 of z, gathered (block 0: padding)."""
+    i = nt.bid(0)
+    nt.store(z, nt.load_like(x, z))
+    behind = nt.gather(z, nt.arange(B) + (i - 1) * B, padding=0.0)  # D10
+    nt.store(z, nt.load_like(x, z) + behind)
+
+
+@nt.jit(unchecked=True)
+def d_gather_next_tile(x, z: nt.Partition["B"], B: nt.Constant):
+    """Block i gathers tile i + 1 of z before storing its own tile: a stencil in place."""
+    i = nt.bid(0)
+    ahead = nt.gather(z, nt.arange(B) + (i + 1) * B, padding=0.0)
+    nt.store(z, nt.load_like(x, z) + ahead)  # D11
+
+
+@nt.jit(unchecked=True)
+def d_plain_or_atomic(idx, vals, out: nt.Mutable, B: nt.Constant, ATOMIC: nt.Constant):
+    """Block ATOMIC adds its values atomically; the other blocks scatter theirs."""
+    i = nt.bid(0)
+    ix = nt.load(idx, (i,), (B,))
+    v = nt.load(vals, (i,), (B,))
+    if i == ATOMIC:
+        nt.atomic_add(out, ix, v)  # D12
+    else:
+        nt.scatter(out, ix, v)  # D13
+
+
+@nt.jit(unchecked=True)
+def d_atomic_into_next_tile(x, z: nt.Partition["B"], B: nt.Constant):
+    """Block i adds 1 to tile i + 1 of z atomically, then stores its own tile of x."""
+    i = nt.bid(0)
+    nt.atomic_add(z, nt.arange(B) + (i + 1) * B, 1.0)
+    nt.store(z, nt.load_like(x, z))  # D14
+
+
+@nt.jit(unchecked=True)
+def d_count_then_read(idx, counts: nt.Mutable, seen: nt.Partition["B"], B: nt.Constant):
+    """Counts idx values atomically and reads the counts back in the same launch."""
+    ix = nt.load_like(idx, seen)
+    nt.atomic_add(counts, ix, 1)  # D15
+    nt.store(seen, nt.gather(counts, ix))
+
+
+@nt.jit(unchecked=True)
+def d_read_running_max(idx, vals, best: nt.Mutable, got: nt.Partition["B"], B: nt.Constant):
+    """Block 0 folds its values into best atomically; every block then loads tile 0 of best."""
+    if nt.bid(0) == 0:
+        nt.atomic_max(best, nt.load_like(idx, got), nt.load_like(vals, got))
+    nt.store(got, nt.load(best, (0,), (B,)))  # D16
+
+
+@nt.jit(unchecked=True)
+def d_scatter_once(idx, vals, out: nt.Mutable, B: nt.Constant):
+    nt.scatter(out, nt.load(idx, (0,), (B,)), nt.load(vals, (0,), (B,)))  # D17
+
+
+@nt.jit(unchecked=True)
+def d_scatter_2d_masked(ri, ci, keep, vals, out: nt.Mutable, B: nt.Constant):
+    i = nt.bid(0)
+    at = (nt.load(ri, (i,), (B,)), nt.load(ci, (i,), (B,)))
+    nt.scatter(out, at, nt.load(vals, (i,), (B,)), mask=nt.load(keep, (i,), (B,)))  # D18
+
+
+@nt.jit(unchecked=True)
+def d_mark_seen(idx, flags: nt.Partition["B"], B: nt.Constant):
+    nt.scatter(flags, nt.load_like(idx, flags), True)  # D19
+
+
+# -------------------------------------------------------------------- write and write
+
+
+@refused("D01", errors.DataRaceError, "data race on 'out', element (5,)",
+         "written by block (0,) (linear 0) and written by block (1,) (linear 1) with scatter()",
+         "combine the values with an atomic")
+def d01_two_blocks_scattering_to_one_element():
+    B = 16
+    idx = np.concatenate([holding(5, 0, B, B), leading(5, B, 3 * B, B)])
+    vals, out = randn(2 * B), randn(3 * B)
+
+    def launch():
+        d_scatter_rows(idx, vals, out, B, grid=2, interpret=True, unchecked=True)
+    return Refusal(launch, [idx, vals, out])
+
+
+@refused("D02", errors.DataRaceError, "data race on 'z', element (0,)",
+         "written by block (0,) (linear 0) and written by block (2,) (linear 2) with store()")
+def d02_partition_store_at_a_hand_built_index_of_another_blocks_tile():
+    x, z = randn(64), randn(64)                       # tiles i % 2: blocks 0 and 2 store tile 0
+
+    def launch():
+        d_store_tile_at(x, nt.partition(z, 16), 1, 0, 2, 16, interpret=True, unchecked=True)
+    return Refusal(launch, [x, z])
+
+
+@refused("D03", errors.DataRaceError, "data race on 'm', element (0,)",
+         "written by block (0,) (linear 0) and written by block (2,) (linear 2) with store()")
+def d03_two_blocks_storing_one_tile_of_a_mutable_array():
+    x, m = randn(48), randn(48)
+
+    def launch():
+        d_store_mutable_tile(x, m, 2, 16, grid=3, interpret=True, unchecked=True)
+    return Refusal(launch, [x, m])
+
+
+@refused("D04", errors.DataRaceError, "data race on 'z', element (0,)",
+         "written by block (0,) (linear 0) and written by block (1,) (linear 1) with scatter()")
+def d04_scatter_into_the_tile_another_block_stored():
+    x, z = randn(64), randn(64)
+
+    def launch():
+        d_scatter_into_previous_tile(x, nt.partition(z, 16), 16, interpret=True,
+                                     unchecked=True)
+    return Refusal(launch, [x, z])
+
+
+@refused("D05", errors.DataRaceError, "data race on 'out', element (3, 5)",
+         "written by block (0,) (linear 0) and written by block (1,) (linear 1) with scatter()")
+def d05_two_blocks_scattering_to_one_element_of_a_2d_array():
+    B = 16
+    flat0 = holding(3 * 8 + 5, 0, 32, B)              # block 0: rows 0..3, including (3, 5)
+    flat1 = leading(3 * 8 + 5, 32, 64, B)       # block 1: (3, 5) first, then rows 4..7
+    flat = np.concatenate([flat0, flat1])
+    ri, ci = (flat // 8).astype(np.int32), (flat % 8).astype(np.int32)
+    vals, out = randn(2 * B), randn(8, 8)
+
+    def launch():
+        d_scatter_2d(ri, ci, vals, out, B, grid=2, interpret=True, unchecked=True)
+    return Refusal(launch, [ri, ci, vals, out])
+
+
+@refused("D06", errors.DataRaceError, "data race on 'm', element (19,)",
+         "written by block (0,) (linear 0) and written by block (1,) (linear 1) with store()")
+def d06_store_of_a_tile_another_block_scattered_into():
+    B = 16
+    idx = np.append(RNG.permutation(B)[:B - 1], B + 3).astype(np.int64)   # one in tile 1
+    x, m = randn(3 * B), randn(3 * B)
+
+    def launch():
+        d_scatter_then_store(idx, x, m, B, grid=3, interpret=True, unchecked=True)
+    return Refusal(launch, [idx, x, m])
+
+
+# --------------------------------------------------------------------- read and write
+
+
+@refused("D07", errors.DataRaceError, "data race on 'out', element (7,)",
+         "written by block (0,) (linear 0) and read by block (1,) (linear 1) with gather()",
+         "read them in a later launch")
+def d07_gather_of_an_element_another_block_scattered():
+    B = 16
+    idx = np.concatenate([holding(7, 0, B, B), leading(7, B, 3 * B, B)])
+    vals, out, got = randn(2 * B), randn(3 * B), randn(2 * B)
+
+    def launch():
+        d_scatter_or_gather(idx, vals, out, nt.partition(got, B), B, 0, interpret=True,
+                            unchecked=True)
+    return Refusal(launch, [idx, vals, out, got])
+
+
+@refused("D08", errors.DataRaceError, "data race on 'out', element (7,)",
+         "read by block (0,) (linear 0) and written by block (2,) (linear 2) with scatter()")
+def d08_scatter_to_an_element_another_block_gathered():
+    B = 16
+    idx = np.concatenate([holding(7, 0, B, B), RNG.permutation(np.arange(B, 2 * B)),
+                          leading(7, 2 * B, 4 * B, B)])
+    vals, out, got = randn(3 * B), randn(4 * B), randn(3 * B)
+
+    def launch():
+        d_scatter_or_gather(idx, vals, out, nt.partition(got, B), B, 2, interpret=True,
+                            unchecked=True)
+    return Refusal(launch, [idx, vals, out, got])
+
+
+@refused("D09", errors.DataRaceError, "data race on 'm', element (0,)",
+         "written by block (0,) (linear 0) and read by block (1,) (linear 1) with load()")
+def d09_load_of_a_tile_another_block_stored():
+    m, got = randn(64), randn(64)
+
+    def launch():
+        d_load_previous_tile(m, nt.partition(got, 16), 16, interpret=True, unchecked=True)
+    return Refusal(launch, [m, got])
+
+
+@refused("D10", errors.DataRaceError, "data race on 'z', element (0,)",
+         "written by block (0,) (linear 0) and read by block (1,) (linear 1) with gather()")
+def d10_gather_from_a_partition_tile_another_block_stored():
+    x, z = randn(64), randn(64)
+
+    def launch():
+        d_gather_previous_tile(x, nt.partition(z, 16), 16, interpret=True, unchecked=True)
+    return Refusal(launch, [x, z])
+
+
+@refused("D11", errors.DataRaceError, "data race on 'z', element (16,)",
+         "read by block (0,) (linear 0) and written by block (1,) (linear 1) with store()",
+         "the read sees the old value or the new one")
+def d11_store_of_a_tile_another_block_gathered_from():
+    x, z = randn(64), randn(64)
+
+    def launch():
+        d_gather_next_tile(x, nt.partition(z, 16), 16, interpret=True, unchecked=True)
+    return Refusal(launch, [x, z])
+
+
+# ------------------------------------------------------------------- atomic and plain
+
+
+@refused("D12", errors.DataRaceError, "data race on 'out', element (4,)",
+         "written by block (0,) (linear 0) and updated atomically by block (1,) (linear 1) "
+         "with atomic_add()", "only through atomics")
+def d12_atomic_add_to_an_element_another_block_scattered():
+    B = 16
+    idx = np.concatenate([holding(4, 0, B, B), leading(4, B, 3 * B, B)])
+    vals, out = randn(2 * B), randn(3 * B)
+
+    def launch():
+        d_plain_or_atomic(idx, vals, out, B, 1, grid=2, interpret=True, unchecked=True)
+    return Refusal(launch, [idx, vals, out])
+
+
+@refused("D13", errors.DataRaceError, "data race on 'out', element (4,)",
+         "updated atomically by block (0,) (linear 0) and written by block (1,) (linear 1) "
+         "with scatter()")
+def d13_scatter_to_an_element_another_block_added_to_atomically():
+    B = 16
+    idx = np.concatenate([holding(4, 0, B, B), leading(4, B, 3 * B, B)])
+    vals, out = randn(2 * B), randn(3 * B)
+
+    def launch():
+        d_plain_or_atomic(idx, vals, out, B, 0, grid=2, interpret=True, unchecked=True)
+    return Refusal(launch, [idx, vals, out])
+
+
+@refused("D14", errors.DataRaceError, "data race on 'z', element (16,)",
+         "updated atomically by block (0,) (linear 0) and written by block (1,) (linear 1) "
+         "with store()")
+def d14_partition_store_over_another_blocks_atomics():
+    x, z = randn(64), randn(64)
+
+    def launch():
+        d_atomic_into_next_tile(x, nt.partition(z, 16), 16, interpret=True, unchecked=True)
+    return Refusal(launch, [x, z])
+
+
+@refused("D15", errors.DataRaceError, "data race on 'counts', element (2,)",
+         "read by block (0,) (linear 0) and updated atomically by block (1,) (linear 1) with "
+         "atomic_add()", "in a later launch, once every update is done")
+def d15_counter_read_back_while_other_blocks_count():
+    B = 16
+    idx = np.concatenate([RNG.integers(0, 8, B), np.full(B, 2)]).astype(np.int32)
+    idx[RNG.integers(0, B)] = 2                       # block 0 counts (and reads) element 2
+    counts, seen = np.zeros(8, np.int32), randint(2 * B)
+
+    def launch():
+        d_count_then_read(idx, counts, nt.partition(seen, B), B, interpret=True,
+                          unchecked=True)
+    return Refusal(launch, [idx, counts, seen])
+
+
+@refused("D16", errors.DataRaceError, "data race on 'best', element (0,)",
+         "updated atomically by block (0,) (linear 0) and read by block (1,) (linear 1) with "
+         "load()", "atomic_add of 0 returns its value")
+def d16_load_of_elements_another_block_updates_atomically():
+    B = 16
+    idx = np.concatenate([RNG.permutation(B), RNG.permutation(B)]).astype(np.int32)
+    vals, best, got = randint(2 * B), randint(B), randint(2 * B)
+
+    def launch():
+        d_read_running_max(idx, vals, best, nt.partition(got, B), B, interpret=True,
+                           unchecked=True)
+    return Refusal(launch, [idx, vals, best, got])
+
+
+# ------------------------------------------------------- one element twice in one scatter
+
+
+@refused("D17", errors.DataRaceError, "data race on 'out', element (11,)",
+         "written twice by one scatter() of block (0,) (linear 0)",
+         "from positions (3,) and (9,) of its index tiles", "in no fixed order",
+         "Make the indices of one scatter distinct")
+def d17_one_scatter_writing_an_element_twice():
+    B = 16
+    idx = RNG.permutation(np.setdiff1d(np.arange(40), [11]))[:B].astype(np.int64)
+    idx[3] = idx[9] = 11
+    vals, out = randn(B), randn(40)
+
+    def launch():
+        d_scatter_once(idx, vals, out, B, grid=1, interpret=True, unchecked=True)
+    return Refusal(launch, [idx, vals, out])
+
+
+@refused("D18", errors.DataRaceError, "data race on 'out', element (5, 7)",
+         "written twice by one scatter() of block (1,) (linear 1)",
+         "from positions (2,) and (6,) of its index tiles")
+def d18_masked_2d_scatter_writing_an_element_twice():
+    B, cols = 8, 10
+    flat = RNG.permutation(np.setdiff1d(np.arange(60), [57]))[:2 * B]
+    flat[B + 2] = flat[B + 6] = 5 * cols + 7          # block 1, positions 2 and 6, both kept
+    flat[B + 4] = flat[B + 1]                         # a repeat masked off: not reported
+    keep = np.ones(2 * B, bool)
+    keep[B + 4] = False
+    ri, ci = (flat // cols).astype(np.int32), (flat % cols).astype(np.int32)
+    vals, out = randn(2 * B), randn(6, cols)
+
+    def launch():
+        d_scatter_2d_masked(ri, ci, keep, vals, out, B, grid=2, interpret=True, unchecked=True)
+    return Refusal(launch, [ri, ci, keep, vals, out])
+
+
+@refused("D19", errors.DataRaceError, "data race on 'flags', element (6,)",
+         "written twice by one scatter() of block (0,) (linear 0)",
+         "from positions (0,) and (1,)", "atomic_xchg")
+def d19_marking_scatter_with_a_repeated_index_even_of_one_value():
+    B = 32
+    rest = RNG.permutation(np.setdiff1d(np.arange(B), [6]))[:B - 2]
+    idx = np.concatenate([[6, 6], rest]).astype(np.int32)     # element 6 at positions 0, 1
+    flags = np.zeros(B, np.bool_)
+
+    def launch():
+        d_mark_seen(idx, nt.partition(flags, B), B, interpret=True, unchecked=True)
+    return Refusal(launch, [idx, flags])
+
+
+# ------------------------------------------------ V: legal neighbours of the D entries
+
+
+@nt.jit(unchecked=True)
+def v_rewrite_own(idx, out: nt.Mutable, B: nt.Constant):
+    """Each block reads, then overwrites, the elements at its own slice of idx."""
+    ix = nt.load(idx, (nt.bid(0),), (B,))
+    nt.scatter(out, ix, nt.gather(out, ix) * 2.0 + 1.0)
+
+
+@nt.jit(unchecked=True)
+def v_read_shared(idx, pick, out: nt.Mutable, B: nt.Constant):
+    """Every block gathers out[pick] (no block writes it) and writes its own elements."""
+    ix = nt.load(idx, (nt.bid(0),), (B,))
+    nt.scatter(out, ix, nt.gather(out, nt.load(pick, (0,), (B,))) + 1.0)
+
+
+@nt.jit(unchecked=True)
+def v_atomic_then_plain_in_one_block(out: nt.Mutable, B: nt.Constant):
+    """Block i updates out[i*B:(i+1)*B] atomically, then reads and rewrites it plainly."""
+    ix = nt.arange(B) + nt.full((B,), nt.bid(0) * B, nt.int32)
+    nt.atomic_add(out, ix, 1.0)
+    nt.scatter(out, ix, nt.gather(out, ix) * 3.0)
+
+
+@nt.jit
+def v_inplace(x, z: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant):
+    nt.store(z, nt.load(z) * 0.5 + nt.load_like(x, z))
+
+
+@nt.jit
+def v_persistent_inplace(x, z: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load(z, idx) + nt.load_like(x, z, index=idx), idx)
+
+
+@nt.jit(unchecked=True)
+def v_claim(slot, claims: nt.Mutable, won: nt.Partition["B"], B: nt.Constant):
+    tid = nt.arange(B) + nt.full((B,), nt.bid(0) * B, nt.int32)
+    prev = nt.atomic_cas(claims, nt.load_like(slot, won, padding=-1), -1, tid)
+    nt.store(won, prev == -1)
+
+
+@valid("V60")
+def v60_atomics_from_every_block_to_one_element():
+    idx = np.zeros(320, np.int64)
+    idx[RNG.choice(320, 40, replace=False)] = RNG.integers(1, 3, 40)
+    vals, out = randint(320), randint(3)
+    o0 = out.astype(np.int64)
+
+    def launch():
+        u_scatter_add(idx, vals, out, 64, grid=5, interpret=True, unchecked=True)
+
+    def check():
+        want = o0.copy()
+        np.add.at(want, idx, vals.astype(np.int64))
+        np.testing.assert_array_equal(out, want)
+    return launch, check
+
+
+@valid("V61")
+def v61_a_block_reading_then_writing_its_own_elements():
+    idx = RNG.permutation(300)[:160].astype(np.int64)
+    out = randn(300, dtype=np.float64)
+    o0 = out.copy()
+
+    def launch():
+        v_rewrite_own(idx, out, 32, grid=5, interpret=True, unchecked=True)
+
+    def check():
+        want = o0.copy()
+        want[idx] = o0[idx] * 2.0 + 1.0
+        close(out, want)
+    return launch, check
+
+
+@valid("V62")
+def v62_blocks_gathering_one_element_no_block_writes():
+    pick = int(RNG.integers(0, 200))
+    idx = RNG.permutation(np.setdiff1d(np.arange(200), [pick]))[:128].astype(np.int64)
+    out = randn(200, dtype=np.float64)
+    o0 = out.copy()
+
+    def launch():
+        v_read_shared(idx, np.full(32, pick, np.int64), out, 32, grid=4, interpret=True,
+                      unchecked=True)
+
+    def check():
+        want = o0.copy()
+        want[idx] = o0[pick] + 1.0
+        close(out, want)
+    return launch, check
+
+
+@valid("V63")
+def v63_2d_scatters_of_distinct_elements_from_every_block():
+    flat = RNG.permutation(12 * 10)[:64]
+    ri, ci = (flat // 10).astype(np.int32), (flat % 10).astype(np.int32)
+    vals, out = randn(64), randn(12, 10)
+    o0 = f64(out)
+
+    def launch():
+        d_scatter_2d(ri, ci, vals, out, 16, grid=4, interpret=True, unchecked=True)
+
+    def check():
+        want = o0.copy()
+        want[ri, ci] = vals
+        close(out, want)
+    return launch, check
+
+
+@valid("V64")
+def v64_scatter_with_its_repeats_masked_off():
+    B, cols = 16, 10
+    flat = RNG.integers(0, 60, 2 * B)                 # repeats within and across blocks
+    keep = np.zeros(2 * B, bool)
+    keep[np.unique(flat, return_index=True)[1]] = True   # first occurrence of each element
+    ri, ci = (flat // cols).astype(np.int32), (flat % cols).astype(np.int32)
+    vals, out = randn(2 * B), randn(6, cols)
+    o0 = f64(out)
+
+    def launch():
+        d_scatter_2d_masked(ri, ci, keep, vals, out, B, grid=2, interpret=True, unchecked=True)
+
+    def check():
+        want = o0.copy()
+        want[ri[keep], ci[keep]] = vals[keep]
+        close(out, want)
+    return launch, check
+
+
+@valid("V65")
+def v65_atomic_and_plain_accesses_of_one_block_to_its_elements():
+    out = randn(64, dtype=np.float64)
+    o0 = out.copy()
+
+    def launch():
+        v_atomic_then_plain_in_one_block(out, 16, grid=4, interpret=True, unchecked=True)
+
+    def check():
+        close(out, (o0 + 1.0) * 3.0)
+    return launch, check
+
+
+@valid("V66")
+def v66_partition_stores_at_a_hand_built_permutation_of_tiles():
+    x, z = randn(64), nans(64)                        # tiles (3 i + 1) % 4 = 1, 0, 3, 2
+
+    def launch():
+        d_store_tile_at(x, nt.partition(z, 16), 3, 1, 4, 16, interpret=True, unchecked=True)
+
+    def check():
+        close(z.reshape(4, 16)[[1, 0, 3, 2]], f64(x).reshape(4, 16))
+    return launch, check
+
+
+@valid("V67")
+def v67_safe_kernels_reading_and_writing_their_own_partition_tiles():
+    x, z, w = randn(70, 50), randn(70, 50), randn(70, 50)
+    z0, w0 = f64(z), f64(w)
+
+    def launch():
+        v_inplace(x, nt.partition(z, (16, 16)), 16, 16, interpret=True)
+        v_persistent_inplace(x, nt.partition(w, (16, 16), blocks=3), 16, 16, interpret=True)
+
+    def check():
+        close(z, z0 * 0.5 + f64(x), rtol=1e-5)
+        close(w, w0 + f64(x), rtol=1e-5)
+    return launch, check
+
+
+@valid("V68")
+def v68_relaunches_on_the_same_array_start_from_a_clean_record():
+    idx = RNG.permutation(100)[:64].astype(np.int64)
+    v1, v2, out = randn(64), randn(64), randn(100)
+    o0 = f64(out)
+
+    def launch():
+        d_scatter_rows(idx, v1, out, 16, grid=4, interpret=True, unchecked=True)
+        d_scatter_rows(idx, v2, out, 16, grid=4, interpret=True, unchecked=True)
+
+    def check():
+        want = o0.copy()
+        want[idx] = v2
+        close(out, want)
+    return launch, check
+
+
+@valid("V69")
+def v69_compare_and_swap_claims_from_every_block():
+    n, m = 256, 20
+    slot = RNG.integers(0, m, n).astype(np.int32)
+    claims, won = np.full(m, -1, np.int32), np.zeros(n, np.bool_)
+
+    def launch():
+        v_claim(slot, claims, nt.partition(won, 64), 64, interpret=True, unchecked=True)
+
+    def check():
+        for k in range(m):
+            contenders = np.nonzero(slot == k)[0]
+            if len(contenders) == 0:
+                assert claims[k] == -1
+            else:
+                assert won[contenders].sum() == 1 and claims[k] in contenders
+                assert won[claims[k]]
     return launch, check
 
 
