@@ -81,10 +81,10 @@ def interp_scatter(x, indices, values, mask=None):
     x.array[sel] = vals[ok]                 # distinct elements: order does not matter
 
 
-def _record_atomic(x, coords, ok, op):
+def _record_atomic(x, coords, ok, op, scope):
     sel = tuple(c[ok] for c in coords)
     if sel[0].size:
-        x.written().atomic(sel, op)
+        x.written().atomic(sel, op, scope)
 
 
 _UPDATE = {
@@ -104,7 +104,7 @@ def _atomic(name):
         ok = _mask(ok, mask, values)
         vals = _values(values, ok.shape, x.dtype)
         old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))
-        _record_atomic(x, coords, ok, name)
+        _record_atomic(x, coords, ok, name, scope)
         for k in zip(*np.nonzero(ok)):
             c = tuple(int(cc[k]) for cc in coords)
             old[k] = x.array[c]
@@ -126,7 +126,7 @@ def interp_atomic_cas(x, indices, expected, desired, mask=None, sem="relaxed", s
     exp = _values(expected, ok.shape, x.dtype)
     des = _values(desired, ok.shape, x.dtype)
     old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))
-    _record_atomic(x, coords, ok, "atomic_cas")
+    _record_atomic(x, coords, ok, "atomic_cas", scope)
     for k in zip(*np.nonzero(ok)):
         c = tuple(int(cc[k]) for cc in coords)
         old[k] = x.array[c]

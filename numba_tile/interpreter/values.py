@@ -49,7 +49,8 @@ def running_block(blk: BlockContext):
         _BLOCK.reset(token)
 
 
-_PAST = {"write": "written", "read": "read", "atomic": "updated atomically"}
+_PAST = {"write": "written", "read": "read", "atomic": "updated atomically",
+         "cta_atomic": "updated atomically with scope='cta'"}
 
 _WHY_AND_FIX = {
     frozenset(["write"]): (
@@ -69,6 +70,11 @@ _WHY_AND_FIX = {
         "Read it through an atomic (atomic_add of 0 returns its value), or in a later "
         "launch, once every update is done."),
 }
+_CTA = ("and an atomic with scope='cta' is atomic only with respect to the threads of its own "
+        "block (PTX memory model: the two operations are not morally strong)",
+        "Use scope='gpu' (the default) for an element that several blocks update.")
+for _other in ("write", "read", "atomic", "cta_atomic"):
+    _WHY_AND_FIX[frozenset(["cta_atomic", _other])] = _CTA
 
 
 def _block_name(linear: int, grid: tuple) -> str:
@@ -125,7 +131,7 @@ class AccessRecord:
     def __init__(self, name: str, shape: tuple):
         self.name, self.shape = name, tuple(shape)
         self.id_dtype = self.none = None
-        self.writer = self.readers = self.atomics = None
+        self.writer = self.readers = self.atomics = self.cta_atomics = None
         self.latest = -1                        # the largest block id recorded so far
 
     def _new(self, blk: BlockContext) -> np.ndarray:
@@ -169,7 +175,10 @@ class AccessRecord:
         if kind != "read" and self.readers is not None:
             self._clash(sel, self.readers, "read", blk, kind, op)
         if kind != "atomic" and self.atomics is not None:
+            # every atomic is recorded here; a scope='cta' one is also in cta_atomics
             self._clash(sel, self.atomics, "atomic", blk, kind, op)
+        if kind == "atomic" and self.cta_atomics is not None:
+            self._clash(sel, self.cta_atomics, "cta_atomic", blk, kind, op)
 
     def _add(self, pair: tuple, sel: tuple, me: int) -> None:
         first, second = pair
@@ -221,19 +230,26 @@ class AccessRecord:
         self._add(self.readers, sel, blk.linear)
         self.latest = max(self.latest, blk.linear)
 
-    def atomic(self, sel: tuple, op: str) -> None:
+    def atomic(self, sel: tuple, op: str, scope: str = "gpu") -> None:
         """Record an atomic update (``atomic_*``) by the current block. Atomics of other
-        blocks to the same element are legal.
+        blocks to the same element are legal when both have scope ``'gpu'`` or ``'sys'``; an
+        atomic with scope ``'cta'`` is atomic only within its block, so any access of
+        another block to its element conflicts with it.
 
         Raises:
             DataRaceError: another block of this launch wrote or read (plainly) one of the
-                elements.
+                elements, or one of the two atomics has scope ``'cta'``.
         """
         blk = current_block()
         if self.atomics is None:
             self.atomics = (self._new(blk), self._new(blk))
-        self._check(sel, blk, "atomic", op)
+        cta = scope == "cta"
+        if cta and self.cta_atomics is None:
+            self.cta_atomics = (self._new(blk), self._new(blk))
+        self._check(sel, blk, "cta_atomic" if cta else "atomic", op)
         self._add(self.atomics, sel, blk.linear)
+        if cta:
+            self._add(self.cta_atomics, sel, blk.linear)
         self.latest = max(self.latest, blk.linear)
 
 

@@ -58,7 +58,7 @@ def atomic_kernel(idx, vals, out: nt.Mutable, old: nt.Partition["B"], B: nt.Cons
     elif OP == 2:
         r = nt.atomic_min(out, i, v, scope="sys")
     else:
-        r = nt.atomic_xchg(out, i, v, sem="release", scope="cta")
+        r = nt.atomic_xchg(out, i, v, sem="release", scope="gpu")
     nt.store(old, r)
 
 

@@ -2753,6 +2753,22 @@ def d11_store_of_a_tile_another_block_gathered_from():
 # ------------------------------------------------------------------- atomic and plain
 
 
+@nt.jit(unchecked=True)
+def d_cta_scoped_counter(out: nt.Mutable):
+    nt.atomic_add(out, nt.zeros((16,), nt.int32), nt.full((16,), 1, nt.int32), scope="cta")  # D20
+
+
+@refused("D20", errors.DataRaceError, "data race on 'out', element (0,)",
+         "updated atomically by block (0,) (linear 0)",
+         "updated atomically with scope='cta' by block (1,) (linear 1)", "morally strong")
+def d20_cta_scoped_atomics_from_two_blocks():
+    out = np.zeros(1, np.int32)
+
+    def launch():
+        d_cta_scoped_counter(out, grid=2, interpret=True, unchecked=True)
+    return Refusal(launch, [out])
+
+
 @refused("D12", errors.DataRaceError, "data race on 'out', element (4,)",
          "written by block (0,) (linear 0) and updated atomically by block (1,) (linear 1) "
          "with atomic_add()", "only through atomics")

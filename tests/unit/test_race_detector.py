@@ -503,3 +503,29 @@ def test_safe_kernels_reading_their_partitions_never_trip_it(blocks):
         persistent_inplace(x, nt.partition(z, (16, 16), blocks=blocks), 16, 16,
                            interpret=True)
         np.testing.assert_allclose(z, z0 + x, rtol=1e-6)
+
+
+@nt.jit(unchecked=True)
+def cta_scoped_counter(out: nt.Mutable, SCOPE: nt.Constant):
+    nt.atomic_add(out, nt.zeros((16,), nt.int32), nt.full((16,), 1, nt.int32), scope=SCOPE)  # race: cta
+
+
+@pytest.mark.parametrize("grid,scope,races", [(3, "cta", True), (1, "cta", False),
+                                              (3, "gpu", False), (3, "sys", False)])
+def test_cta_scoped_atomics_from_two_blocks_race(grid, scope, races):
+    """An atomic with scope='cta' is atomic only within its block: two blocks updating one
+    element with it race (PTX memory model); within one block, or with scope='gpu', they
+    do not."""
+    out = np.zeros(1, np.int32)
+    launch = lambda: cta_scoped_counter(out, scope, grid=grid, interpret=True,  # noqa: E731
+                                        unchecked=True)
+    if not races:
+        launch()
+        assert out[0] == 16 * grid
+        return
+    with pytest.raises(DataRaceError) as e:
+        launch()
+    msg = e.value.message
+    assert "scope='cta'" in msg and "block (0,)" in msg and "block (1,)" in msg
+    assert "element (0,)" in msg and "scope='gpu'" in msg
+    assert out[0] == 0                                   # nothing written back
