@@ -241,6 +241,8 @@ class _Origins:
             return f"closure variable '{value.name}'"
         if isinstance(value, ir.Var):
             return self.describe(value.name)
+        if isinstance(value, (ir.Const, ir.Arg)) and not name.startswith("$"):
+            return f"Constant parameter '{name.split('.')[0]}' (a compile-time value)"
         if isinstance(value, ir.Expr):
             if value.op == "getattr":
                 text = self.chain(name)
@@ -389,7 +391,7 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
                         break
                 raise _simt_error(kernel, text, inst)
             raise ClosedWorldError(
-                f"kernel '{kernel}' reaches {_what(ty)} through {origins.describe(name)}, which "
-                f"is not one of its parameters: a safe kernel reaches memory only through its "
-                f"parameters and numba_tile's ops; pass the array as a parameter (a partition "
+                f"kernel '{kernel}' reaches {_what(ty)} through {origins.describe(name)}: a "
+                f"safe kernel reaches memory only through its parameters (tensors and "
+                f"partitions) and numba_tile's ops; pass the array as a parameter (a partition "
                 f"to write it), {_UNCHECKED_HINT}", **_loc(inst))
