@@ -2289,6 +2289,19 @@ def c77_refused_while_lowering_so_by_the_interpreter_too():
     return compiled(over_shared_memory, [x, z], x, nt.partition(z, (128, 128)))
 
 
+@nt.jit
+def w_array_as_a_constant(x, z: nt.Partition, C: nt.Constant):
+    C[0] = 5.0  # C78
+    nt.store(z, nt.load_like(x, z))
+
+
+@refused("C78", errors.ClosedWorldError, "an array", "Constant parameter 'C'", *CLOSED)
+def c78_device_array_passed_as_a_constant():
+    x, z, hidden = randn(40), randn(40), randn(8)
+    return compiled(w_array_as_a_constant, [x, z, hidden], x, nt.partition(z, 16),
+                    FakeDeviceArray(hidden))
+
+
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
 SCALE_GLOBAL = 1.5
 SHAPE_GLOBAL = (16,)
