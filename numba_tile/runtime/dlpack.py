@@ -52,6 +52,10 @@ _K_DL_BOOL = 6
 _FLAG_READ_ONLY = 1 << 0
 _FLAG_IS_COPIED = 1 << 1
 
+#: Most axes an array argument may have (``arrays.MAX_NDIM`` says why: NumPy 1's limit); defined
+#: here so that a corrupt ``ndim`` is refused before the shape array is read.
+MAX_NDIM = 32
+
 CAPSULE_NAME = b"dltensor"
 VERSIONED_CAPSULE_NAME = b"dltensor_versioned"
 
@@ -173,8 +177,15 @@ def read_capsule(capsule: object) -> DLPackTensor:
         DLPackTensor: address (bytes), shape and strides (elements), dtype, device and read-only
             flag.
 
+    Only the struct is checked here: the rank (0 to :data:`MAX_NDIM`, so that a corrupt rank
+    cannot make this read past the shape array) and a shape pointer for a non-zero rank. Extents,
+    strides and the address are read as the producer wrote them (ints, possibly negative) and
+    validated with every other producer's by ``arrays.as_array_arg``.
+
     Raises:
-        ValueError: ``capsule`` is not an unconsumed DLPack capsule, or it reports a negative rank.
+        ValueError: ``capsule`` is not an unconsumed DLPack capsule, is of a DLPack version before
+            1.0 (versioned capsules), reports a rank outside 0 to :data:`MAX_NDIM`, or has a null
+            shape pointer for a non-zero rank.
     """
     if _capsule_is_valid(capsule, VERSIONED_CAPSULE_NAME):
         addr = _capsule_get_pointer(capsule, VERSIONED_CAPSULE_NAME)
@@ -192,13 +203,15 @@ def read_capsule(capsule: object) -> DLPackTensor:
     else:
         raise ValueError(f"not an unconsumed DLPack capsule: {capsule!r}")
     ndim = tensor.ndim
-    if ndim < 0:
-        raise ValueError(f"DLPack tensor of rank {ndim}")
-    shape = tuple(int(tensor.shape[i]) for i in range(ndim))
-    strides = tuple(int(tensor.strides[i]) for i in range(ndim)) if tensor.strides else None
+    if not 0 <= ndim <= MAX_NDIM:
+        raise ValueError(f"the tensor has rank {ndim}: expected 0 to {MAX_NDIM} axes")
+    if ndim and not tensor.shape:
+        raise ValueError(f"the tensor has rank {ndim} but a null shape pointer")
+    shape = tuple(tensor.shape[i] for i in range(ndim))
+    strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
     dt = tensor.dtype
     return DLPackTensor(
-        ptr=(tensor.data or 0) + tensor.byte_offset,
+        ptr=(tensor.data or 0) + tensor.byte_offset,    # may exceed 2**64: validated by the caller
         shape=shape,
         strides=strides,
         dtype=_numpy_dtype(dt.code, dt.bits, dt.lanes),

@@ -14,6 +14,12 @@ for each kernel parameter and between parameters:
   (:class:`PartitionShapeError`), and all partitions imply one grid (:class:`GridMismatchError`);
 * a mutable argument overlaps no other argument, read-only or mutable (:class:`AliasingError`).
 
+Before all of these, every array argument's interface is validated (``arrays.as_array_arg``:
+rank, extents, strides, pointer, byte range, CAI ``data`` and ``stream``) and every partition's
+fields are checked again (``partition.launch_fields``), so no malformed description reaches the
+overlap tests, the verdict caches or the kernel. An overlap the exact test cannot settle within its
+work bound (``overlap.MAX_WORK``) is refused, never taken as disjoint.
+
 Every error names the kernel, the parameter(s) and the rule (the class's ``rule``), and points at
 the user's call site.
 """
@@ -38,8 +44,8 @@ from numba_tile.errors import (
     UnexpectedPartitionError,
 )
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
-from numba_tile.runtime.overlap import has_internal_overlap, shares_memory
-from numba_tile.runtime.partition import Partition
+from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
+from numba_tile.runtime.partition import Partition, launch_fields
 
 __all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_site", "PARAM_KINDS"]
 
@@ -128,17 +134,21 @@ def user_call_site() -> tuple[str, int] | None:
 
 # Verdicts depend only on numbers (addresses, extents, strides, item sizes, devices, tile shapes),
 # so layouts that passed are remembered: a loop relaunching on the same arrays skips the overlap
-# work. The keys hold ints and tuples only, never the arrays. Failures are not cached.
+# work. The keys hold ints and tuples only, never the arrays; as_array_arg and launch_fields make
+# every one an exact int (a float or bool would hash like the int it equals and could hit the
+# entry of another layout). Failures are not cached in _VERIFIED; self-overlap verdicts (True,
+# False, or None for undecided within overlap.MAX_WORK) are, being deterministic.
 _CACHE_SIZE = 1024
 _VERIFIED: dict[tuple, None] = {}
-_SELF_OVERLAP: dict[tuple, bool] = {}
+_SELF_OVERLAP: dict[tuple, bool | None] = {}
+_MISSING = object()
 
 
-def _self_overlaps(array: ArrayArg) -> bool:
+def _self_overlap_verdict(array: ArrayArg) -> bool | None:
     key = (array.shape, array.strides, array.itemsize)  # independent of the address
-    verdict = _SELF_OVERLAP.get(key)
-    if verdict is None:
-        verdict = has_internal_overlap(array)
+    verdict = _SELF_OVERLAP.get(key, _MISSING)
+    if verdict is _MISSING:
+        verdict = internal_overlap_verdict(array)
         if len(_SELF_OVERLAP) >= _CACHE_SIZE:
             _SELF_OVERLAP.clear()
         _SELF_OVERLAP[key] = verdict
@@ -148,6 +158,11 @@ def _self_overlaps(array: ArrayArg) -> bool:
 def _type_name(obj: object) -> str:
     t = type(obj)
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _named(bound: list[BoundArray]) -> str:
+    return " and ".join(
+        f"{'mutable' if o.mutable else 'read-only'} argument '{o.spec.name}'" for o in bound)
 
 
 def _empty_grid(grid: tuple[int, ...]) -> bool:
@@ -203,7 +218,10 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
             raise err(MissingPartitionError,
                       f"mutable parameter '{spec.name}' received a plain {_type_name(value)}; "
                       f"pass partition(array, tile_shape) so that each tile block owns one tile")
-        target, tile_shape, blocks = value.array, value.tile_shape, value.blocks
+        try:
+            target, tile_shape, blocks = launch_fields(value, spec.name)
+        except TileArgumentError as exc:
+            raise err(TileArgumentError, exc.message) from None
     elif kind == "mutable":
         if type(value) is Partition:
             raise err(UnexpectedPartitionError,
@@ -222,6 +240,11 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
     try:
         array = as_array_arg(target, spec.name, stream=stream)
     except TileArgumentError as exc:
+        # A mutable array that overlaps itself is reported as such even when its strides are not
+        # whole elements (the overlap test works on bytes): the ownership verdict comes first.
+        layout = getattr(exc, "odd_strides_layout", None)
+        if layout is not None and kind != "tensor" and _self_overlap_verdict(layout):
+            _refuse_self_overlap(spec.name, layout, True, err)
         raise err(type(exc), exc.message) from None
 
     if allow_host is not None and allow_host is (array.device is not None):
@@ -257,14 +280,28 @@ def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ..
 def _check_writable(spec: ParamSpec, array: ArrayArg, target: object, err: _Raiser) -> None:
     """The checks of any array a kernel may write: no self-overlap, not read-only."""
     name = spec.name
-    if _self_overlaps(array):
-        raise err(SelfOverlapError,
-                  f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
-                  f"strides {array.strides} makes two elements share memory")
+    verdict = _self_overlap_verdict(array)
+    if verdict is not False:
+        _refuse_self_overlap(name, array, verdict, err)
     if array.readonly:
         raise err(ReadOnlyProducerError,
                   f"mutable argument '{name}' was marked read-only by its producer "
                   f"({_type_name(target)})")
+
+
+def _refuse_self_overlap(name: str, array: ArrayArg, verdict: bool | None, err: _Raiser) -> None:
+    """Raises the SelfOverlapError of a verdict that is not False (True, or None: undecided)."""
+    if verdict is None:
+        raise err(SelfOverlapError,
+                  f"mutable argument '{name}' could not be proven free of self-overlap within "
+                  f"the bound on the exact test (shape {array.shape} with byte strides "
+                  f"{array.strides}; NumPy shares_memory with max_work={MAX_WORK} per axis), so "
+                  f"it is refused; pass a contiguous array (e.g. a copy made with "
+                  f"cupy.ascontiguousarray(a) or numpy.ascontiguousarray(a)) and copy the result "
+                  f"back")
+    raise err(SelfOverlapError,
+              f"mutable argument '{name}' overlaps itself: shape {array.shape} with byte "
+              f"strides {array.strides} makes two elements share memory")
 
 
 def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[object], *,
@@ -289,17 +326,21 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         parameters and the value itself for ``'constant'`` and ``'scalar'`` ones.
 
     Raises:
-        TileArgumentError: wrong argument count, an unsupported argument or dtype, a device array in
-            interpreter mode, arrays on different devices, a partition given to a constant or
-            scalar.
+        TileArgumentError: wrong argument count, an unsupported argument or dtype, a malformed
+            array interface (0-d, too many axes, bad extents or strides, a null, misaligned or
+            wrapping pointer, CAI stream 0: ``arrays.as_array_arg``), a partition whose fields
+            were changed after it was made, a device array in interpreter mode, arrays on
+            different devices, a partition given to a constant or scalar.
         HostArrayError: a host (NumPy) array on the GPU path (case I1).
         MissingPartitionError: a mutable parameter given a plain array.
         UnexpectedPartitionError: a read-only parameter given a partition.
         SelfOverlapError: a mutable array whose elements overlap (stride 0, overlapping strides;
-            A3).
+            A3), or whose layout could not be proven free of overlap within
+            ``overlap.MAX_WORK``.
         ReadOnlyProducerError: a mutable array its producer marked read-only (A4).
         PartitionShapeError: a partition tile shape of the wrong rank or not the declared one.
-        AliasingError: a mutable argument overlapping any other argument (A1, A2), naming both.
+        AliasingError: a mutable argument overlapping any other argument (A1, A2), naming both,
+            or not proven disjoint from it within ``overlap.MAX_WORK``.
         GridMismatchError: two partitions implying different grids.
         ValueError: a :class:`ParamSpec` of unknown kind (an internal error).
     """
@@ -349,15 +390,26 @@ def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Rais
     for i, b in enumerate(arrays):
         if not b.mutable:
             continue
-        hits = [other for j, other in enumerate(arrays)
-                if j != i and not (other.mutable and j < i)  # each mutable pair once
-                and shares_memory(b.array, other.array)]
+        hits, undecided = [], []
+        for j, other in enumerate(arrays):
+            if j == i or (other.mutable and j < i):  # each mutable pair once
+                continue
+            verdict = overlap_verdict(b.array, other.array)
+            if verdict:
+                hits.append(other)
+            elif verdict is None:
+                undecided.append(other)
         if hits:
-            named = " and ".join(
-                f"{'mutable' if o.mutable else 'read-only'} argument '{o.spec.name}'" for o in hits)
             raise err(AliasingError,
-                      f"mutable argument '{b.spec.name}' overlaps {named}: a kernel may not write "
-                      f"memory that another argument reads or writes")
+                      f"mutable argument '{b.spec.name}' overlaps {_named(hits)}: a kernel may not "
+                      f"write memory that another argument reads or writes")
+        if undecided:
+            raise err(AliasingError,
+                      f"mutable argument '{b.spec.name}' could not be proven disjoint from "
+                      f"{_named(undecided)} within the bound on the exact overlap test (NumPy "
+                      f"shares_memory with max_work={MAX_WORK}), so the launch is refused; pass "
+                      f"contiguous arrays (e.g. copies made with cupy.ascontiguousarray or "
+                      f"numpy.ascontiguousarray) or views from separate allocations")
 
     grid_owner = None
     for b in arrays:

@@ -1,16 +1,23 @@
-"""Host-side partitions: a mutable array split into disjoint tiles, one per tile block."""
+"""Host-side partitions: a mutable array split into disjoint tiles, one per tile block.
+
+A :class:`Partition` is immutable: its fields are checked when it is made, assignment raises, and
+since ``object.__setattr__`` bypasses any guard, the launch checks read its fields through
+:func:`launch_fields`, which checks them again (a few type tests).
+"""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy
 
-import operator
-
 from numba_tile.errors import TileArgumentError
+from numba_tile.runtime.arrays import ZERO_D_MESSAGE
 
-__all__ = ["Partition", "partition", "normalize_tile_shape"]
+__all__ = ["Partition", "partition", "normalize_tile_shape", "launch_fields"]
+
+_MAX_BLOCKS = 2**31 - 1
 
 
 def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[int, ...]:
@@ -77,6 +84,9 @@ class Partition:
     each block iterates the tiles ``tiles(z)`` hands it: tiles ``b, b + blocks, b + 2 * blocks,
     ...`` in row-major order for block ``b``, so no two blocks share a tile.
 
+    A partition is immutable (assignment raises :class:`~numba_tile.errors.TileArgumentError`);
+    a launch checks its fields again (:func:`launch_fields`).
+
     Attributes:
         array: the user's array object, unchanged (converted at launch).
         tile_shape: tile extents per axis, each a positive power of two.
@@ -95,15 +105,31 @@ class Partition:
         return PartitionAnnotation(tuple(shape))
 
     def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None):
-        self.array = array
-        self.tile_shape = normalize_tile_shape(tile_shape)
+        if isinstance(tile_shape, (tuple, list)) and not tile_shape and _is_0d(array):
+            raise TileArgumentError(f"argument 'array': {ZERO_D_MESSAGE}")
+        tile_shape = normalize_tile_shape(tile_shape)
         if isinstance(blocks, numpy.integer):
             blocks = int(blocks)
         if blocks is not None and (isinstance(blocks, bool) or not isinstance(blocks, int)
-                                   or not 1 <= blocks < 2**31):
+                                   or not 1 <= blocks <= _MAX_BLOCKS):
             raise TileArgumentError(f"argument 'blocks': expected a number of blocks from 1 to "
                                     f"2**31 - 1, or None, got {blocks!r}")
-        self.blocks = blocks
+        setattr_ = object.__setattr__
+        setattr_(self, "array", array)
+        setattr_(self, "tile_shape", tile_shape)
+        setattr_(self, "blocks", blocks)
+
+    def __setattr__(self, attr: str, value: object) -> None:
+        raise _at_user_line(f"Partition is immutable: cannot set '{attr}'; make a new one with "
+                            f"numba_tile.partition(array, tile_shape, blocks)")
+
+    def __delattr__(self, attr: str) -> None:
+        raise _at_user_line(f"Partition is immutable: cannot delete '{attr}'; make a new one "
+                            f"with numba_tile.partition(array, tile_shape, blocks)")
+
+    def __reduce__(self):
+        # copy and pickle rebuild through __init__ (the default would set the slots one by one)
+        return (Partition, (self.array, self.tile_shape, self.blocks))
 
     def grid(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Number of tiles per axis for an array of ``shape``: ``ceil(shape[i] / tile_shape[i])``.
@@ -124,9 +150,75 @@ class Partition:
         return tuple(-(-n // t) for n, t in zip(shape, self.tile_shape))
 
     def __repr__(self) -> str:
-        t = type(self.array)
-        mapped = f", blocks={self.blocks}" if self.blocks is not None else ""
-        return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={self.tile_shape}{mapped})"
+        # getattr with defaults: a partition whose slots were emptied must still print in an error
+        t = type(getattr(self, "array", None))
+        tile_shape = getattr(self, "tile_shape", "<unset>")
+        blocks = getattr(self, "blocks", None)
+        mapped = f", blocks={blocks!r}" if blocks is not None else ""
+        return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={tile_shape!r}{mapped})"
+
+
+def _at_user_line(message: str) -> TileArgumentError:
+    """A TileArgumentError pointing at the innermost line outside numba_tile."""
+    from numba_tile.runtime.launch_checks import user_call_site
+
+    site = user_call_site() or (None, None)
+    return TileArgumentError(message, filename=site[0], lineno=site[1])
+
+
+def _is_0d(array: object) -> bool:
+    """Whether ``array`` looks 0-d (its ``shape``, or its CUDA Array Interface's, is empty).
+
+    Only chooses the message for ``partition(a, ())``; never raises.
+    """
+    try:
+        shape = getattr(array, "shape", None)
+        if shape is None:
+            shape = array.__cuda_array_interface__["shape"]
+        return len(shape) == 0
+    except Exception:  # noqa: BLE001 - any object may be passed; it is checked at launch
+        return False
+
+
+def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int | None]:
+    """``(array, tile_shape, blocks)`` of a partition, checked again for the launch.
+
+    ``Partition`` refuses assignment, but ``object.__setattr__`` (or ``__delattr__``) bypasses that,
+    so a launch does not trust the values :func:`partition` checked: it checks them again here,
+    with exact type tests (a float or bool extent, or a tuple subclass, is refused).
+
+    Args:
+        p: the partition given for a mutable parameter.
+        name: the kernel parameter, for messages.
+
+    Returns:
+        tuple: the array (checked later, as any array argument), the tile shape (positive powers
+        of two, exact ints) and the block count (None, or an exact int from 1 to 2**31 - 1).
+
+    Raises:
+        TileArgumentError: a field is missing or no longer holds what :func:`partition` checked.
+    """
+    try:
+        array, tile_shape, blocks = p.array, p.tile_shape, p.blocks
+    except AttributeError as exc:
+        raise TileArgumentError(
+            f"argument '{name}': the partition has lost a field ({exc}); make a new one with "
+            f"numba_tile.partition(array, tile_shape)") from None
+    if type(tile_shape) is tuple and tile_shape:
+        for t in tile_shape:
+            if type(t) is not int or t <= 0 or t & (t - 1):
+                break
+        else:
+            if blocks is None or (type(blocks) is int and 1 <= blocks <= _MAX_BLOCKS):
+                return array, tile_shape, blocks
+            raise TileArgumentError(
+                f"argument '{name}': the partition's blocks was changed after "
+                f"numba_tile.partition() checked it: expected None or an int from 1 to "
+                f"2**31 - 1, got {blocks!r}; make a new partition")
+    raise TileArgumentError(
+        f"argument '{name}': the partition's tile_shape was changed after numba_tile.partition() "
+        f"checked it: expected a non-empty tuple of positive powers of two (ints), got "
+        f"{tile_shape!r}; make a new partition")
 
 
 def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | None = None) -> Partition:
@@ -145,7 +237,8 @@ def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | No
 
     Raises:
         TileArgumentError: ``tile_shape`` is not a tuple of positive powers of two, or ``blocks``
-            is not a positive int.
+            is not a positive int; ``tile_shape`` is ``()`` for a 0-d array (the message says
+            what to pass instead).
 
     Examples:
         >>> z = partition(out, (64, 64))   # doctest: +SKIP
@@ -156,6 +249,4 @@ def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | No
     except TileArgumentError as exc:
         if exc.lineno is not None:
             raise
-        from numba_tile.runtime.launch_checks import user_call_site
-        site = user_call_site() or (None, None)
-        raise TileArgumentError(exc.message, filename=site[0], lineno=site[1]) from None
+        raise _at_user_line(exc.message) from None

@@ -125,10 +125,15 @@ def test_cai_untyped_or_foreign_typestr_refused():
 def test_element_strides_rejects_unaligned_strides():
     raw = np.zeros(40, dtype=np.uint8)
     view = np.lib.stride_tricks.as_strided(raw.view(np.float32)[:1], (4,), (6,))
-    arg = as_array_arg(FakeDeviceArray(view), "x")
-    assert arg.strides == (6,)
+    with pytest.raises(TileArgumentError, match="argument 'x'.*byte stride 6 on axis 0.*multiple"):
+        as_array_arg(FakeDeviceArray(view), "x")      # refused where it is read
+    arg = ArrayArg(view, view, view.ctypes.data, (4,), (6,), view.dtype, False, 0)
     with pytest.raises(TileArgumentError, match="not a multiple"):
-        arg.element_strides
+        arg.element_strides                            # and by the property, for a direct build
+    empty = ArrayArg(view, view, 0, (0, 3), (6, 10), view.dtype, False, 0)
+    assert empty.element_strides == (1, 2)             # an empty array addresses nothing
+    single = ArrayArg(view, view, view.ctypes.data, (1, 3), (6, 4), view.dtype, False, 0)
+    assert single.element_strides == (1, 1)            # an axis of extent 1 never steps
 
 
 def test_byte_bounds_against_brute_force():
