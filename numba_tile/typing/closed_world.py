@@ -349,6 +349,16 @@ def _check_plumbing(inst, typemap):
         f"partitions can only be given to numba_tile ops", **_loc(inst))
 
 
+def _first_use(func_ir, name):
+    """The first statement (in block order) that reads variable ``name``."""
+    for label in sorted(func_ir.blocks):
+        for inst in func_ir.blocks[label].body:
+            if any(v.name == name for v in inst.list_vars()) and not (
+                    isinstance(inst, ir.Assign) and inst.target.name == name):
+                return inst
+    return None
+
+
 def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool) -> None:
     """Refuse what a safe kernel cannot reach (see the module docstring).
 
@@ -390,6 +400,8 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
                         text = f"{text}.{use.attr}"
                         break
                 raise _simt_error(kernel, text, inst)
+            if isinstance(value, (ir.Const, ir.Arg)):
+                inst = _first_use(func_ir, name) or inst     # a parameter: where it is used
             raise ClosedWorldError(
                 f"kernel '{kernel}' reaches {_what(ty)} through {origins.describe(name)}: a "
                 f"safe kernel reaches memory only through its parameters (tensors and "
