@@ -103,7 +103,8 @@ def cai_of(host: numpy.ndarray, **overrides) -> dict:
 
     Args:
         host: the NumPy array whose address, shape, strides and typestr are described.
-        **overrides: entries to replace or add (``shape=``, ``strides=``, ``data=``, ``stream=``...).
+        **overrides: entries to replace or add (``shape=``, ``strides=``, ``data=``,
+            ``stream=``...).
 
     Returns:
         dict: ``version``, ``shape``, ``strides`` (explicit, never None), ``typestr``, ``data``

@@ -221,7 +221,8 @@ def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int
         f"{tile_shape!r}; make a new partition")
 
 
-def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | None = None) -> Partition:
+def partition(array: object, tile_shape: int | tuple[int, ...],
+              blocks: int | None = None) -> Partition:
     """Splits ``array`` into disjoint tiles, to pass it to a mutable kernel parameter.
 
     Args:

@@ -1,9 +1,9 @@
 """Every array interface is validated before any GPU work (issue 8, part 4).
 
 Each class of malformed argument is launched the way a user would (interpreter mode and
-``kernel.ptx``): the refusal is a ``TileArgumentError`` (or an ownership error where the verdict is
-about overlap) naming the kernel, the argument, what was expected and what was given, pointing at the
-launch line, with every output unchanged. A seeded fuzz test then throws random malformed CUDA Array
+``kernel.ptx``): the refusal is a ``TileArgumentError`` (or an ownership error where the verdict
+is about overlap) naming the kernel, the argument, what was expected and what was given, pointing
+at the launch line, with every output unchanged. A seeded fuzz test then throws random malformed CUDA Array
 Interfaces, DLPack capsules, masquerading "torch" tensors and odd NumPy views at a launch. Legal
 neighbours of each class (negative strides, stride-0 inputs, Fortran order, empty arrays, extent-1
 axes, interleaved views) still run and give the right values.

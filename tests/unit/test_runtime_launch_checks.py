@@ -281,3 +281,42 @@ def test_call_site_found_on_the_stack_when_not_given():
     assert info.value.lineno is not None
     here = user_call_site()
     assert here is not None and here[0] == __file__
+
+
+# -- validation of array interfaces (arrays.as_array_arg) ---------------------------------------
+
+def test_malformed_interfaces_are_refused_with_kernel_name_and_call_site():
+    from numba_tile.runtime.fakes import RawInterface, cai_of
+    host = np.zeros(16, np.float32)
+    bad = RawInterface(cai_of(host, shape=(-16,)), host)
+    with pytest.raises(TileArgumentError) as info:
+        bind(ADD, [bad, Dev(np.zeros(16, np.float32)), partition(Dev(np.zeros(16, np.float32)), 4)])
+    assert type(info.value) is TileArgumentError
+    assert info.value.message.startswith("kernel 'add': argument 'x': shape (-16,)")
+    assert (info.value.filename, info.value.lineno) == SITE
+
+
+def test_strides_that_are_no_whole_items_give_way_to_self_overlap_for_outputs():
+    """Odd strides are refused (TileArgumentError), but a mutable array that also overlaps
+    itself is reported as the ownership error: the overlap verdict works on bytes."""
+    raw = np.zeros(64, np.uint8)
+    overlapping = np.lib.stride_tricks.as_strided(raw.view(np.float64)[:1], (4,), (4,))
+    disjoint = np.lib.stride_tricks.as_strided(raw.view(np.float32)[:1], (4,), (6,))
+    x = Dev(np.zeros(4, np.float32))
+    with pytest.raises(SelfOverlapError, match="'z' overlaps itself"):
+        bind(ADD[:1] + ADD[2:], [Dev(np.zeros(4)), partition(Dev(overlapping), 4)])
+    with pytest.raises(TileArgumentError, match="byte stride 6 on axis 0") as info:
+        bind(ADD[:1] + ADD[2:], [x, partition(Dev(disjoint), 4)])
+    assert type(info.value) is TileArgumentError
+    with pytest.raises(TileArgumentError, match="byte stride 4 on axis 0") as info:
+        bind(ADD[:1] + ADD[2:], [Dev(overlapping), partition(Dev(np.zeros(4)), 4)])  # a tensor
+    assert type(info.value) is TileArgumentError
+
+
+def test_partition_fields_are_checked_again_at_launch():
+    p = partition(Dev(np.zeros(16, np.float32)), 4)
+    object.__setattr__(p, "tile_shape", (0,))             # would divide by zero in the grid
+    with pytest.raises(TileArgumentError) as info:
+        bind(ADD, [Dev(np.zeros(16, np.float32)), Dev(np.zeros(16, np.float32)), p])
+    assert "kernel 'add': argument 'z': the partition's tile_shape was changed" in str(info.value)
+    assert (info.value.filename, info.value.lineno) == SITE

@@ -1,4 +1,5 @@
-"""Exact overlap checks (runtime/overlap.py) against a brute-force set-of-bytes reference."""
+"""Overlap checks (runtime/overlap.py) against a brute-force set-of-bytes reference: exact verdicts
+within the work bound, undecided (never wrong) past it."""
 
 import itertools
 import random
@@ -7,9 +8,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from numba_tile.runtime import overlap
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.fakes import FakeDeviceArray
-from numba_tile.runtime.overlap import has_internal_overlap, shares_memory
+from numba_tile.runtime.overlap import (
+    has_internal_overlap,
+    internal_overlap_verdict,
+    overlap_verdict,
+    shares_memory,
+)
 
 
 def _arg(ptr, shape, strides, itemsize=4, device=0):
@@ -142,3 +149,81 @@ def test_zero_size_never_overlaps():
 def test_stride_zero_on_extent_one_axis_is_not_overlap():
     a = _arg(4096, (1, 4), (0, 4))
     assert has_internal_overlap(a) == _brute_internal(a) is False
+
+
+# -- verdicts within the work bound ----------------------------------------------------------------
+
+def _random_deep_layout(rng: random.Random, itemsize: int):
+    """Ranks 2 to 5, extents 1 to 3, strides that often merge (s2 == n1 * s1), collide or
+    interleave, so that every pre-test and the exact recursion are exercised."""
+    ndim = rng.randint(2, 5)
+    shape = [rng.randint(1, 3) for _ in range(ndim)]
+    strides = []
+    for n in shape:
+        if strides and rng.random() < 0.3:
+            strides.append(strides[-1] * shape[len(strides) - 1])      # mergeable
+        else:
+            strides.append(rng.choice([1, 2, 3, 5, 7, 11, 13]) * itemsize * rng.choice([1, -1])
+                           + rng.choice([0, 0, 0, 1]))
+    return 4096 + 64 * itemsize, shape, strides
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_internal_verdict_matches_brute_force_on_deeper_layouts(itemsize):
+    rng = random.Random(3000 + itemsize)
+    seen = Counter()
+    for _ in range(500):
+        a = _arg(*_random_deep_layout(rng, itemsize), itemsize)
+        expected = _brute_internal(a)
+        seen[expected] += 1
+        assert internal_overlap_verdict(a) is expected, (a.shape, a.strides, itemsize)
+    assert seen[True] > 50 and seen[False] > 50
+
+
+def test_internal_verdict_does_not_depend_on_the_address():
+    rng = random.Random(5)
+    for _ in range(200):
+        ptr, shape, strides = _random_deep_layout(rng, 4)
+        verdicts = {internal_overlap_verdict(_arg(p, shape, strides)) for p in
+                    (ptr, ptr + 4 * 1000, 2**40, 2**63 + 4096)}
+        assert len(verdicts) == 1, (shape, strides)
+
+
+def test_a_tiny_work_bound_gives_undecided_never_a_wrong_answer(monkeypatch):
+    """With max_work=1 NumPy gives up on almost everything it must search: the verdicts may be
+    None (undecided) but never contradict brute force, and the yes/no forms say "may share"."""
+    monkeypatch.setattr(overlap, "MAX_WORK", 1)
+    rng = random.Random(77)
+    undecided = 0
+    for _ in range(400):
+        a = _arg(*_random_deep_layout(rng, 4))
+        b = _arg(*_random_deep_layout(rng, 4))
+        for verdict, truth, loose in [
+                (internal_overlap_verdict(a), _brute_internal(a), has_internal_overlap(a)),
+                (overlap_verdict(a, b), _brute_shares(a, b), shares_memory(a, b))]:
+            if verdict is None:
+                undecided += 1
+                assert loose is True
+            else:
+                assert verdict is truth and loose is truth
+    assert undecided > 20
+
+
+def test_pigeonhole_and_merged_axes_decide_without_numpy(monkeypatch):
+    def no_solver(x, y):
+        raise AssertionError("the exact solver should not be needed")
+
+    monkeypatch.setattr(overlap, "_solve", no_solver)
+    dense = _arg(4096, (3, 4, 5), (4, 4, 4))            # 60 floats in 28 bytes: pigeonhole
+    assert internal_overlap_verdict(dense) is True
+    merged = _arg(4096, (5, 3, 2), (-24, 8, 4))         # (2, 4), (3, 8), (5, 24): one axis of 30
+    assert internal_overlap_verdict(merged) is False
+    transposed = _arg(4096, (2,) * 12, tuple(4 << i for i in range(12))[::-1])
+    assert internal_overlap_verdict(transposed) is False
+
+
+def test_same_first_element_is_overlap_at_once(monkeypatch):
+    monkeypatch.setattr(overlap, "_solve", lambda x, y: None)
+    a = _arg(4096, (2, 2, 2), (400, 40, 4))
+    b = _arg(4098, (3, 3), (-12, 100), itemsize=2)       # its element 0 covers bytes 4098-4099
+    assert overlap_verdict(a, b) is True and overlap_verdict(b, a) is True

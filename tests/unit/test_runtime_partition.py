@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from numba_tile.errors import TileArgumentError
-from numba_tile.runtime.partition import Partition, partition
+from numba_tile.runtime.partition import Partition, launch_fields, partition
 
 
 @pytest.mark.parametrize("tile", [1, 2, 64, (4,), (2, 8), [16, 1, 4], (np.int64(8),)])
@@ -36,3 +36,52 @@ def test_grid_is_ceil_div(shape, tile):
 def test_grid_rank_mismatch():
     with pytest.raises(TileArgumentError, match="rank"):
         partition(None, (4, 4)).grid((8,))
+
+
+def test_partitions_are_immutable_and_copy_through_init():
+    import copy
+    import pickle
+
+    p = partition(np.zeros(8), 4, blocks=2)
+    for attr, value in [("tile_shape", (3,)), ("blocks", -1), ("array", None), ("other", 1)]:
+        with pytest.raises(TileArgumentError, match=f"immutable: cannot set '{attr}'"):
+            setattr(p, attr, value)
+    with pytest.raises(TileArgumentError, match="cannot delete 'array'"):
+        del p.array
+    for q in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert (q.tile_shape, q.blocks) == ((4,), 2) and q.array.shape == (8,)
+
+
+def test_launch_fields_returns_checked_fields():
+    a = np.zeros(8)
+    assert launch_fields(partition(a, 4), "z") == (a, (4,), None)
+    assert launch_fields(partition(a, (np.int64(2),), blocks=np.int32(3)), "z") == (a, (2,), 3)
+
+
+@pytest.mark.parametrize("attr,value", [
+    ("tile_shape", (3,)), ("tile_shape", (0,)), ("tile_shape", (-4,)), ("tile_shape", (4.0,)),
+    ("tile_shape", (True,)), ("tile_shape", (np.int64(4),)), ("tile_shape", [4]),
+    ("tile_shape", ()), ("tile_shape", None), ("blocks", 0), ("blocks", -1), ("blocks", True),
+    ("blocks", 2**31), ("blocks", 1.0), ("blocks", "2")])
+def test_launch_fields_refuses_fields_changed_behind_the_guard(attr, value):
+    p = partition(np.zeros(8), 4)
+    object.__setattr__(p, attr, value)
+    with pytest.raises(TileArgumentError) as info:
+        launch_fields(p, "out")
+    assert "argument 'out'" in info.value.message
+    assert f"{attr} was changed after numba_tile.partition() checked it" in info.value.message
+    assert repr(value) in info.value.message
+
+
+def test_launch_fields_refuses_a_deleted_field():
+    p = partition(np.zeros(8), 4)
+    object.__delattr__(p, "blocks")
+    with pytest.raises(TileArgumentError, match="argument 'out': the partition has lost a field"):
+        launch_fields(p, "out")
+
+
+def test_an_empty_tile_shape_for_a_0d_array_says_what_to_pass():
+    with pytest.raises(TileArgumentError) as info:
+        partition(np.zeros(()), ())
+    assert "0-d arrays are not supported; pass a Python number" in info.value.message
+    assert info.value.lineno is not None and info.value.filename == __file__
