@@ -25,7 +25,8 @@ rules (DESIGN.md section 2, "every array interface is validated before use"):
 * the data pointer is an int from 0 to ``2**64 - 1``; for a non-empty array it is not null, it is
   aligned to the item size (a misaligned access on the GPU raises CUDA_ERROR_MISALIGNED_ADDRESS,
   which destroys the CUDA context of the whole process), and every byte of every element lies in
-  ``[0, 2**64)`` (no wrap-around past either end of the address space);
+  ``[0, 2**64 - 1)``, so that the range's end (one past its last byte) is still a 64-bit address
+  (no wrap-around past either end of the address space);
 * the CUDA Array Interface ``data`` is an ``(int, bool)`` 2-tuple and its ``stream`` is None or a
   positive int handle (the v3 spec forbids 0, ambiguous between the legacy and the per-thread
   default stream);
