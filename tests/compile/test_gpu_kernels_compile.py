@@ -87,7 +87,8 @@ def test_unchecked_kernels(dt):
     vals = np.zeros(4000, dt)
     out = np.zeros(37, dt)
     expected = {0: r"atom\.relaxed\.gpu\.add\.", 1: r"atom\.acq_rel\.gpu\.max\.s",
-                2: r"atom\.relaxed\.sys\.min\.s", 3: r"atom\.release\.cta\.exch\.b"}
+                2: r"atom\.relaxed\.sys\.min\.s", 3: r"atom\.release\.gpu\.exch\.b",
+                4: r"atom\.release\.cta\.exch\.b"}
     for op, pattern in expected.items():
         if op in (1, 2) and np.dtype(dt).kind == "f":
             continue
