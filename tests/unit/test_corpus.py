@@ -3106,6 +3106,518 @@ def v69_compare_and_swap_claims_from_every_block():
     return launch, check
 
 
+# --------------------------------------------- malformed array interfaces (issue 8, part 4)
+# Every array interface is validated before any GPU work (numba_tile/runtime/arrays.py,
+# as_array_arg): rank, extents, strides, pointer, byte range, CUDA Array Interface `data` and
+# `stream`, for every producer alike; partitions are checked again at launch (partition.py,
+# launch_fields); an overlap the exact test cannot settle within its work bound is refused
+# (overlap.py, MAX_WORK). L40-L69 are refused, V50-V59 are their legal neighbours.
+import copy as pycopy  # noqa: E402
+import types as launch_types  # noqa: E402
+
+from numba_tile.runtime.fakes import FakeDLPack, RawInterface, cai_of  # noqa: E402
+
+ZERO_D = ("0-d arrays are not supported; pass a Python number for a scalar parameter, or "
+          "a.reshape(1) for a one-element tensor")
+RANK20 = 20
+
+
+def hard_strides(seed):
+    """Rank-20 byte strides on which NumPy's exact overlap solver works exponentially."""
+    rng = np.random.default_rng(seed)
+    return tuple(4 * int(s) for s in rng.integers(10**12, 2 * 10**12, RANK20))
+
+
+def superincreasing_strides(seed):
+    """Rank-20 byte strides that the sufficient test proves free of self-overlap."""
+    rng = np.random.default_rng(seed)
+    out, span = [], 4
+    for _ in range(RANK20):
+        s = span + 4 * int(rng.integers(10**9, 2 * 10**9))
+        out.append(s)
+        span += s
+    return tuple(out)
+
+
+@refused("L40", errors.TileArgumentError, "kernel 'scale'", "argument 'z'", "shape (-40,)",
+         "expected extents from 0 to 2**63 - 1", "got -40 on axis 0")
+def l40_negative_extent_of_an_output_over_its_own_input():
+    x = randn(40)
+    bad_z = RawInterface(cai_of(x, shape=(-40,)), x)
+
+    def launch():
+        scale(x, nt.partition(bad_z, 16), interpret=True)  # L40
+    return Refusal(launch, [x])
+
+
+@refused("L41", errors.TileArgumentError, "argument 'x'", "shape (40.0,)",
+         "expected ints, got 40.0 (float) on axis 0")
+def l41_float_extent():
+    x, z = randn(40), randn(40)
+    bad = RawInterface(cai_of(x, shape=(40.0,)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 16), interpret=True)  # L41
+    return Refusal(launch, [x, z])
+
+
+@refused("L42", errors.TileArgumentError, "argument 'x'", "got True (bool) on axis 0")
+def l42_bool_extent():
+    x, z = randn(40), randn(40)
+    bad = RawInterface(cai_of(x, shape=(True,)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 16), interpret=True)  # L42
+    return Refusal(launch, [x, z])
+
+
+@refused("L43", errors.TileArgumentError, "argument 'x'", "strides (4.0,)",
+         "expected ints, got 4.0 (float) on axis 0")
+def l43_float_stride():
+    x, z = randn(40), randn(40)
+    bad = RawInterface(cai_of(x, strides=(4.0,)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 16), interpret=True)  # L43
+    return Refusal(launch, [x, z])
+
+
+@refused("L44", errors.TileArgumentError, "argument 'z'", "got False (bool) on axis 0")
+def l44_bool_stride():
+    x, z = randn(40), randn(40)
+    bad = RawInterface(cai_of(z, strides=(False,)), z)
+
+    def launch():
+        scale(x, nt.partition(bad, 16), interpret=True)  # L44
+    return Refusal(launch, [x, z])
+
+
+@refused("L45", errors.TileArgumentError, "argument 'x'",
+         "data pointer: expected an int address, got")
+def l45_float_pointer():
+    x, z = randn(40), randn(40)
+    bad = RawInterface(cai_of(x, data=(float(x.ctypes.data), False)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 16), interpret=True)  # L45
+    return Refusal(launch, [x, z])
+
+
+@refused("L46", errors.TileArgumentError, "argument 'x'", "is not aligned to the item size",
+         "expected a multiple of 4 bytes (float32), got one 2 byte(s) past",
+         "misaligned access destroys the CUDA context")
+def l46_pointer_two_bytes_past_a_float32_allocation():
+    x, z = randn(41), randn(40)
+    bad = RawInterface(cai_of(x[:40], data=(x.ctypes.data + 2, False)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 16), interpret=True)  # L46
+    return Refusal(launch, [x, z])
+
+
+@refused("L47", errors.TileArgumentError, "argument 'z'", "is not aligned to the item size")
+def l47_misaligned_numpy_output_in_the_interpreter():
+    x = randn(16)
+    raw = RNG.integers(1, 255, 4 * 17).astype(np.uint8)
+    out = np.frombuffer(raw, np.float32, count=16, offset=2)     # 2 bytes past alignment
+
+    def launch():
+        scale(x, nt.partition(out, 4), interpret=True)  # L47
+    return Refusal(launch, [x, raw])
+
+
+@refused("L48", errors.TileArgumentError, "argument 'x'",
+         "byte stride 5 on axis 0 is not a multiple of the item size 4 (float32)",
+         "pass a contiguous copy")
+def l48_field_of_a_packed_structured_array():
+    packed = np.zeros(16, dtype=[("v", "<f4"), ("tag", "u1")])
+    packed["v"] = randn(16)
+    z = randn(16)
+
+    def launch():
+        scale(packed["v"], nt.partition(z, 4), interpret=True)  # L48
+    return Refusal(launch, [packed["v"].copy(), z])
+
+
+@refused("L49", errors.TileArgumentError, "argument 'x'", "byte stride 6 on axis 0")
+def l49_as_strided_input_with_odd_byte_strides():
+    base, z = randn(16), randn(8)
+    odd = as_strided(base, (8,), (6,))
+
+    def launch():
+        scale(odd, nt.partition(z, 4), interpret=True)  # L49
+    return Refusal(launch, [base, z])
+
+
+@refused("L50", errors.TileArgumentError, "argument 'x'",
+         "expected every byte inside the 64-bit address space")
+def l50_range_past_the_end_of_the_address_space():
+    x, z = randn(4), randn(4)
+    bad = RawInterface(cai_of(x, data=(2**64 - 8, False)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L50
+    return Refusal(launch, [x, z])
+
+
+@refused("L51", errors.TileArgumentError, "argument 'x'",
+         "expected every byte inside the 64-bit address space")
+def l51_negative_strides_below_address_zero():
+    base, z = randn(4), randn(3)
+    below = as_strided(base, (3,), (-(2**62),))     # never read: refused first
+
+    def launch():
+        scale(below, nt.partition(z, 4), interpret=True)  # L51
+    return Refusal(launch, [base, z])
+
+
+@refused("L52", errors.TileArgumentError, "argument 'x'",
+         "expected byte strides from -2**63 to 2**63 - 1 (the kernel receives them as int64)")
+def l52_stride_beyond_64_bits():
+    x, z = randn(4), randn(4)
+    bad = RawInterface(cai_of(x, strides=(2**70,)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L52
+    return Refusal(launch, [x, z])
+
+
+@refused("L53", errors.TileArgumentError, "argument 'x'", "expected extents from 0 to 2**63 - 1",
+         f"got {2**63} on axis 0")
+def l53_extent_beyond_int64():
+    x, z = randn(4), randn(4)
+    bad = RawInterface(cai_of(x, shape=(2**63,), strides=(0,)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L53
+    return Refusal(launch, [x, z])
+
+
+@refused("L54", errors.TileArgumentError, "argument 'x'", f"{2**64} elements of 4 bytes",
+         "expected at most 2**63 - 1 bytes")
+def l54_broadcast_of_more_bytes_than_int64_holds():
+    x, z = randn(4), randn(4, 4)
+    bad = RawInterface(cai_of(x, shape=(2**62, 4), strides=(0, 0)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, (4, 4)), interpret=True)  # L54
+    return Refusal(launch, [x, z])
+
+
+@refused("L55", errors.TileArgumentError, "kernel 'scale'", "argument 'z'",
+         "tile_shape was changed after numba_tile.partition() checked it", "got (3,)")
+def l55_tile_shape_changed_through_object_setattr():
+    x, z = randn(12), randn(12)
+    p = nt.partition(z, 4)
+    object.__setattr__(p, "tile_shape", (3,))
+
+    def launch():
+        scale(x, p, interpret=True)  # L55
+    return Refusal(launch, [x, z])
+
+
+@refused("L56", errors.TileArgumentError, "argument 'z'",
+         "blocks was changed after numba_tile.partition() checked it",
+         "expected None or an int from 1 to 2**31 - 1, got -1")
+def l56_blocks_changed_through_object_setattr():
+    x, z = randn(16), randn(16)
+    p = nt.partition(z, 4, blocks=2)
+    object.__setattr__(p, "blocks", -1)
+
+    def launch():
+        scale(x, p, interpret=True)  # L56
+    return Refusal(launch, [x, z])
+
+
+@refused("L57", errors.TileArgumentError, "Partition is immutable: cannot set 'tile_shape'",
+         "make a new one with numba_tile.partition(array, tile_shape, blocks)")
+def l57_assignment_to_a_partition_field():
+    z = randn(16)
+    p = nt.partition(z, 4)
+
+    def launch():
+        p.tile_shape = (3,)  # L57
+    return Refusal(launch, [z])
+
+
+@refused("L58", errors.TileArgumentError, "argument 'x'", "'stream' is 0",
+         "CUDA Array Interface v3 forbids", "expected None, 1 (legacy default stream), 2")
+def l58_cuda_array_interface_stream_zero():
+    x, z = randn(16), randn(16)
+    bad = RawInterface(cai_of(x, stream=0), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L58
+    return Refusal(launch, [x, z])
+
+
+@refused("L59", errors.TileArgumentError, "argument 'x'",
+         "'data': expected a 2-tuple (pointer: int, read-only: bool)")
+def l59_cuda_array_interface_data_of_three_items():
+    x, z = randn(16), randn(16)
+    bad = RawInterface(cai_of(x, data=(x.ctypes.data, False, 0)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L59
+    return Refusal(launch, [x, z])
+
+
+@refused("L60", errors.TileArgumentError, "argument 'z'",
+         "data pointer is null for a non-empty array of shape (16,)")
+def l60_null_pointer_of_a_non_empty_output():
+    x, z = randn(16), randn(16)
+    bad = RawInterface(cai_of(z, data=(0, False)), z)
+
+    def launch():
+        scale(x, nt.partition(bad, 4), interpret=True)  # L60
+    return Refusal(launch, [x, z])
+
+
+@refused("L61", errors.TileArgumentError, "argument 'x'",
+         "'stream': expected None or a positive int stream handle", "got 1.5 (float)")
+def l61_cuda_array_interface_stream_not_an_int():
+    x, z = randn(16), randn(16)
+    bad = RawInterface(cai_of(x, stream=1.5), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L61
+    return Refusal(launch, [x, z])
+
+
+@refused("L62", errors.TileArgumentError, "argument 'x'", "shape (-16,)", "got -16 on axis 0")
+def l62_dlpack_capsule_with_a_negative_extent():
+    x, z = randn(16), randn(16)
+    bad = FakeDLPack(x.ctypes.data, (-16,), keepalive=x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L62
+    return Refusal(launch, [x, z])
+
+
+@refused("L63", errors.TileArgumentError, "argument 'x'",
+         "expected every byte inside the 64-bit address space")
+def l63_dlpack_capsule_with_strides_below_address_zero():
+    x, z = randn(16), randn(16)
+    bad = FakeDLPack(x.ctypes.data, (16,), (-(2**60),), keepalive=x, versioned=True)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L63
+    return Refusal(launch, [x, z])
+
+
+class CupyLookalike:
+    """Recognised as a CuPy array by its module name; exports whatever interface it is given."""
+
+    def __init__(self, interface, keepalive):
+        self.__cuda_array_interface__ = interface
+        self.keepalive = keepalive
+        self.device = launch_types.SimpleNamespace(id=0)
+
+
+CupyLookalike.__module__ = "cupy._core.core"
+
+
+@refused("L64", errors.TileArgumentError, "argument 'x'", "shape (-16,)")
+def l64_masquerading_cupy_array_with_a_negative_extent():
+    x, z = randn(16), randn(16)
+    bad = CupyLookalike(cai_of(x, shape=(-16,)), x)
+
+    def launch():
+        scale(bad, nt.partition(z, 4), interpret=True)  # L64
+    return Refusal(launch, [x, z])
+
+
+@refused("L65", errors.TileArgumentError, "kernel 'add_1d'", "argument 'y'", ZERO_D)
+def l65_0d_array_for_a_tensor_parameter():
+    x, y, z = randn(16), np.array(2.0, np.float32), randn(16)
+
+    def launch():
+        add_1d(x, y, nt.partition(z, 4), 4, interpret=True)  # L65
+    return Refusal(launch, [x, y, z])
+
+
+@refused("L66", errors.TileArgumentError, "argument 'array'", ZERO_D)
+def l66_partition_of_a_0d_array():
+    a = np.array(2.0, np.float32)
+
+    def launch():
+        nt.partition(a, ())  # L66
+    return Refusal(launch, [a])
+
+
+@refused("L67", errors.TileArgumentError, "argument 'x'", "expected at most 32 axes",
+         "got 33", "merge axes with a reshape")
+def l67_rank_above_the_bound():
+    x, z = np.zeros((1,) * 33, np.float32), randn(4)
+
+    def launch():
+        scale(x, nt.partition(z, 4), interpret=True)  # L67
+    return Refusal(launch, [x, z])
+
+
+@refused("L68", errors.SelfOverlapError,
+         "mutable argument 'z' could not be proven free of self-overlap within the bound",
+         "max_work=", "contiguous")
+def l68_rank20_output_the_exact_test_cannot_settle():
+    """Strides the sufficient test cannot settle and NumPy's exact solver would take minutes on
+    (~165 s before the bound); the view spans ~10**14 bytes but is refused before any read."""
+    buf, x = randn(4), np.zeros((2,) * RANK20, np.float32)
+    out = as_strided(buf, (2,) * RANK20, hard_strides(7), writeable=True)
+
+    def launch():
+        scale(x, nt.partition(out, (1,) * RANK20), interpret=True)  # L68
+    return Refusal(launch, [buf])
+
+
+@refused("L69", errors.AliasingError,
+         "mutable argument 'z' could not be proven disjoint from read-only argument 'x' "
+         "within the bound", "max_work=")
+def l69_rank20_input_the_exact_test_cannot_separate_from_the_output():
+    """An output provably free of self-overlap, an input 8 bytes further on whose overlap with it
+    NumPy's exact solver cannot settle (it ran past 300 s before the bound)."""
+    buf = randn(4)
+    out = as_strided(buf, (2,) * RANK20, superincreasing_strides(1), writeable=True)
+    x = as_strided(buf[2:], (2,) * RANK20, hard_strides(0))
+
+    def launch():
+        scale(x, nt.partition(out, (1,) * RANK20), interpret=True)  # L69
+    return Refusal(launch, [buf])
+
+
+@valid("V50")
+def v50_reversed_input():
+    x, z = randn(40), nans(40)
+
+    def launch():
+        scale(x[::-1], nt.partition(z, 16), interpret=True)
+
+    def check():
+        close(z, 2 * f64(x)[::-1])
+    return launch, check
+
+
+@valid("V51")
+def v51_stride0_broadcast_input_2d():
+    row, z = randn(8), nans(6, 8)
+
+    def launch():
+        scale(np.broadcast_to(row, (6, 8)), nt.partition(z, (2, 4)), interpret=True)
+
+    def check():
+        close(z, 2 * np.broadcast_to(f64(row), (6, 8)))
+    return launch, check
+
+
+@valid("V52")
+def v52_empty_arrays_with_any_strides():
+    x = as_strided(np.zeros(1, np.float32), (0, 4), (2**62, -3))
+    z = as_strided(np.zeros(1, np.float32), (0, 4), (6, 2**40))
+
+    def launch():
+        scale(x, nt.partition(z, (2, 2)), interpret=True)
+
+    def check():
+        assert z.size == 0
+    return launch, check
+
+
+@valid("V53")
+def v53_extent1_axis_with_a_stride_of_no_whole_items():
+    base, z = randn(8), nans(1, 8)
+    x = as_strided(base, (1, 8), (6, 4))
+
+    def launch():
+        scale(x, nt.partition(z, (1, 8)), interpret=True)
+
+    def check():
+        close(z, 2 * f64(base)[None, :])
+    return launch, check
+
+
+@valid("V54")
+def v54_rank3_output_that_needs_the_exact_recursion():
+    """Element (i, j, k) at float offset 2i + 3j + 8k: all 12 distinct, but strides (8, 12, 32)
+    bytes fail the sufficient test, so the bounded exact recursion proves it."""
+    base, x = randn(24), randn(3, 2, 2)
+    b0 = f64(base)
+    out = as_strided(base, (3, 2, 2), (8, 12, 32), writeable=True)
+
+    def launch():
+        scale(x, nt.partition(out, (1, 2, 2)), interpret=True)
+
+    def check():
+        want = b0.copy()
+        for i in range(3):
+            for j in range(2):
+                for k in range(2):
+                    want[2 * i + 3 * j + 8 * k] = 2 * float(x[i, j, k])
+        close(base, want)
+    return launch, check
+
+
+@valid("V55")
+def v55_dlpack_host_capsule_with_negative_strides():
+    x, z = randn(16), nans(16)
+    rev = FakeDLPack(x[15:].ctypes.data, (16,), (-1,), keepalive=x)
+
+    def launch():
+        scale(rev, nt.partition(z, 4), interpret=True)
+
+    def check():
+        close(z, 2 * f64(x)[::-1])
+    return launch, check
+
+
+@valid("V56")
+def v56_copied_partition_launches():
+    x, z = randn(16), nans(16)
+    p = pycopy.copy(nt.partition(z, 4))
+
+    def launch():
+        scale(x, p, interpret=True)
+
+    def check():
+        close(z, 2 * f64(x))
+    return launch, check
+
+
+@valid("V57")
+def v57_0d_value_reshaped_to_one_element():
+    a, z = np.array(1.5, np.float32), nans(1)
+
+    def launch():
+        scale(a.reshape(1), nt.partition(z, 1), interpret=True)
+
+    def check():
+        close(z, [3.0])
+    return launch, check
+
+
+@valid("V58")
+def v58_0d_value_as_a_python_number():
+    a, z = np.array(1.5, np.float32), nans(8)
+
+    def launch():
+        fill(nt.partition(z, 4), float(a), interpret=True)
+
+    def check():
+        close(z, np.full(8, 1.5))
+    return launch, check
+
+
+@valid("V59")
+def v59_rank_at_the_bound():
+    shape = (1,) * 31 + (8,)
+    x, z = randn(*shape), nans(*shape)
+
+    def launch():
+        scale(x, nt.partition(z, (1,) * 31 + (8,)), interpret=True)
+
+    def check():
+        close(z, 2 * f64(x))
+    return launch, check
+
+
 # ============================================================================= tests
 
 
