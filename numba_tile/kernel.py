@@ -400,6 +400,9 @@ class Kernel:
         elif grid_arg is not None:
             raise _arg_error(f"kernel '{self.__qualname__}': grid= is for kernels without "
                              f"a Partition parameter; here the first partition defines it")
+        if grid and math.prod(grid) > _MAX_GRID:
+            raise _arg_error(f"kernel '{self.__qualname__}': {math.prod(grid)} tiles exceed the "
+                             f"{_MAX_GRID} blocks of a launch; use larger tiles")
         if interpret:
             # the whole compile path, lowering and libNVVM included (cached like any compile):
             # the interpreter refuses exactly what a GPU launch would (a layout conversion
@@ -446,9 +449,6 @@ class Kernel:
         nblocks = math.prod(grid) if grid else 0
         if nblocks == 0:
             return CompletedLaunch(objs)          # case E3: nothing reaches the driver
-        if nblocks > _MAX_GRID:
-            raise _arg_error(f"kernel '{self.__qualname__}': {nblocks} tiles exceed the "
-                                    f"{_MAX_GRID} blocks of a launch; use larger tiles")
         device = device or 0
         driver.ensure_context(device)
         loaded = spec.loaded.get(device)

@@ -110,3 +110,24 @@ def test_outputs_are_written_when_every_block_succeeds():
     double(x, nt.partition(z, 16), 16, interpret=True)
     np.testing.assert_array_equal(z, x * 2)
     assert (base[:5] == -1).all() and (base[55:] == -1).all()
+
+
+def test_a_grid_over_the_launch_limit_is_refused_in_the_interpreter_as_on_the_gpu():
+    """More than 2**31 - 1 tiles: the GPU path refuses the launch, and so does the interpreter,
+    before running a block or touching the arrays. (The output is a view of 2**31 + 2**16
+    one-byte elements over a one-byte buffer: it is never read or written, since the launch
+    is refused first.)"""
+    @nt.jit
+    def fill1(z: nt.Partition[(1, 1)], v):
+        nt.store(z, v)
+
+    shape = (2**16, 2**15 + 1)
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.bool_), shape, (2**15 + 1, 1))
+    try:
+        fill1(nt.partition(huge, (1, 1)), True, interpret=True)
+    except errors.TileArgumentError as e:
+        err = e
+    else:
+        err = None
+    del huge                       # never let a report print the bogus view
+    assert err is not None and "tiles exceed the 2147483647 blocks" in err.message
