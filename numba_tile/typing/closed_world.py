@@ -388,6 +388,15 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
             if unchecked:
                 continue
             ty = typemap.get(inst.target.name)
+            if (isinstance(value, (ir.Global, ir.FreeVar, ir.Const)) and ty is not None
+                    and pointer_params_in(ty)):
+                # numba_tile's parameter types come from the kernel's arguments only: one typed
+                # for a global, a closure variable or a constant (an extension's typeof for a
+                # user class) would carry an address no launch check has seen
+                raise ClosedWorldError(
+                    f"kernel '{kernel}' reaches a value typed as {ty} through "
+                    f"{origins.describe(inst.target.name)}: tensors and partitions come only "
+                    f"from the kernel's parameters, checked at every launch", **_loc(inst))
             if ty is None or _allowed_type(ty):
                 continue
             name = inst.target.name

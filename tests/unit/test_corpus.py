@@ -38,7 +38,7 @@ import pytest
 from llvmlite import ir as llvm_ir
 from numba import cuda
 from numba.cuda import types
-from numba.cuda.extending import intrinsic, type_callable
+from numba.cuda.extending import intrinsic, type_callable, typeof_impl
 from numpy.lib.stride_tricks import as_strided
 
 import numba_tile as nt
@@ -2300,6 +2300,31 @@ def c78_device_array_passed_as_a_constant():
     x, z, hidden = randn(40), randn(40), randn(8)
     return compiled(w_array_as_a_constant, [x, z, hidden], x, nt.partition(z, 16),
                     FakeDeviceArray(hidden))
+
+
+class PosesAsTensor:
+    """A user class an extension types as one of numba_tile's tensor types."""
+
+
+@typeof_impl.register(PosesAsTensor)
+def _typeof_poses_as_tensor(val, c):
+    from numba_tile.typing.types import TensorType
+    return TensorType(nt.float32, 1, False, "x")
+
+
+POSING = PosesAsTensor()
+
+
+@nt.jit
+def w_global_typed_as_a_tensor(x, z: nt.Partition):
+    nt.store(z, nt.load_like(POSING, z))  # C79
+
+
+@refused("C79", errors.ClosedWorldError, "typed as Tensor[float32, 1d, param=x]",
+         "module global 'POSING'", "come only from the kernel's parameters")
+def c79_global_an_extension_types_as_a_tensor():
+    x, z = randn(40), randn(40)
+    return compiled(w_global_typed_as_a_tensor, [x, z], x, nt.partition(z, 16))
 
 
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
