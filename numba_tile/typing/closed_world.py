@@ -103,6 +103,25 @@ def pointer_params_in(ty) -> list:
     return []
 
 
+def _holds_index(ty) -> bool:
+    """A value of type ``ty`` holds a branded tile index (``PartitionIndex[z]``)."""
+    if isinstance(ty, PartitionIndexType):
+        return True
+    if isinstance(ty, types.BaseTuple):
+        return any(_holds_index(t) for t in ty.types)
+    if isinstance(ty, (types.List, types.Optional)):
+        inner = getattr(ty, "dtype", None) or getattr(ty, "type", None)
+        return inner is not None and _holds_index(inner)
+    return False
+
+
+def _guarded(ty) -> bool:
+    """Values only parameters, numba_tile's ops and Numba's plumbing may make or consume:
+    those holding a parameter's memory, and branded tile indices (whose brand lets a store
+    reach the tile they name)."""
+    return bool(pointer_params_in(ty)) or _holds_index(ty)
+
+
 def describe_callee(fnty) -> str:
     key = getattr(fnty, "typing_key", None)
     if isinstance(fnty, types.Dispatcher):
@@ -324,7 +343,16 @@ def _check_plumbing(inst, typemap):
         if expr.op == "call" or expr.op in _PLUMBING:
             return
         operands = [(v, typemap.get(v.name)) for v in expr.list_vars()]
-        carriers = [(v, t) for v, t in operands if t is not None and pointer_params_in(t)]
+        carriers = [(v, t) for v, t in operands if t is not None and _guarded(t)]
+        made = typemap.get(inst.target.name)
+        if not carriers and made is not None and _guarded(made) and expr.op not in (
+                "getiter", "iternext", "exhaust_iter", *_CONTAINER_OPS):
+            # an operator or attribute that *makes* a tensor, partition or tile index: only
+            # an extension could type that
+            raise UnanalyzedCallError(
+                f"a '{expr.op}' expression makes a value of type {made}, which numba_tile "
+                f"cannot check; tensors and partitions come only from the kernel's parameters "
+                f"and tile indices only from tiles()", **_loc(inst))
         if not carriers:
             return
         if expr.op in _CONTAINER_OPS and isinstance(typemap.get(expr.value.name),
@@ -344,6 +372,11 @@ def _check_plumbing(inst, typemap):
     else:
         return
     names = ", ".join(f"'{p.param}'" for _v, t in carriers for p in pointer_params_in(t))
+    if not names:                 # a branded index
+        names = ", ".join(f"'{v.name.split('.')[0]}' ({t})" for v, t in carriers)
+        raise UnanalyzedCallError(
+            f"tile index {names} used in a {what}, which numba_tile cannot check; an index "
+            f"from tiles() can only be given to numba_tile ops", **_loc(inst))
     raise UnanalyzedCallError(
         f"parameter(s) {names} used in a {what}, which numba_tile cannot check; tensors and "
         f"partitions can only be given to numba_tile ops", **_loc(inst))
@@ -389,14 +422,15 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
                 continue
             ty = typemap.get(inst.target.name)
             if (isinstance(value, (ir.Global, ir.FreeVar, ir.Const)) and ty is not None
-                    and pointer_params_in(ty)):
+                    and _guarded(ty)):
                 # numba_tile's parameter types come from the kernel's arguments only: one typed
                 # for a global, a closure variable or a constant (an extension's typeof for a
                 # user class) would carry an address no launch check has seen
                 raise ClosedWorldError(
                     f"kernel '{kernel}' reaches a value typed as {ty} through "
                     f"{origins.describe(inst.target.name)}: tensors and partitions come only "
-                    f"from the kernel's parameters, checked at every launch", **_loc(inst))
+                    f"from the kernel's parameters, checked at every launch, and tile indices "
+                    f"only from tiles()", **_loc(inst))
             if ty is None or _allowed_type(ty):
                 continue
             name = inst.target.name

@@ -2327,6 +2327,32 @@ def c79_global_an_extension_types_as_a_tensor():
     return compiled(w_global_typed_as_a_tensor, [x, z], x, nt.partition(z, 16))
 
 
+def _forge_index_typer(a, b):
+    """A user typing rule that makes ``int + "tile"`` a tile index of partition 'z' (with a
+    lowering, it would name any tile)."""
+    from numba_tile.typing.types import PartitionIndexType
+    if isinstance(a, types.Integer) and isinstance(b, types.StringLiteral) \
+            and b.literal_value == "tile":
+        return PartitionIndexType("z", 1)
+    return None
+
+
+type_callable(operator.add)(lambda context: _forge_index_typer)
+
+
+@nt.jit
+def w_forged_tile_index(x, z: nt.Partition):
+    idx = nt.bid(0) + "tile"  # C82
+    nt.store(z, nt.load_like(x, z), idx)
+
+
+@refused("C82", errors.UnanalyzedCallError, "makes a value of type PartitionIndex[z, 1d]",
+         "tile indices only from tiles()")
+def c82_tile_index_made_by_a_user_typed_operator():
+    x, z = randn(40), randn(40)
+    return compiled(w_forged_tile_index, [x, z], x, nt.partition(z, 16))
+
+
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
 SCALE_GLOBAL = 1.5
 SHAPE_GLOBAL = (16,)
