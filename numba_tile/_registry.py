@@ -167,6 +167,26 @@ def _argument_type(d: OpDef, ty):
     return make_tile(ty.dtype, ty.shape, masked=ty.masked, align=ty.align)
 
 
+def record_typed(d: OpDef, sig) -> None:
+    """Remember, for the compilation in progress, that ``d``'s own typing rule gave ``sig``: the
+    closed-world pass then accepts a call of an op only with a signature its rule made, so a
+    typing template someone else registers for an op's key (or for an operator on tiles)
+    cannot type a call behind the op's effects."""
+    from .compiler_context import _CURRENT
+    ctx = _CURRENT.get()
+    if ctx is not None:
+        ctx.__dict__.setdefault("op_signatures", set()).add(
+            (d.name, tuple(sig.args), sig.return_type))
+
+
+def typed_by_rule(d: OpDef, sig) -> bool:
+    """Whether ``d``'s own typing rule gave ``sig`` in the compilation in progress."""
+    from .compiler_context import _CURRENT
+    ctx = _CURRENT.get()
+    seen = getattr(ctx, "op_signatures", None) or ()
+    return (d.name, tuple(sig.args), sig.return_type) in seen
+
+
 def _make_template(d: OpDef):
     from . import compiler_context  # late: avoids an import cycle
 
@@ -206,6 +226,7 @@ def _make_template(d: OpDef):
             sig = signature(ret, *(_argument_type(d, a) for a in folded))
             if d.stub is not None:
                 sig = sig.replace(pysig=d.pysig)
+            record_typed(d, sig)
             return sig
 
     OpTemplate.__name__ = f"Template_{d.name}"

@@ -41,7 +41,7 @@ import numpy as np
 from numba.cuda import types
 from numba.cuda.core import ir
 
-from .._registry import op_for_key
+from .._registry import op_for_key, typed_by_rule
 from ..errors import ClosedWorldError, UnanalyzedCallError
 from .types import (PartitionIndexType, PartitionType, TensorType, TileType, TilesIterable,
                     TilesIterator)
@@ -299,11 +299,66 @@ def _simt_error(kernel, text, inst):
         **_loc(inst))
 
 
+def _tile_typed(ty) -> bool:
+    """``ty`` is one of numba_tile's own types, or a container holding one."""
+    if isinstance(ty, _TILE_TYPES):
+        return True
+    if isinstance(ty, types.BaseTuple):
+        return any(_tile_typed(t) for t in ty.types)
+    if isinstance(ty, (types.List, types.Optional)):
+        inner = getattr(ty, "dtype", None) or getattr(ty, "type", None)
+        return inner is not None and _tile_typed(inner)
+    return False
+
+
+def _mentions_tile_types(sig_types) -> bool:
+    for t in sig_types:
+        if isinstance(t, type) and issubclass(t, _TILE_TYPES):
+            return True
+        if isinstance(t, types.Type) and _tile_typed(t):
+            return True
+    return False
+
+
+def _foreign_lowering(d) -> str | None:
+    """Where a lowering registered for op ``d``'s key by code other than numba_tile is
+    defined, or None. A stub op has only numba_tile's own lowering; an operator op (``+`` on
+    tiles) may share its key with Numba's lowerings for numbers, but no one else may lower it
+    for numba_tile's types (a more specific signature would win over numba_tile's)."""
+    from numba.cuda.descriptor import cuda_target
+    selector = cuda_target.target_context._defns.get(d.key)
+    for sig, impl in getattr(selector, "versions", ()):
+        if impl is d.lower:
+            continue
+        if d.stub is not None or _mentions_tile_types(sig):
+            where = _untrusted_file(impl) or getattr(impl, "__module__", None) or repr(impl)
+            return f"{getattr(impl, '__qualname__', impl)} in {where}"
+    return None
+
+
+def _check_op(inst, d, sig, argtys, ret) -> None:
+    """A call of op ``d`` (or an operator on tiles) must have been typed by the op's own rule
+    and be lowered by the op's own lowering."""
+    if d.stub is not None or _tile_typed(ret) or any(_tile_typed(t) for t in argtys):
+        if sig is None or not typed_by_rule(d, sig):
+            raise UnanalyzedCallError(
+                f"{d.name}() was typed by a rule registered outside numba_tile (for arguments "
+                f"{tuple(argtys)}), which numba_tile cannot check", **_loc(inst))
+    foreign = _foreign_lowering(d)
+    if foreign is not None:
+        raise UnanalyzedCallError(
+            f"{d.name}() has a lowering registered outside numba_tile ({foreign}), which "
+            f"numba_tile cannot check; numba_tile's ops are lowered only by numba_tile",
+            **_loc(inst))
+
+
 def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
     fnty = typemap[expr.func.name]
     sig = calltypes.get(expr)
     argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
-    if isinstance(fnty, types.Function) and op_for_key(fnty.typing_key) is not None:
+    d = op_for_key(fnty.typing_key) if isinstance(fnty, types.Function) else None
+    if d is not None:
+        _check_op(inst, d, sig, argtys, typemap.get(inst.target.name))
         return
     passed = [t for a in argtys for t in pointer_params_in(a)]
     if passed:
@@ -418,6 +473,11 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
             value = inst.value
             if isinstance(value, ir.Expr) and value.op == "call":
                 _check_call(kernel, inst, value, typemap, calltypes, origins, unchecked)
+            elif isinstance(value, ir.Expr) and value.op in ("binop", "inplace_binop", "unary"):
+                d = op_for_key(value.fn)
+                sig = calltypes.get(value)
+                if d is not None and sig is not None:
+                    _check_op(inst, d, sig, list(sig.args), typemap.get(inst.target.name))
             if unchecked:
                 continue
             ty = typemap.get(inst.target.name)

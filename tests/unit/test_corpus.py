@@ -2353,6 +2353,56 @@ def c82_tile_index_made_by_a_user_typed_operator():
     return compiled(w_forged_tile_index, [x, z], x, nt.partition(z, 16))
 
 
+def _bid_on_a_tensor_typer(x, a, b, c):
+    """A user typing rule for numba_tile's own op stub bid() with an arity its rule refuses:
+    the call would be lowered by someone else's code, given a read-only tensor."""
+    from numba_tile.typing.types import TensorType
+    if isinstance(x, TensorType):
+        return types.int64
+    return None
+
+
+type_callable(nt.bid)(lambda context: _bid_on_a_tensor_typer)
+
+
+@nt.jit
+def w_op_typed_by_a_user_rule(x, z: nt.Partition):
+    nt.bid(x, 1, 2, 3)  # C83
+    nt.store(z, nt.load_like(x, z))
+
+
+@refused("C83", errors.UnanalyzedCallError, "bid() was typed by a rule registered outside "
+         "numba_tile", "Tensor[float32")
+def c83_op_stub_typed_by_a_user_rule():
+    x, z = randn(40), randn(40)
+    return compiled(w_op_typed_by_a_user_rule, [x, z], x, nt.partition(z, 16))
+
+
+def _index_from_none_typer(a, b):
+    """``operator.add(i, None)`` typed by a user rule as a tile index of partition 'z'."""
+    from numba_tile.typing.types import PartitionIndexType
+    if isinstance(a, types.Integer) and isinstance(b, types.NoneType):
+        return PartitionIndexType("z", 1)
+    return None
+
+
+type_callable(operator.add)(lambda context: _index_from_none_typer)
+
+
+@nt.jit
+def w_index_from_an_explicit_operator_call(x, z: nt.Partition):
+    t = nt.load_like(x, z)
+    nxt = operator.add(nt.bid(0) + 1, None)  # C84
+    nt.store(z, t, nxt)
+
+
+@refused("C84", errors.UnanalyzedCallError, "add() was typed by a rule registered outside "
+         "numba_tile")
+def c84_tile_index_from_an_explicit_operator_call():
+    x, z = randn(40), randn(40)
+    return compiled(w_index_from_an_explicit_operator_call, [x, z], x, nt.partition(z, 16))
+
+
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
 SCALE_GLOBAL = 1.5
 SHAPE_GLOBAL = (16,)
