@@ -36,6 +36,7 @@ import cmath
 import math
 import operator
 import os
+import sys
 
 import numpy as np
 from numba.cuda import types
@@ -148,7 +149,7 @@ def _allowed_type(ty) -> bool:
 
 
 def _package_dir(module) -> str:
-    return os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+    return os.path.dirname(os.path.realpath(module.__file__)) + os.sep
 
 
 def _trusted_dirs() -> tuple:
@@ -171,9 +172,15 @@ def _untrusted_file(fn, depth=0) -> str | None:
     code = getattr(fn, "__code__", None)
     if code is None or depth > 3:
         return None
-    path = os.path.abspath(code.co_filename)
+    path = os.path.realpath(code.co_filename)
     if not path.startswith(_TRUSTED_DIRS):
         return code.co_filename
+    # a file name is only a claim (compile() takes any): the function's module must be the
+    # imported module of that file
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    mfile = getattr(module, "__file__", None)
+    if mfile is None or os.path.realpath(mfile) != path:
+        return f"{code.co_filename} (claimed by a function of module {fn.__module__!r})"
     for cell in fn.__closure__ or ():
         try:
             inner = cell.cell_contents
@@ -200,6 +207,18 @@ def _user_implementation(fnty) -> str | None:
     return None
 
 
+def _user_lowering(key) -> str | None:
+    """The source file of a lowering registered for library function ``key`` by code outside
+    Numba, numba-cuda and numba_tile, or None."""
+    from numba.cuda.descriptor import cuda_target
+    selector = cuda_target.target_context._defns.get(key)
+    for _sig, impl in getattr(selector, "versions", ()):
+        found = _untrusted_file(impl)
+        if found:
+            return found
+    return None
+
+
 def _callee_verdict(fnty):
     """None when a safe kernel may call ``fnty``; else why not, and whether it is SIMT."""
     if isinstance(fnty, types.NumberClass):
@@ -219,7 +238,7 @@ def _callee_verdict(fnty):
         if _is_simt(key):
             return ("numba-cuda's SIMT API", True)
         if id(key) in _LIBRARY_IDS:
-            module = _user_implementation(fnty)
+            module = _user_implementation(fnty) or _user_lowering(key)
             return None if module is None else (f"with an implementation registered in "
                                                 f"{module} (an @overload or similar)", False)
         kind = type(key).__name__

@@ -73,3 +73,37 @@ def test_a_foreign_lowering_of_an_op_is_refused_and_caches_nothing(tmp_path, cas
     lines = out.stdout.split("\n")
     assert "ptx refused" in lines and "interpreter refused" in lines, out.stdout
     assert "entries 0" in lines, out.stdout
+
+
+def test_a_library_function_with_a_foreign_lowering_is_refused(tmp_path):
+    """``math.sqrt`` with a lowering registered by user code (it would run behind the call)."""
+    script = textwrap.dedent("""
+        import math
+        import numpy as np
+        import numba_tile as nt
+        from numba.cuda import types
+        from numba.cuda.cudaimpl import registry as lowering
+        from numba_tile import errors
+
+        @lowering.lower(math.sqrt, types.float64)
+        def evil(context, builder, sig, args):
+            raise AssertionError("never lowered")
+
+        @nt.jit
+        def k(x, z: nt.Partition["B"], B: nt.Constant, s):
+            nt.store(z, nt.load_like(x, z) * math.sqrt(s))
+
+        x, z = np.ones(64, np.float32), np.zeros(64, np.float32)
+        try:
+            k.ptx(x, nt.partition(z, 16), 16, 2.0)
+        except errors.ClosedWorldError as e:
+            assert "calls math.sqrt()" in e.message and "case.py" in e.message, e.message
+            print("refused")
+    """)
+    path = tmp_path / "case.py"
+    path.write_text(script)
+    env = dict(os.environ, NUMBA_TILE_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "refused" in out.stdout.split("\n"), out.stdout
