@@ -231,15 +231,24 @@ class _Freezer:
         return self.value(value)
 
     def module(self, mod, chains):
-        """A user module read through attributes: a new module holding frozen copies of the
-        attributes read (library modules, and modules used as values, stay live)."""
-        if is_library_module(mod.__name__, mod) or () in chains:
+        """A user module: a new module holding frozen copies of the attributes read, or of all
+        its attributes when the code uses the module itself as a value (``m = cfg``).
+        Library modules stay live."""
+        if is_library_module(mod.__name__, mod):
             return mod
-        copy = types.ModuleType(mod.__name__, getattr(mod, "__doc__", None))
+        hit = self.memo.get(id(mod))
+        if hit is not None:
+            return hit
+        self.keep.append(mod)
+        copy = self.memo[id(mod)] = types.ModuleType(mod.__name__, getattr(mod, "__doc__", None))
         for attr in ("__file__", "__package__"):
             if hasattr(mod, attr):
                 setattr(copy, attr, getattr(mod, attr))
-        for attr, rest in _group(chains).items():
+        if () in chains:
+            wanted = {attr: {()} for attr in list(vars(mod)) if not attr.startswith("__")}
+        else:
+            wanted = _group(chains)
+        for attr, rest in wanted.items():
             value = getattr(mod, attr, _MISSING)
             if value is not _MISSING:
                 setattr(copy, attr, self.bind(value, rest))
@@ -274,7 +283,28 @@ class _Freezer:
         if t is frozenset:
             items = [self.value(e) for e in v]
             return v if all(a is b for a, b in zip(items, v)) else frozenset(items)
+        return exact_scalar(v)
+
+
+def exact_scalar(v):
+    """``v`` as its exact builtin type when it is an instance of a subclass of ``int``,
+    ``float``, ``complex``, ``str`` or ``bytes`` (enums excepted): Numba types and folds it by
+    its value, so a subclass's own ``__bool__`` or ``__eq__`` must not decide, in the
+    interpreter, a branch that the check pruned by the value."""
+    t = type(v)
+    if t in (int, float, bool, str, complex, bytes) or isinstance(v, enum.Enum):
         return v
+    if isinstance(v, int):
+        return int.__index__(v)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, complex):
+        return complex(v.real, v.imag)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, bytes):
+        return bytes(v)
+    return v
 
 
 def _group(chains) -> dict:

@@ -51,6 +51,8 @@ INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 INTERPRETER_CC = (9, 0)
 _MAX_GRID = 2**31 - 1
 _SCALARS = (bool, int, float, np.number, np.bool_)
+_EXACT = frozenset((bool, int, float, str, complex, bytes))
+_SCALAR_LIKE = (int, float, str, complex, bytes)
 
 
 # ----------------------------------------------------------------------------- launch handles
@@ -169,6 +171,17 @@ class Kernel:
     # -- argument binding -----------------------------------------------------------------
 
     def _bind(self, args, kwargs):
+        """The launch's values, one per parameter; numbers and strings of subclass types are
+        made exact (``frozen.exact_scalar``): Numba types a Constant or scalar by its value,
+        so the interpreter must not let a subclass's ``__bool__`` decide a branch the check
+        pruned."""
+        out = self._bind_values(args, kwargs)
+        for i, v in enumerate(out):
+            if v.__class__ not in _EXACT and isinstance(v, _SCALAR_LIKE):
+                out[i] = frozen.exact_scalar(v)
+        return out
+
+    def _bind_values(self, args, kwargs):
         if not kwargs and len(args) == len(self.params):
             return list(args)
         names = [p.name for p in self.params]

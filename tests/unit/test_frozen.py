@@ -10,6 +10,7 @@ checked for it.
 import enum
 import sys
 import types
+import textwrap
 
 import numpy as np
 import pytest
@@ -194,7 +195,10 @@ def test_a_user_module_used_whole_gives_no_digest():
 
     snap = frozen.snapshot(f)
     assert snap.digest is None and "other than through attribute reads" in snap.uncovered
-    assert snap.fn() is CFG
+    copy = snap.fn()             # a frozen copy of the whole module, not the live one
+    assert copy is not CFG and isinstance(copy, types.ModuleType)
+    assert {k: v for k, v in vars(copy).items() if not k.startswith("__")} == \
+        {k: v for k, v in vars(CFG).items() if not k.startswith("__")}
 
 
 def test_recursive_functions_and_self_referencing_containers_terminate():
@@ -346,3 +350,74 @@ def test_an_import_in_the_body_and_a_linking_device_function_give_no_digest(tmp_
 
     snap = frozen.snapshot(calls)
     assert snap.digest is None and "linking" in snap.uncovered
+
+
+# --------------------------------------------------- values whose truth can change (review)
+
+class ShiftyFlag(int):
+    """An int whose truth value is a class switch: Numba folds it by its value."""
+    armed = False
+
+    def __bool__(self):
+        return ShiftyFlag.armed
+
+
+SHIFTY = ShiftyFlag(0)
+
+
+@nt.jit
+def shifty_global(x, z: nt.Partition["B"], B: nt.Constant):
+    t = nt.load_like(x, z)
+    if SHIFTY:
+        nt.store(z, t * 0.0 + 666.0, (1,))     # another block's tile: refused where checked
+    else:
+        nt.store(z, t)
+
+
+@nt.jit
+def shifty_constant(x, z: nt.Partition["B"], C: nt.Constant, B: nt.Constant):
+    t = nt.load_like(x, z)
+    if C:
+        nt.store(z, t * 0.0 + 666.0, (1,))
+    else:
+        nt.store(z, t)
+
+
+def test_an_int_subclass_global_runs_by_its_value_in_the_interpreter(monkeypatch):
+    monkeypatch.setattr(ShiftyFlag, "armed", False)
+    x, z = np.random.default_rng().standard_normal(256).astype(np.float32), np.zeros(256,
+                                                                                    np.float32)
+    shifty_global(x, nt.partition(z, 128), 128, interpret=True)
+    np.testing.assert_array_equal(z, x)
+    monkeypatch.setattr(ShiftyFlag, "armed", True)       # its __bool__ now says True
+    z[:] = 0
+    shifty_global(x, nt.partition(z, 128), 128, interpret=True)
+    np.testing.assert_array_equal(z, x)                    # the value 0 decided, as when checked
+
+
+def test_an_int_subclass_constant_is_checked_and_run_by_its_value(monkeypatch):
+    """Flag(1) whose __bool__ says False: Numba sees the value 1, so the branch is checked
+    (and refused), never pruned by the subclass's truth and run later."""
+    monkeypatch.setattr(ShiftyFlag, "armed", False)
+    x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+    with pytest.raises(errors.ForeignTileStoreError):
+        shifty_constant(x, nt.partition(z, 128), ShiftyFlag(1), 128, interpret=True)
+    assert not z.any()
+
+
+def test_a_user_module_used_as_a_value_is_frozen_whole(tmp_path, monkeypatch):
+    mod = types.ModuleType("frozen_cfg_as_value")
+    mod.SCALE = 2.0
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    glb = {"nt": nt, "cfg": mod}
+    exec(textwrap.dedent("""
+        def k(x, z: nt.Partition["B"], B: nt.Constant):
+            m = cfg
+            nt.store(z, nt.load_like(x, z) * m.SCALE)
+    """), glb)
+    k = nt.jit(glb["k"])
+    x, z = np.ones(64, np.float32), np.zeros(64, np.float32)
+    k(x, nt.partition(z, 16), 16, interpret=True)
+    mod.SCALE = 5.0
+    k(x, nt.partition(z, 16), 16, interpret=True)
+    np.testing.assert_array_equal(z, 2.0)                # the checked value, not the live one
