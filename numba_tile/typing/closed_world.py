@@ -221,7 +221,7 @@ def _user_lowering(key) -> str | None:
 
 def _callee_verdict(fnty):
     """None when a safe kernel may call ``fnty``; else why not, and whether it is SIMT."""
-    if isinstance(fnty, types.NumberClass):
+    if isinstance(fnty, (types.NumberClass, types.ExceptionClass)):
         return None
     if isinstance(fnty, types.BoundFunction):
         if isinstance(fnty.this, _SCALAR_TYPES):

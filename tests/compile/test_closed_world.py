@@ -57,3 +57,20 @@ def test_unchecked_kernels_still_give_tensors_only_to_ops():
     x, out = np.zeros(16, np.float32), np.zeros(16, np.float32)
     with pytest.raises(errors.UnanalyzedCallError, match="parameter\\(s\\) 'x'"):
         k.ptx(x, out)
+
+
+@nt.jit
+def raises_on_bad_scalar(x, z: nt.Partition, n):
+    if n < 0:
+        raise ValueError("n must not be negative")
+    nt.store(z, nt.load_like(x, z))
+
+
+def test_a_safe_kernel_may_raise_an_exception_built_from_constants(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", str(tmp_path))
+    x, z = RNG.standard_normal(32).astype(np.float32), np.zeros(32, np.float32)
+    assert ".entry" in raises_on_bad_scalar.ptx(x, nt.partition(z, 16), 3)
+    raises_on_bad_scalar(x, nt.partition(z, 16), 3, interpret=True)
+    np.testing.assert_array_equal(z, x)
+    with pytest.raises(ValueError, match="must not be negative"):
+        raises_on_bad_scalar(x, nt.partition(np.zeros(32, np.float32), 16), -1, interpret=True)
