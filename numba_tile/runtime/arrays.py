@@ -27,6 +27,9 @@ rules (DESIGN.md section 2, "every array interface is validated before use"):
   which destroys the CUDA context of the whole process), and every byte of every element lies in
   ``[0, 2**64 - 1)``, so that the range's end (one past its last byte) is still a 64-bit address
   (no wrap-around past either end of the address space);
+* the byte span (from the lowest byte to one past the highest) is at most :data:`MAX_SPAN`
+  (``2**61`` bytes), so that every offset the kernel and NumPy's overlap solver compute fits in
+  int64 with room to spare (no real allocation comes near it: :data:`MAX_SPAN` says why);
 * the CUDA Array Interface ``data`` is an ``(int, bool)`` 2-tuple and its ``stream`` is None or a
   positive int handle (the v3 spec forbids 0, ambiguous between the legacy and the per-thread
   default stream);
@@ -52,7 +55,7 @@ import numpy
 from numba_tile.errors import TileArgumentError
 from numba_tile.runtime import dlpack
 
-__all__ = ["ArrayArg", "as_array_arg", "SUPPORTED_DTYPES", "BFLOAT16", "MAX_NDIM",
+__all__ = ["ArrayArg", "as_array_arg", "SUPPORTED_DTYPES", "BFLOAT16", "MAX_NDIM", "MAX_SPAN",
            "ZERO_D_MESSAGE"]
 
 #: NumPy dtype of bfloat16 (from ``ml_dtypes``).
@@ -80,6 +83,20 @@ MAX_NDIM = dlpack.MAX_NDIM
 #: The refusal of a 0-d array (rank 0), for tensor, partition and Mutable parameters alike.
 ZERO_D_MESSAGE = ("0-d arrays are not supported; pass a Python number for a scalar parameter, or "
                   "a.reshape(1) for a one-element tensor")
+
+#: Most bytes one array argument may span, from its lowest byte to one past its highest: 2**61
+#: (2 EiB). No allocation comes near it: a virtual address has at most 57 bits on x86-64 with
+#: 5-level paging (Intel's 5-level paging white paper; 48 bits with 4-level paging), 52 on
+#: AArch64 with FEAT_LVA, and 49 on NVIDIA GPUs (49-bit virtual addresses since Pascal: NVIDIA's
+#: GP100 white paper). A span above 2**57 bytes cannot describe memory that exists; only a
+#: corrupt or forged interface, or an ``as_strided`` view whose far elements nobody may touch, has
+#: one. Within the bound every element offset the kernel computes (index times stride, summed
+#: over the axes) lies in ``[-2**61, 2**61]``, and NumPy's overlap solver (``mem_overlap.c``: int64
+#: offsets from the data pointer) cannot overflow, because ``overlap.py`` translates its stand-in
+#: arrays so that two arrays whose byte ranges intersect lie below ``2**62 + 2**21``. Past a span
+#: of ``2**63`` NumPy's ``offset_bounds_from_strides`` overflows silently, and ``shares_memory``
+#: answers False for arrays that overlap.
+MAX_SPAN = 1 << 61
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -412,6 +429,14 @@ def _validated(name: str, obj: object, owner: object, ptr: object, shape: object
             raise TileArgumentError(
                 f"argument '{name}': {size} elements of {itemsize} bytes: expected at most "
                 f"2**63 - 1 bytes in one array")
+        if hi + itemsize - lo > MAX_SPAN:
+            raise TileArgumentError(
+                f"argument '{name}': shape {_short(shape)} with byte strides {_short(strides)} "
+                f"spans {hi + itemsize - lo} bytes (from {lo:#x} to {hi + itemsize:#x}, "
+                f"exclusive): expected at most 2**61 bytes from the lowest byte to one past the "
+                f"highest (no memory spans that much: virtual addresses have at most 57 bits on "
+                f"x86-64, 49 on a GPU); the strides are corrupt or the view reaches far outside "
+                f"its allocation: pass the array itself or a contiguous copy")
 
     # Flags.
     if readonly is not False and readonly is not True:

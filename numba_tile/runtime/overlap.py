@@ -9,6 +9,17 @@ Diophantine solver), run on stand-in NumPy arrays built from address, shape and 
 ``__array_interface__``. NumPy never dereferences such an array's data pointer in ``shares_memory``,
 so device addresses are fine and nothing is copied.
 
+NumPy's solver computes in fixed-width integers: each array's offsets from its data pointer in
+int64 (``offset_bounds_from_strides``, which overflows silently: past ``2**63`` bytes of span it
+answers "no overlap" for arrays that do overlap) and the absolute byte range in uint64. So NumPy is
+only ever handed stand-ins whose span is at most ``arrays.MAX_SPAN`` (``2**61`` bytes; validated
+arguments never span more, and any other layout is *undecided*), translated together so that the
+lower of the two lowest bytes lies in ``[2**20, 2**21)``: overlap is invariant under translation,
+the translation is a multiple of ``2**20`` (every address keeps its residue modulo ``2**20``, so
+alignment is kept), and two byte ranges that intersect then lie below ``2**21 + 2 * MAX_SPAN``,
+far from ``2**63``. Every other step of the solver checks for overflow itself (``safe_add``,
+``safe_mul``, 128-bit intermediates) and raises ``OverflowError``, which is *undecided* here.
+
 The general problem is NP-hard (NumPy's ``mem_overlap.c`` says so, and its solver's work grows
 exponentially with the rank: a rank-20 layout can take minutes). Every call to the solver is
 therefore given ``max_work=``:data:`MAX_WORK`; past it NumPy raises ``TooHardError`` and the answer
@@ -23,7 +34,7 @@ from __future__ import annotations
 
 import numpy
 
-from numba_tile.runtime.arrays import ArrayArg
+from numba_tile.runtime.arrays import MAX_SPAN, ArrayArg
 
 try:
     from numpy.exceptions import TooHardError as _TooHardError
@@ -43,6 +54,10 @@ MAX_WORK = 10_000
 # Lowest byte of the canonical placement of a self-overlap problem (translation preserves overlap;
 # a fixed placement makes the verdict a function of shape, strides and item size alone).
 _BASE = 1 << 12
+
+# Stand-ins are translated by multiples of _ALIGN, so that the lower of two arrays' lowest bytes
+# lands in [_ALIGN, 2 * _ALIGN): never a null data pointer (NumPy would allocate), far below 2**63.
+_ALIGN = 1 << 20
 
 
 class _Interface:
@@ -83,6 +98,31 @@ def _solve(x: numpy.ndarray, y: numpy.ndarray) -> bool | None:
         return None
 
 
+def _translated_solve(p1: int, shape1: tuple, strides1: tuple, itemsize1: int, lo1: int, hi1: int,
+                      p2: int, shape2: tuple, strides2: tuple, itemsize2: int, lo2: int,
+                      hi2: int) -> bool | None:
+    """NumPy's exact test on two non-empty layouts whose byte ranges ``[lo, hi)`` intersect.
+
+    Both are translated by one multiple of ``_ALIGN`` that puts ``min(lo1, lo2)`` in
+    ``[_ALIGN, 2 * _ALIGN)`` (overlap is translation-invariant), so that no offset or address
+    NumPy computes comes near 2**63 (module docstring). A layout spanning more than
+    ``arrays.MAX_SPAN`` bytes (never a validated argument) is not handed to NumPy: undecided.
+
+    Returns:
+        bool | None: the verdict, None if undecided.
+    """
+    if hi1 - lo1 > MAX_SPAN or hi2 - lo2 > MAX_SPAN:
+        return None
+    low = min(lo1, lo2)
+    shift = low - low % _ALIGN - _ALIGN
+    try:
+        x = _stand_in(p1 - shift, shape1, strides1, itemsize1)
+        y = _stand_in(p2 - shift, shape2, strides2, itemsize2)
+    except (ValueError, OverflowError):  # more elements than NumPy's int64 size (unvalidated)
+        return None
+    return _solve(x, y)
+
+
 def _raw_shares(p1: int, shape1, strides1, p2: int, shape2, strides2,
                 itemsize: int) -> bool | None:
     """Overlap of two non-empty layouts with the same item size (bytes); None if undecided."""
@@ -90,8 +130,8 @@ def _raw_shares(p1: int, shape1, strides1, p2: int, shape2, strides2,
     lo2, hi2 = _bounds(p2, shape2, strides2, itemsize)
     if hi1 <= lo2 or hi2 <= lo1:
         return False
-    return _solve(_stand_in(p1, tuple(shape1), tuple(strides1), itemsize),
-                  _stand_in(p2, tuple(shape2), tuple(strides2), itemsize))
+    return _translated_solve(p1, tuple(shape1), tuple(strides1), itemsize, lo1, hi1,
+                             p2, tuple(shape2), tuple(strides2), itemsize, lo2, hi2)
 
 
 def overlap_verdict(a: ArrayArg, b: ArrayArg) -> bool | None:
@@ -116,8 +156,8 @@ def overlap_verdict(a: ArrayArg, b: ArrayArg) -> bool | None:
     pa, pb = a.ptr, b.ptr
     if pa < pb + b.itemsize and pb < pa + a.itemsize:
         return True               # their elements [0, ..., 0] share a byte (an array and itself)
-    return _solve(_stand_in(a.ptr, a.shape, a.strides, a.itemsize),
-                  _stand_in(b.ptr, b.shape, b.strides, b.itemsize))
+    return _translated_solve(pa, a.shape, a.strides, a.itemsize, lo1, hi1,
+                             pb, b.shape, b.strides, b.itemsize, lo2, hi2)
 
 
 def shares_memory(a: ArrayArg, b: ArrayArg) -> bool:

@@ -474,6 +474,66 @@ def test_rank_is_bounded():
     assert MAX_NDIM == 32                                # NumPy 1's NPY_MAXDIMS (NumPy 2: 64)
 
 
+# ----------------------------------------------------------------------------- byte span
+
+SPAN = "expected at most 2**61 bytes from the lowest byte to one past the highest"
+
+
+@nt.jit
+def first_only(x, z: nt.Partition["B"], B: nt.Constant):
+    first = nt.load(x, (0,), (1,))                 # reads x[0] alone
+    nt.store(z, nt.broadcast_to(first, (B,)) * 0.0 + 7.0)
+
+
+def test_an_input_whose_far_elements_pass_2_63_bytes_is_refused_not_called_disjoint():
+    """The review's layout: x's elements lie 0, 2**62 and 2**63 bytes past x[0] = buf[1] (every
+    byte below 2**64), the output buf[0:2] holds x[0]. NumPy's overlap solver, whose int64
+    offsets overflow there, called the two disjoint and the safe kernel wrote its read-only
+    input; the span bound refuses x first, on both paths and for every producer."""
+    buf = np.ones(4, np.float32)
+    x = as_strided(buf[1:], shape=(3,), strides=(2**62,), writeable=False)
+    z = buf[0:2]
+    refused(lambda: first_only(x, nt.partition(z, 2), 2, interpret=True), errors.TileArgumentError,
+            "kernel 'first_only'", "argument 'x'", f"spans {2**63 + 4} bytes", SPAN)
+    assert (buf == 1.0).all()                            # nothing ran
+    xd, zd = FakeDeviceArray(x), FakeDeviceArray(z)
+    refused(lambda: first_only.ptx(xd, nt.partition(zd, 2), 2), errors.TileArgumentError,
+            "argument 'x'", SPAN)
+    xdl = FakeDLPack(buf.ctypes.data + 4, (3,), (2**60,), keepalive=buf, versioned=True)
+    refused(lambda: first_only(xdl, nt.partition(z, 2), 2, interpret=True),
+            errors.TileArgumentError, "argument 'x'", SPAN)
+    # the 2-D variant: an outer stride of 2**62 bytes
+    x2 = RawInterface(cai_of(buf[:1], shape=(3, 2), strides=(2**62, 4),
+                             data=(buf.ctypes.data + 4, True)), buf)
+    z2 = FakeDeviceArray(buf[0:2].reshape(1, 2))
+    refused(lambda: scale.ptx(x2, nt.partition(z2, (1, 2))), errors.TileArgumentError,
+            "argument 'x'", SPAN)
+    assert (buf == 1.0).all()
+
+
+@pytest.mark.parametrize("shape,strides,ok", [
+    ((2,), (arrays.MAX_SPAN - 4,), True),                     # exactly MAX_SPAN bytes
+    ((2,), (arrays.MAX_SPAN,), False),                        # one item past
+    ((3,), (-(arrays.MAX_SPAN // 2 - 4),), True),             # negative strides, 4 bytes below
+    ((3,), (-(arrays.MAX_SPAN // 2),), False),                # ...and 4 bytes past it
+    ((2,) * 31, (2**56,) * 31, True),                         # many axes, each far below it
+    ((2,) * 32, (2**56,) * 32, False),                        # ...which together pass it
+    ((1, 4), (2**63 - 1, 4), True)])                          # an extent-1 axis never steps
+def test_the_byte_span_is_bounded_by_2_61(shape, strides, ok):
+    lo = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    ptr = (1 << 62) - lo                                      # every byte inside [0, 2**64)
+    host = np.zeros(1, np.float32)
+    x = RawInterface(cai_of(host, shape=shape, strides=strides, data=(ptr, True)), host)
+    z = FakeDeviceArray(np.zeros(shape, np.float32))
+    launch = lambda: scale.ptx(x, nt.partition(z, (1,) * len(shape)))   # noqa: E731
+    if ok:
+        arg = as_array_arg(x, "x")
+        lo, hi = arg.byte_bounds
+        assert hi - lo <= arrays.MAX_SPAN and "entry" in launch()
+    else:
+        refused(launch, errors.TileArgumentError, "argument 'x'", SPAN)
+
+
 # ----------------------------------------------------------------------------- bounded overlap
 
 RANK = 20

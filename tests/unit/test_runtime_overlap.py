@@ -8,9 +8,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from numba_tile.runtime import overlap
+from numba_tile.errors import TileArgumentError
+from numba_tile.runtime import arrays, overlap
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
-from numba_tile.runtime.fakes import FakeDeviceArray
+from numba_tile.runtime.fakes import FakeDeviceArray, RawInterface, cai_of
 from numba_tile.runtime.overlap import (
     has_internal_overlap,
     internal_overlap_verdict,
@@ -227,3 +228,277 @@ def test_same_first_element_is_overlap_at_once(monkeypatch):
     a = _arg(4096, (2, 2, 2), (400, 40, 4))
     b = _arg(4098, (3, 3), (-12, 100), itemsize=2)       # its element 0 covers bytes 4098-4099
     assert overlap_verdict(a, b) is True and overlap_verdict(b, a) is True
+
+
+# -- huge strides: NumPy's fixed-width arithmetic ---------------------------------------------------
+# NumPy's shares_memory computes each array's offsets in int64 and answered False (no error) for
+# arrays that overlap once a span passed 2**63. Validated arguments span at most arrays.MAX_SPAN
+# bytes and NumPy's stand-ins are translated near address 0; these tests check the verdicts against
+# an element-by-element reference (byte sets are far too large here).
+
+MAX_SPAN = arrays.MAX_SPAN
+_DTYPES = {1: np.dtype(np.bool_), 2: np.dtype(np.float16), 4: np.dtype(np.float32),
+           8: np.dtype(np.float64)}
+
+
+def _starts(shape, strides, ptr):
+    """Address of every element (one per index tuple)."""
+    return [ptr + sum(i * s for i, s in zip(index, strides))
+            for index in itertools.product(*(range(n) for n in shape))]
+
+
+def _ref_internal(shape, strides, ptr, itemsize) -> bool:
+    starts = sorted(_starts(shape, strides, ptr))
+    return any(b - a < itemsize for a, b in zip(starts, starts[1:]))
+
+
+def _ref_shares(a, b) -> bool:
+    """Whether an element interval of layout ``a`` meets one of ``b`` (sweep over sorted starts)."""
+    intervals = sorted([(s, s + a[3], 0) for s in _starts(*a[:3])] +
+                       [(s, s + b[3], 1) for s in _starts(*b[:3])])
+    reach = [-1, -1]               # highest end seen so far, per layout
+    for start, end, side in intervals:
+        if start < reach[1 - side]:
+            return True
+        reach[side] = max(reach[side], end)
+    return False
+
+
+def _extent(shape, strides, itemsize):
+    """(lowest offset, one past the highest offset) of a layout, relative to its element 0."""
+    lo = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    hi = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0) + itemsize
+    return lo, hi
+
+
+def _huge_strides(rng: random.Random, shape, itemsize):
+    """Byte strides mixing small ones, powers of two up to 2**61 (nudged), and ones that put the
+    span right at MAX_SPAN (or an item past it), with random signs."""
+    out = []
+    for n in shape:
+        kind = rng.random()
+        if n == 1 and kind < 0.3:            # never steps: any 64-bit stride
+            out.append(rng.choice([1 << 62, -(1 << 63), (1 << 63) - 1, 3]))
+            continue
+        if kind < 0.25:
+            s = rng.randint(-4, 4) * itemsize
+        elif kind < 0.7 or n == 1:
+            s = (1 << rng.randint(38, 61)) + rng.randint(-3, 3) * itemsize
+        else:
+            s = (MAX_SPAN - itemsize) // (n - 1) + rng.choice([0, 0, itemsize])
+        out.append(s // itemsize * itemsize * rng.choice([1, -1]))
+    return out
+
+
+def _place(rng: random.Random, shape, strides, itemsize):
+    """A pointer (aligned) that keeps every byte in [0, 2**64 - 1), low, high (above 2**63) or
+    anywhere in between; None when the layout cannot fit in the address space."""
+    lo, hi = _extent(shape, strides, itemsize)
+    first, last = max(-lo, itemsize), (1 << 64) - 1 - hi    # allowed range of the pointer
+    if first > last:
+        return None
+    where = rng.random()
+    if where < 0.3:
+        ptr = first + rng.randint(0, 64) * itemsize
+    elif where < 0.6:
+        ptr = last - rng.randint(0, 64) * itemsize
+    else:
+        ptr = rng.randint(first, last)
+    ptr = min(max(ptr, first), last)
+    ptr += -ptr % itemsize
+    return ptr if ptr <= last else None
+
+
+def _validated_or_refused(shape, strides, ptr, itemsize, name):
+    """as_array_arg on a CUDA Array Interface with this layout: the ArrayArg, or None if refused
+    by the span bound (any other refusal fails the test)."""
+    host = np.zeros(1, _DTYPES[itemsize])
+    raw = RawInterface(cai_of(host, shape=tuple(shape), strides=tuple(strides),
+                              data=(ptr, False)), host)
+    try:
+        return as_array_arg(raw, name)
+    except TileArgumentError as exc:
+        assert "expected at most 2**61 bytes from the lowest byte" in exc.message, exc.message
+        return None
+
+
+def _stand_in_bounds(stand_in):
+    data = stand_in.__array_interface__["data"][0]
+    lo, hi = overlap._bounds(data, stand_in.shape, stand_in.strides, stand_in.itemsize)
+    return data, lo, hi
+
+
+@pytest.fixture
+def solver_calls(monkeypatch):
+    """Records, per call into NumPy's solver, the data pointer and byte range of both stand-ins
+    (ints only: a stand-in's repr would read memory at its address); the test checks them with
+    :func:`_assert_near_zero`."""
+    calls = []
+    real = overlap._solve
+
+    def recorded(x, y):
+        calls.append((_stand_in_bounds(x), _stand_in_bounds(y)))
+        return real(x, y)
+
+    monkeypatch.setattr(overlap, "_solve", recorded)
+    return calls
+
+
+def _assert_near_zero(calls):
+    """Every stand-in NumPy saw had a non-null data pointer, lay below 2**62 + 2**21 and spanned
+    at most MAX_SPAN bytes."""
+    for pair in calls:
+        for data, lo, hi in pair:
+            assert 0 < lo <= data < hi < (1 << 62) + (1 << 21) and hi - lo <= MAX_SPAN, pair
+
+
+@pytest.mark.parametrize("itemsize", [1, 4, 8])
+def test_huge_strides_self_overlap_matches_the_reference(itemsize, solver_calls):
+    rng = random.Random(7000 + itemsize)
+    seen = Counter()
+    for case in range(700):
+        rank = rng.randint(1, 12 if case % 4 == 0 else 4)
+        shape = [rng.choice([1, 2, 2, 3]) if rank > 4 else rng.randint(1, 5) for _ in range(rank)]
+        strides = _huge_strides(rng, shape, itemsize)
+        ptr = _place(rng, shape, strides, itemsize)
+        if ptr is None:
+            continue
+        lo, hi = _extent(shape, strides, itemsize)
+        a = _validated_or_refused(shape, strides, ptr, itemsize, "z")
+        assert (a is None) == (hi - lo > MAX_SPAN), (shape, strides, ptr)
+        if a is None:
+            seen["refused"] += 1
+            continue
+        expected = _ref_internal(shape, strides, ptr, itemsize)
+        assert internal_overlap_verdict(a) is expected, (shape, strides, itemsize)
+        seen[expected] += 1
+        seen["near the bound"] += hi - lo > MAX_SPAN // 2
+        seen["above 2**63"] += ptr >= 1 << 63
+    assert min(seen[True], seen[False], seen["refused"], seen["near the bound"],
+               seen["above 2**63"]) > 20, seen
+    assert len(solver_calls) > 20          # the exact recursion ran, not only the pre-tests
+    _assert_near_zero(solver_calls)
+
+
+@pytest.mark.parametrize("itemsizes", [(4, 4), (8, 8), (4, 8), (1, 2)])
+def test_huge_strides_pairs_match_the_reference(itemsizes, solver_calls):
+    rng = random.Random(8000 + 10 * itemsizes[0] + itemsizes[1])
+    seen = Counter()
+    for case in range(700):
+        layouts = []
+        for side, itemsize in enumerate(itemsizes):
+            rank = rng.randint(1, 8 if case % 4 == 0 else 3)
+            shape = [rng.choice([1, 2, 2]) if rank > 3 else rng.randint(1, 4) for _ in range(rank)]
+            strides = _huge_strides(rng, shape, itemsize)
+            if side == 0:
+                ptr = _place(rng, shape, strides, itemsize)
+            else:   # aim an element of the second layout at (or next to) one of the first
+                target = rng.choice(_starts(*layouts[0][:3])) + rng.choice(
+                    [0, 0, itemsize, -itemsize, 1, -1, rng.randint(-64, 64)])
+                ptr = target - rng.choice(_starts(shape, strides, 0))
+                ptr -= ptr % itemsize
+                lo, hi = _extent(shape, strides, itemsize)
+                if not (0 <= ptr + lo and ptr + hi < 1 << 64 and ptr):
+                    ptr = None
+            if ptr is None:
+                break
+            layouts.append((shape, strides, ptr, itemsize))
+        if len(layouts) < 2:
+            continue
+        args = [_validated_or_refused(*lay, name) for lay, name in zip(layouts, "xz")]
+        spans = [_extent(lay[0], lay[1], lay[3]) for lay in layouts]
+        assert [a is None for a in args] == [hi - lo > MAX_SPAN for lo, hi in spans], layouts
+        if None in args:
+            seen["refused"] += 1
+            continue
+        expected = _ref_shares(*layouts)
+        a, b = args
+        assert overlap_verdict(a, b) is expected, layouts
+        assert overlap_verdict(b, a) is expected, layouts
+        seen[expected] += 1
+        seen["near the bound"] += max(hi - lo for lo, hi in spans) > MAX_SPAN // 2
+        seen["above 2**63"] += max(lay[2] for lay in layouts) >= 1 << 63
+    assert min(seen[True], seen[False], seen["refused"], seen["near the bound"],
+               seen["above 2**63"]) > 20, seen
+    assert len(solver_calls) > 20
+    _assert_near_zero(solver_calls)
+
+
+def test_the_review_layouts_are_refused_or_undecided_never_disjoint():
+    """x = as_strided(buf[1:], (3,), (2**62,)) overlaps buf[0:2] at x[0]; so does a 2-D input
+    with a stride of 2**62: as arguments they are refused (span over the bound); as descriptions
+    built directly (not validated) the verdict is undecided, never "disjoint"."""
+    buf = np.ones(4, np.float32)
+    x = np.lib.stride_tricks.as_strided(buf[1:], shape=(3,), strides=(2**62,), writeable=False)
+    with pytest.raises(TileArgumentError, match="expected at most 2\\*\\*61 bytes"):
+        as_array_arg(x, "x")
+    with pytest.raises(TileArgumentError, match="expected at most 2\\*\\*61 bytes"):
+        as_array_arg(FakeDeviceArray(x), "x")
+    p = 2**40
+    cases = [(_arg(buf.ctypes.data + 4, (3,), (2**62,)), _arg(buf.ctypes.data, (2,), (4,))),
+             (_arg(p, (2, 3), (4, 2**62)), _arg(p + 4, (2,), (4,))),
+             (_arg(p, (3,), (-(2**62),)), _arg(p, (1,), (4,))),
+             (_arg(2**63 + 4096, (2, 2), (2**62 - 4, 4)), _arg(2**63 + 4096 + 2**62, (2,), (4,)))]
+    for a, b in cases:
+        assert overlap_verdict(a, b) is not False and overlap_verdict(b, a) is not False
+        assert shares_memory(a, b) and shares_memory(b, a)
+    assert internal_overlap_verdict(_arg(p, (3, 2), (2**62, 2**63 - 4))) is not False
+
+
+def test_stand_ins_are_translated_below_2_63(solver_calls):
+    """Two arrays high in the address space (above 2**63), spanning up to MAX_SPAN: NumPy sees them
+    translated near address 0 (checked by the fixture) and gives the reference's verdict."""
+    top = (1 << 64) - MAX_SPAN - 4096
+    s = MAX_SPAN // 4
+    pairs = [((2, 3), (s, 8), top, (3,), (8,), top + s + 8),            # overlap at x[1, 1]
+             ((2, 3), (s, 8), top, (3,), (8,), top + s + 4),            # interleaved: disjoint
+             ((4,), (s,), top, (2, 2), (-s, 4), top + 2 * s + 4),       # a[2] meets b[1, 1]
+             ((4,), (-s,), top + 3 * s, (2,), (s - 4,), top + 4)]       # disjoint
+    seen = set()
+    for shape1, strides1, p1, shape2, strides2, p2 in pairs:
+        a = _validated_or_refused(shape1, strides1, p1, 4, "x")
+        b = _validated_or_refused(shape2, strides2, p2, 4, "z")
+        expected = _ref_shares((shape1, strides1, p1, 4), (shape2, strides2, p2, 4))
+        assert overlap_verdict(a, b) is expected and overlap_verdict(b, a) is expected
+        seen.add(expected)
+    assert seen == {True, False} and len(solver_calls) == 2 * len(pairs)
+    _assert_near_zero(solver_calls)
+
+
+def test_inflight_registry_orders_launches_over_huge_strided_views():
+    """The registry's conflict test goes through overlap.shares_memory: an in-flight write of
+    buf[0:2] conflicts with a view whose far elements lie 2**62 bytes on (not validated: built
+    directly), and with a validated view at the span bound."""
+    from numba_tile.runtime.inflight import InflightRegistry
+
+    class Backend:
+        def create(self):
+            return [False]
+
+        def record(self, event, stream):
+            event[0] = False
+
+        def query(self, event):
+            return event[0]
+
+        def synchronize(self, event):
+            event[0] = True
+
+        def wait(self, stream, event):
+            pass
+
+        def destroy(self, event):
+            pass
+
+    buf = np.ones(8, np.float32)
+    written = as_array_arg(FakeDeviceArray(buf[0:2]), "z")
+    reg = InflightRegistry(Backend())
+    reg.register(1 << 20, (written,), writes=(written,))
+    forged = _arg(buf.ctypes.data + 4, (3,), (2**62,))
+    at_bound = _validated_or_refused((2,), (MAX_SPAN - 4,), buf.ctypes.data + 4, 4, "y")
+    elsewhere = as_array_arg(FakeDeviceArray(buf[4:8]), "w")
+    assert at_bound is not None
+    for reader in (forged, at_bound):
+        found = reg.conflicts(2 << 20, [reader], [])
+        assert len(found) == 1 and found[0][1] is reader
+    assert reg.conflicts(2 << 20, [elsewhere], []) == []
