@@ -27,6 +27,14 @@ class CompileContext:
         pyfunc: the kernel's Python function.
         unchecked: the kernel is marked unchecked (``@jit(unchecked=True)``).
         shared_bytes: static shared memory the kernel's layout conversions use so far.
+        ordered_partitions: names of the partition parameters whose accesses (loads and
+            stores of the block's own or branded tiles) the lowering must order with a
+            block barrier (``bar.sync 0``) before each one: a partition the kernel
+            accesses at two or more places, one of them a store, in register layouts that
+            give one element to different threads. Set by the ownership pass from the
+            typed IR (``typing/ownership.partition_access_facts``); None until then (then
+            the lowering of a safe kernel orders every partition access). Never used
+            in unchecked kernels, which order their own accesses.
         errors: ``(location, error)`` of numba_tile errors raised by typing rules at
             calls not (yet) typed, oldest first.
     """
@@ -38,11 +46,27 @@ class CompileContext:
     pyfunc: object = None
     unchecked: bool = False
     shared_bytes: int = 0
+    ordered_partitions: frozenset | None = None
     errors: list = field(default_factory=list)
 
     @property
     def num_threads(self) -> int:
         return 32 * self.num_warps
+
+    def orders(self, param: str) -> bool:
+        """True when an access of partition ``param`` needs a block barrier before it.
+
+        Args:
+            param: the partition parameter's name.
+
+        Returns:
+            False in unchecked kernels; otherwise whether the ownership pass found
+            ``param`` accessed in a way two threads can race on (every partition when the
+            pass has not run).
+        """
+        if self.unchecked:
+            return False
+        return self.ordered_partitions is None or param in self.ordered_partitions
 
 
 def current() -> CompileContext:

@@ -10,10 +10,28 @@ integers, masks them against the array's extents, and reads either
   strides and the last extent multiples of 16 bytes), one predicate per access; or
 * element by element with a predicate each, for any strided or unaligned view.
 
+A tile index built by hand (a runtime integer, not the block's own tile nor one minted by
+``tiles()``) is first compared with the tile grid, ``0 <= index < ceil(extent / tile)``
+along each axis, before it is multiplied by the tile's extent: ``index * tile`` wraps
+modulo 2**64 (``2**61 * 8 == 0``), and a wrapped coordinate would pass the element masks
+and land inside the array. Indices from the block's id or from ``tiles()`` are below the
+grid of an array in memory and cannot wrap.
+
 Loads from read-only tensors are marked ``!invariant.load``: the launch has proven no
 argument of the kernel writes them, so NVVM may use the non-coherent read-only path
-(``ld.global.nc``). Stores go only to the block's own partition tile, are masked the
-same way, and are skipped by replicating threads.
+(``ld.global.nc``). Loads of a partition or of an unchecked kernel's ``Mutable`` array,
+which the kernel itself may write, are ordinary coherent loads. Stores go only to the
+block's own partition tile, are masked the same way, and are skipped by replicating
+threads.
+
+Ordering within the block: two accesses of one partition tile in different register
+layouts touch an element from two threads, so in a safe kernel each load and store of a
+partition the ownership pass lists in ``CompileContext.ordered_partitions`` starts with
+a block barrier (``bar.sync 0``, which also orders the block's global-memory accesses),
+before any per-thread predicate of its lowering. Every thread reaches it: a safe kernel's
+control flow depends only on scalars and block ids, the same in all threads of a block.
+Unchecked kernels get no such barrier (they may branch per thread): they order their own
+accesses.
 """
 
 from __future__ import annotations
@@ -21,7 +39,7 @@ from __future__ import annotations
 from llvmlite import ir
 from numba.cuda import cgutils, types
 
-from .. import dtypes
+from .. import compiler_context, dtypes
 from .._registry import lowering_rule
 from ..typing.types import (PartitionIndexType, PartitionType, TensorType, TileType,
                             element_llvm_type)
@@ -29,6 +47,11 @@ from ..typing.common import make_tile
 from .common import (I1, block_index, chunk_coords, const_i64, convert, fragment_elements,
                      is_storing_thread, make_fragment, padding_element, scalar_to, tile_extents,
                      umin)
+from .layouts import barrier
+
+#: a constant tile index ``c`` with ``|c| * tile`` below this cannot wrap: the element
+#: masks alone are exact for it
+_NO_WRAP = 2 ** 62
 
 
 class ArrayView:
@@ -71,6 +94,46 @@ def own_tile_index(builder, view: ArrayView, tile_shape):
         lin = builder.udiv(lin, n)
     idx.append(lin)
     return list(reversed(idx))
+
+
+def order_access(builder, ty):
+    """A block barrier before an access of partition ``ty`` when the kernel needs its
+    accesses ordered (``CompileContext.orders``); nothing for tensors and in unchecked
+    kernels. Call it at the op itself, before any per-thread predicate."""
+    if isinstance(ty, PartitionType) and compiler_context.current().orders(ty.param):
+        barrier(builder)
+
+
+def hand_built_axes(ty, ndim: int, tile_shape) -> list:
+    """Which axes of a tile index of Numba type ``ty`` must be checked against the tile grid
+    before use: every axis of an index built by hand (an integer or a tuple of integers),
+    except an integer literal too small to wrap when multiplied by the tile's extent; no axis
+    of a branded index (``PartitionIndexType``: made from the block id by ``tiles()``)."""
+    if isinstance(ty, PartitionIndexType):
+        return [False] * ndim
+    tys = list(ty.types) if isinstance(ty, types.BaseTuple) else [ty]
+    out = []
+    for t, s in zip(tys, tile_shape):
+        lit = getattr(t, "literal_value", None) if isinstance(t, types.Literal) else None
+        out.append(not (isinstance(lit, int) and abs(lit) * s < _NO_WRAP))
+    return out
+
+
+def tile_in_grid(builder, view: ArrayView, index, tile_shape, axes) -> list | None:
+    """Per axis, i1 ``0 <= index[d] < ceil(extent[d] / tile[d])`` (one unsigned compare: a
+    negative index is a huge unsigned one) for the axes ``axes`` marks, None for the others;
+    None when no axis needs it. The grid, ``(extent + tile - 1) >> log2(tile)`` on unsigned
+    64-bit values, cannot wrap: extents are below 2**63."""
+    if not any(axes):
+        return None
+    grid = tile_grid(builder, view, tile_shape)
+    return [builder.icmp_unsigned("<", index[d], grid[d]) if axes[d] else None
+            for d in range(len(index))]
+
+
+def _grid_mask(in_grid) -> list:
+    """The checked axes' in-grid bits as a list of masks (empty when nothing is checked)."""
+    return [b for b in in_grid if b is not None] if in_grid is not None else []
 
 
 def _storage_to_reg(builder, v, dt):
@@ -129,13 +192,20 @@ def _chunk_geometry(builder, view, index, tile_shape, layout, rep, limits=None):
     return g, outer_mask, base
 
 
-def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad):
+def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_grid=None):
     """Load tile ``index`` (list of i64) of ``tile.shape`` from ``view`` into a fragment.
 
-    ``pad`` is the padding as a register element of the tile's dtype.
+    Args:
+        pad: the padding as a register element of the tile's dtype.
+        in_grid: from :func:`tile_in_grid` (a hand-built index): per axis an i1 that the
+            index lies in the tile grid, or None; an index outside reads nothing (all
+            padding, and for a masked tile extent 0 along that axis).
     """
     layout, dt = tile.layout, tile.dtype
-    invariant = isinstance(view.ty, TensorType)
+    # only a read-only tensor is invariant: a partition or a Mutable array may be written
+    # by this very kernel, and a non-coherent or hoisted load would miss that write
+    invariant = isinstance(view.ty, TensorType) and not view.ty.writable
+    grid_mask = _grid_mask(in_grid)
     last = view.ty.ndim - 1
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
     pad_storage = _reg_to_storage(builder, pad, dt, view.storage_llvm)
@@ -144,7 +214,8 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad):
         g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
         for a in range(layout.vec // lanes):
             col = builder.add(g[last], const_i64(a * lanes))
-            mask = _and_all(builder, outer_mask + [builder.icmp_unsigned("<", col, view.shape[last])])
+            mask = _and_all(builder, grid_mask + outer_mask
+                            + [builder.icmp_unsigned("<", col, view.shape[last])])
             if lanes > 1:
                 off = builder.add(base, col)           # vec16 implies stride[last] == 1
                 ptr = view.global_ptr(builder, off, lanes)
@@ -159,7 +230,7 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad):
                 ptr = view.global_ptr(builder, off, 1)
                 v = _masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant)
                 elems.append(_storage_to_reg(builder, v, dt))
-    extents = load_extents(builder, view, index, tile.shape) if tile.masked else None
+    extents = load_extents(builder, view, index, tile.shape, in_grid) if tile.masked else None
     return make_fragment(builder, tile, elems, extents)
 
 
@@ -170,13 +241,18 @@ def _splat(builder, scalar, vty):
     return out
 
 
-def load_extents(builder, view: ArrayView, index, tile_shape) -> list:
+def load_extents(builder, view: ArrayView, index, tile_shape, in_grid=None) -> list:
     """Valid extents (i64) of the tile at ``index``: ``clamp(shape - index * tile, 0, tile)``
-    per axis, 0 along every axis for an index that is not valid (negative)."""
+    per axis, 0 along an axis whose index is not valid (negative, or outside the tile grid
+    where ``in_grid`` checks it: then ``index * tile``, which may have wrapped, is not used)."""
     out = []
     for d, s in enumerate(tile_shape):
         rest = builder.sub(view.shape[d], builder.mul(index[d], const_i64(s)))
         e = builder.select(builder.icmp_signed(">", rest, const_i64(s)), const_i64(s), rest)
+        ok = in_grid[d] if in_grid is not None else None
+        if ok is not None:        # in the grid: 0 < rest, so e is the extent
+            out.append(builder.select(ok, e, const_i64(0)))
+            continue
         bad = builder.or_(builder.icmp_signed("<", rest, const_i64(0)),
                           builder.icmp_signed("<", index[d], const_i64(0)))
         out.append(builder.select(bad, const_i64(0), e))
@@ -184,10 +260,12 @@ def load_extents(builder, view: ArrayView, index, tile_shape) -> list:
 
 
 def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_elems,
-               extents=None):
+               extents=None, in_grid=None):
     """Store register elements ``frag_elems`` (tile dtype == view dtype) to tile ``index``;
-    with ``extents`` (a masked tile's), only its valid elements."""
+    with ``extents`` (a masked tile's), only its valid elements; with ``in_grid`` (from
+    :func:`tile_in_grid`), nothing when the index lies outside the tile grid."""
     layout, dt = tile.layout, tile.dtype
+    grid_mask = _grid_mask(in_grid)
     last = view.ty.ndim - 1
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
     if extents is not None and tile.align % lanes:
@@ -204,7 +282,7 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
                                               limits)
         for a in range(layout.vec // lanes):
             col = builder.add(g[last], const_i64(a * lanes))
-            mask = _and_all(builder, [owner] + outer_mask
+            mask = _and_all(builder, [owner] + grid_mask + outer_mask
                             + [builder.icmp_unsigned("<", col, limits[last])])
             if lanes > 1:
                 off = builder.add(base, col)
@@ -244,13 +322,17 @@ def lower_load(context, builder, sig, args):
     xty, idxty, _shape, padty = sig.args
     x, idx, _s, pad = args
     tile = sig.return_type
+    order_access(builder, xty)
     view = ArrayView(context, builder, xty, x)
+    in_grid = None
     if isinstance(xty, PartitionType) and isinstance(idxty, (types.Omitted, types.NoneType)):
         index = own_tile_index(builder, view, xty.tile_shape)
     else:
         index = _index_values(context, builder, idxty, idx, xty.ndim)
+        in_grid = tile_in_grid(builder, view, index, tile.shape,
+                               hand_built_axes(idxty, xty.ndim, tile.shape))
     padv = padding_element(context, builder, padty, pad, tile.dtype)
-    return emit_load(context, builder, view, index, tile, padv)
+    return emit_load(context, builder, view, index, tile, padv, in_grid)
 
 
 @lowering_rule("load_like")
@@ -258,6 +340,7 @@ def lower_load_like(context, builder, sig, args):
     xty, likety, padty, idxty = sig.args
     x, like, pad, idx = args
     tile = sig.return_type
+    order_access(builder, xty)
     view = ArrayView(context, builder, xty, x)
     if isinstance(idxty, PartitionIndexType):
         index = _index_values(context, builder, idxty, idx, xty.ndim)
@@ -272,6 +355,7 @@ def lower_load_like(context, builder, sig, args):
 def lower_store(context, builder, sig, args):
     zty, tty, idxty = sig.args
     z, t, idx = args
+    order_access(builder, zty)
     view = ArrayView(context, builder, zty, z)
     extents = None
     if isinstance(tty, TileType):
@@ -281,7 +365,10 @@ def lower_store(context, builder, sig, args):
             extents = tile_extents(builder, tty, t)
     if isinstance(zty, TensorType):     # an unchecked kernel's Mutable array, at a tile index
         index = _index_values(context, builder, idxty, idx, zty.ndim)
-        emit_store(context, builder, view, index, tty.with_dtype(zty.dtype), elems, extents)
+        in_grid = tile_in_grid(builder, view, index, tty.shape,
+                               hand_built_axes(idxty, zty.ndim, tty.shape))
+        emit_store(context, builder, view, index, tty.with_dtype(zty.dtype), elems, extents,
+                   in_grid)
         return context.get_dummy_value()
     if isinstance(tty, TileType):
         tile = tty
@@ -289,9 +376,13 @@ def lower_store(context, builder, sig, args):
         tile = make_tile(zty.dtype, zty.tile_shape)
         e = scalar_to(context, builder, t, tty, zty.dtype)
         elems = [e] * tile.layout.elems_per_thread
+    in_grid = None
     if isinstance(idxty, (types.Omitted, types.NoneType)):
         index = own_tile_index(builder, view, zty.tile_shape)
     else:   # a branded index, or (unchecked kernels) a tuple built by hand
         index = _index_values(context, builder, idxty, idx, zty.ndim)
-    emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems, extents)
+        in_grid = tile_in_grid(builder, view, index, zty.tile_shape,
+                               hand_built_axes(idxty, zty.ndim, zty.tile_shape))
+    emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems, extents,
+               in_grid)
     return context.get_dummy_value()

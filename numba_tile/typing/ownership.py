@@ -16,6 +16,11 @@ only what each op declares (:class:`numba_tile._registry.Effects`):
 
 Tensor and partition types carry their parameter's name, so ``y = x; store(y, t)``
 is reported against ``x`` with no alias analysis. Errors carry the user's line.
+
+The pass also records, for the lowering, which partitions need their accesses ordered
+within the block (:func:`partition_access_facts`): a tile's register layout depends on
+its dtype, so a store and a later load (or two stores) of one partition tile can give
+one element to two threads, which a block barrier must then separate.
 """
 
 from __future__ import annotations
@@ -74,6 +79,76 @@ def check_call(inst, expr, typemap, calltypes, unchecked=False):
                 f"{d.name}() to partition '{brand}' at an index built by hand ({t}): a block "
                 f"stores only its own tiles, whose indices come from numba_tile.tiles({brand}) "
                 f"(or leave the index out for the block's own tile)", **_loc(inst))
+
+
+def _same_owners(layouts) -> bool:
+    """True when every layout in ``layouts`` gives each element of the tile to one and the
+    same thread: blocked layouts of one distribution (shape, chunk width, threads, chunks per
+    thread) with no replicating threads (a replicating thread reads the elements its
+    owner writes)."""
+    from ..layout import BlockedLayout
+    keys = set()
+    for lay in layouts:
+        if not isinstance(lay, BlockedLayout) or lay.threads_used != lay.num_threads:
+            return False
+        keys.add((lay.shape, lay.num_threads, lay.vec, lay.threads_used, lay.reps))
+    return len(keys) == 1
+
+
+def _access_layout(d, sig, argtys, target):
+    """Register layout in which op ``d`` touches partition ``target``'s tile: a store's
+    tile (a scalar is broadcast in the partition dtype's layout), a load's result; None
+    when the op is not one of those (then the access is ordered)."""
+    from .common import make_tile
+    from .types import TileType
+    if d.name == "store":
+        tile = argtys[1]
+        if isinstance(tile, TileType):
+            return tile.layout
+        return make_tile(target.dtype, target.tile_shape).layout
+    ret = getattr(sig, "return_type", None)
+    if d.name in ("load", "load_like") and isinstance(ret, TileType):
+        return ret.layout
+    return None
+
+
+def partition_access_facts(func_ir, typemap, calltypes) -> frozenset:
+    """Partitions whose accesses the lowering must order with a block barrier.
+
+    Counts, per partition parameter, the calls of ops that read or write it (its effects:
+    ``load``/``load_like`` of the block's own or a branded tile, ``store``) in the typed
+    IR, with the register layout of each. A partition needs ordering when it is accessed
+    at two or more places, one of them a write, unless every access gives each element
+    to the same thread (:func:`_same_owners`): then the program order of that thread
+    already orders them. One place alone needs nothing, even in a loop: its one layout
+    gives every element to one writing thread each time round.
+
+    Returns:
+        frozenset of partition parameter names.
+    """
+    sites: dict = {}
+    for block in func_ir.blocks.values():
+        for inst in block.body:
+            if not (isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr)
+                    and inst.value.op == "call"):
+                continue
+            expr = inst.value
+            d = op_for_key(getattr(typemap[expr.func.name], "typing_key", None))
+            if d is None:
+                continue
+            sig = calltypes.get(expr)
+            argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
+            for j in sorted(set(d.effects.reads) | set(d.effects.writes)):
+                t = argtys[j] if j < len(argtys) else None
+                if isinstance(t, PartitionType):
+                    sites.setdefault(t.param, []).append(
+                        (j in d.effects.writes, _access_layout(d, sig, argtys, t)))
+    ordered = set()
+    for param, accesses in sites.items():
+        writes = any(w for w, _ in accesses)
+        if len(accesses) > 1 and writes and not _same_owners([lay for _, lay in accesses]):
+            ordered.add(param)
+    return frozenset(ordered)
 
 
 def check_function(func_ir, typemap, calltypes, unchecked=False):
@@ -176,4 +251,8 @@ class OwnershipPass(AnalysisPass):
         check_closed_world(state.func_ir, state.typemap, state.calltypes, ctx.kernel_name,
                            ctx.unchecked)
         check_function(state.func_ir, state.typemap, state.calltypes, ctx.unchecked)
+        # a union: should the pass ever run on more than one function of one compilation,
+        # each function's partitions stay ordered
+        ctx.ordered_partitions = (ctx.ordered_partitions or frozenset()) | partition_access_facts(
+            state.func_ir, state.typemap, state.calltypes)
         return False

@@ -344,3 +344,92 @@ def test_store_into_a_mutable_array_needs_an_index_and_no_narrowing():
     with pytest.raises(nt.errors.TileTypingError, match="narrowing"):
         narrowing(x, m, 16, grid=1, interpret=True, unchecked=True)
     assert not m.any()
+
+
+# ------------------------------------- Mutable re-loads and tile indices that would wrap
+
+
+@nt.jit(unchecked=True, num_warps=8)
+def mutable_reload(x, m: nt.Mutable, z: nt.Partition["B"], B: nt.Constant):
+    before = nt.load(m, (nt.bid(0),), (B,))
+    nt.store(m, nt.load_like(x, z), (nt.bid(0),))       # one layout: each thread re-reads
+    after = nt.load(m, (nt.bid(0),), (B,))              # what it stored itself
+    nt.store(z, after - before)
+
+
+def test_a_mutable_array_reloaded_after_a_store_gives_the_stored_values(tile_backend):
+    """Regression (review): loads of a Mutable array were non-coherent (``ld.global.nc``,
+    ``!invariant.load``), so the re-load could return the value from before the store."""
+    rng = np.random.default_rng()
+    B, blocks = 4096, 6
+    for _ in range(3):
+        xh = rng.standard_normal(B * blocks).astype(np.float32)
+        m0 = rng.standard_normal(B * blocks).astype(np.float32)
+        m = tile_backend.asarray(m0)
+        z = tile_backend.asarray(np.full(B * blocks, np.nan, np.float32))
+        tile_backend.run(mutable_reload, tile_backend.asarray(xh), m, nt.partition(z, B), B,
+                         unchecked=True)
+        np.testing.assert_array_equal(tile_backend.to_numpy(m), xh)
+        np.testing.assert_allclose(tile_backend.to_numpy(z),
+                                   xh.astype(np.float64) - m0.astype(np.float64), rtol=1e-6,
+                                   atol=1e-6)
+
+
+@nt.jit(unchecked=True)
+def far_tile(x, z: nt.Partition["B"], m: nt.Mutable, w: nt.Partition["B"], far,
+             B: nt.Constant):
+    t = nt.load_like(x, z)
+    if nt.bid(0) == 1:
+        nt.store(z, t + 100.0, (far,))              # a hand-built index past the grid
+    else:
+        nt.store(z, t)
+    nt.store(m, t + 200.0, (far,))                  # a Mutable array at that index
+    nt.store(w, nt.load(x, (far,), (B,), padding=-1.0))    # and a load there: padding
+
+
+@pytest.mark.parametrize("far", [2**61, 2**61 + 1, -2**61, 2**62 + 1, 2**63 - 1],
+                         ids=["2^61", "2^61+1", "-2^61", "2^62+1", "2^63-1"])
+def test_a_tile_index_that_would_wrap_touches_nothing(tile_backend, far):
+    """Regression (review): ``index * tile`` wrapped modulo 2**64 (2**61 * 8 == 0), so on the
+    GPU the store landed in tile 0 (or 1), racing with that tile's own block, while the
+    interpreter dropped it. Both paths must drop it, and read padding there."""
+    rng = np.random.default_rng()
+    B, tiles = 8, 4
+    xh = rng.standard_normal(B * tiles).astype(np.float32)
+    m0 = rng.standard_normal(B * tiles).astype(np.float32)
+    z = tile_backend.asarray(np.zeros(B * tiles, np.float32))
+    m = tile_backend.asarray(m0)
+    w = tile_backend.asarray(np.zeros(B * tiles, np.float32))
+    tile_backend.run(far_tile, tile_backend.asarray(xh), nt.partition(z, B), m,
+                     nt.partition(w, B), far, B, unchecked=True)
+    ref = xh.copy()
+    ref[B:2 * B] = 0.0                              # block 1 stored only at the far index
+    np.testing.assert_array_equal(tile_backend.to_numpy(z), ref)
+    np.testing.assert_array_equal(tile_backend.to_numpy(m), m0)
+    np.testing.assert_array_equal(tile_backend.to_numpy(w), np.full(B * tiles, -1.0, np.float32))
+
+
+@nt.jit(unchecked=True)
+def far_elements(x, idx, m: nt.Mutable, got: nt.Partition["B"], B: nt.Constant):
+    i = nt.load_like(idx, got)
+    nt.store(got, nt.gather(x, i, padding=-1.0))
+    nt.scatter(m, i, nt.load_like(x, got))
+    nt.atomic_add(m, i, 1.0)
+
+
+def test_element_coordinates_near_2_63_touch_nothing(tile_backend):
+    """Element coordinates are compared with the extents before they are multiplied by the
+    strides (2**62 * 4 bytes wraps to 0): gathers read padding, scatters and atomics write
+    nothing, on both paths."""
+    rng = np.random.default_rng()
+    B = 256
+    base = np.array([2**62, 2**63 - 1, -2**62, 2**62 + 1, 2**61 * 3, -1], np.int64)
+    ih = np.resize(base, B)
+    xh = rng.standard_normal(B).astype(np.float32)
+    m0 = rng.standard_normal(B).astype(np.float32)
+    m = tile_backend.asarray(m0)
+    got = tile_backend.asarray(np.zeros(B, np.float32))
+    tile_backend.run(far_elements, tile_backend.asarray(xh), tile_backend.asarray(ih), m,
+                     nt.partition(got, B), B, unchecked=True)
+    np.testing.assert_array_equal(tile_backend.to_numpy(got), np.full(B, -1.0, np.float32))
+    np.testing.assert_array_equal(tile_backend.to_numpy(m), m0)
