@@ -7,7 +7,8 @@ Producers understood, in the order they are tried:
    path);
 2. PyTorch tensors (recognised by ``type(obj).__module__``; torch is never imported here);
 3. anything with ``__cuda_array_interface__`` (CuPy, Numba device arrays, ...), versions 0 to 3;
-4. any other DLPack producer (``__dlpack__`` and ``__dlpack_device__``), read with ctypes.
+4. any other DLPack producer (``__dlpack__`` and ``__dlpack_device__``), read without dereferencing
+   its pointers where the platform allows (``dlpack.py``).
 
 The adapter chosen for a Python type is cached, so repeated launches with the same array type skip
 the probing. An adapter only *reads* its producer's interface; what every adapter reads is then

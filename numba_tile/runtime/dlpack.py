@@ -1,11 +1,12 @@
-"""Reading DLPack capsules with ctypes (no third-party DLPack library).
+"""Reading DLPack capsules without dereferencing their pointers (no third-party DLPack library).
 
 A DLPack producer (``obj.__dlpack__()``) returns a ``PyCapsule`` named ``"dltensor"`` (holding a
 ``DLManagedTensor*``) or, when the consumer asked with ``max_version=(1, 0)`` or later and the
 producer supports it, ``"dltensor_versioned"`` (holding a ``DLManagedTensorVersioned*``, which adds
-a read-only flag). This module reads the struct in place; it never calls the tensor's deleter and
-never renames the capsule, so the capsule's own destructor releases the producer's memory when the
-capsule is garbage-collected. Keeping the capsule alive therefore keeps the memory alive.
+a read-only flag). This module copies the struct out of the capsule; it never calls the tensor's
+deleter and never renames the capsule, so the capsule's own destructor releases the producer's
+memory when the capsule is garbage-collected. Keeping the capsule alive therefore keeps the memory
+alive.
 
 Struct layouts follow ``dlpack.h`` (v1.0)::
 
@@ -16,18 +17,35 @@ Struct layouts follow ``dlpack.h`` (v1.0)::
     DLManagedTensor          {DLTensor dl_tensor; void* manager_ctx; void (*deleter)(...)}
     DLManagedTensorVersioned {DLPackVersion version; void* manager_ctx; void (*deleter)(...);
                               uint64 flags; DLTensor dl_tensor}
+
+A capsule's pointers (the managed struct itself, ``shape``, ``strides``) are whatever its producer
+wrote, so they are read without dereferencing them: on Linux through ``os.pread`` on
+``/proc/self/mem`` (or, where that file cannot be opened, ``process_vm_readv`` on this process),
+which answer an error (``EIO``, ``EFAULT``) for an address that is not mapped readable instead of
+faulting. A pointer to unmapped memory (a shape pointer of ``0x10``, a freed page, a kernel
+address) is then a ``ValueError`` naming the field, which ``arrays.as_array_arg`` reports as a
+``TileArgumentError``, never a crash of the process. Where neither is available (not Linux, or
+both blocked by a sandbox), :func:`safe_reads` is False and the struct is read with ctypes in place,
+as before: a corrupt pointer there can still crash the process. The ``data`` pointer is never
+read here.
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+import os
+import struct
+import sys
+import threading
+from typing import NamedTuple
 
 import numpy
 
 __all__ = [
     "DLPackTensor",
     "read_capsule",
+    "read_memory",
+    "safe_reads",
     "K_DL_CPU",
     "K_DL_CUDA",
     "K_DL_CUDA_HOST",
@@ -111,15 +129,154 @@ _capsule_get_pointer.restype = ctypes.c_void_p
 _capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+# -- reading this process's memory without faulting ----------------------------------------------
+
+# DLTensor {data, device_type, device_id, ndim, code, bits, lanes, shape, strides, byte_offset},
+# native byte order, no padding: the layout of _DLTensor on every 64-bit ABI (checked below).
+_TENSOR = struct.Struct("=QiiiBBHQQQ")
+_VERSION_AND_FLAGS = struct.Struct("=II16xQ")           # version, manager_ctx, deleter, flags
+_VERSIONED_SIZE = ctypes.sizeof(_DLManagedTensorVersioned)
+_VERSIONED_TENSOR = _DLManagedTensorVersioned.dl_tensor.offset
+if (_TENSOR.size != ctypes.sizeof(_DLTensor) or _VERSIONED_TENSOR != _VERSION_AND_FLAGS.size
+        or _DLManagedTensor.dl_tensor.offset != 0):
+    raise ImportError("numba_tile.runtime.dlpack: unexpected DLPack struct layout (64-bit only)")
+_INT64S: dict[int, struct.Struct] = {}
+
+_PROC_MEM = "/proc/self/mem"
+_lock = threading.Lock()
+_state: dict = {"pid": None, "read": None, "safe": False, "fd": -1}
+
+
+def _pread_reader(fd: int):
+    def read(address: int, size: int) -> bytes | None:
+        try:
+            data = os.pread(fd, size, address)
+        except (OSError, OverflowError):    # EIO: not mapped readable; >= 2**63: no user address
+            return None
+        return data if len(data) == size else None
+    return read
+
+
+def _process_vm_reader():
+    """A reader through ``process_vm_readv(getpid(), ...)``, or None where libc lacks it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.process_vm_readv
+    except (OSError, AttributeError):
+        return None
+
+    class _IoVec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    call.restype = ctypes.c_ssize_t
+    call.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong,
+                     ctypes.POINTER(_IoVec), ctypes.c_ulong, ctypes.c_ulong]
+    pid = os.getpid()
+
+    def read(address: int, size: int) -> bytes | None:
+        if not 0 <= address < 1 << 64:
+            return None
+        out = ctypes.create_string_buffer(size)
+        local, remote = _IoVec(ctypes.addressof(out), size), _IoVec(address, size)
+        if call(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) != size:
+            return None                     # EFAULT: not mapped readable
+        return out.raw
+    return read
+
+
+def _ctypes_read(address: int, size: int) -> bytes | None:
+    """The fallback: dereferences in place, so an unmapped address faults."""
+    if not 0 < address < 1 << 64:
+        return None
+    return ctypes.string_at(address, size)
+
+
+def _works(read) -> bool:
+    """A reader returns what a live buffer holds, and None for page 0 (never mapped)."""
+    probe = ctypes.create_string_buffer(b"numba_tile dlpack probe", 24)
+    try:
+        return read(ctypes.addressof(probe), 24) == probe.raw and read(0, 8) is None
+    except Exception:  # noqa: BLE001 - any failure means: do not use this reader
+        return False
+
+
+def _choose() -> None:
+    """Picks the reader for this process (again after a fork: /proc/self/mem opened by the parent
+    would go on reading the parent's memory)."""
+    if _state["fd"] >= 0:
+        try:
+            os.close(_state["fd"])
+        except OSError:
+            pass
+    read, safe, fd = _ctypes_read, False, -1
+    if sys.platform.startswith("linux"):
+        try:
+            fd = os.open(_PROC_MEM, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        if fd >= 0 and _works(_pread_reader(fd)):
+            read, safe = _pread_reader(fd), True
+        else:
+            if fd >= 0:
+                os.close(fd)
+                fd = -1
+            vm = _process_vm_reader()
+            if vm is not None and _works(vm):
+                read, safe = vm, True
+    _state.update(pid=os.getpid(), read=read, safe=safe, fd=fd)
+
+
+def _reader():
+    if _state["pid"] != os.getpid():
+        with _lock:
+            if _state["pid"] != os.getpid():
+                _choose()
+    return _state["read"]
+
+
+def read_memory(address: int, size: int) -> bytes | None:
+    """``size`` bytes of this process's memory at ``address``, without faulting.
+
+    Args:
+        address: the first byte (any int; outside ``[0, 2**63)`` nothing is mapped).
+        size: bytes to read (> 0).
+
+    Returns:
+        bytes | None: the bytes, or None when any of them is not mapped readable. Where
+        :func:`safe_reads` is False the memory is dereferenced in place (ctypes), and an unmapped
+        address faults instead.
+    """
+    return _reader()(address, size)
+
+
+def safe_reads() -> bool:
+    """Whether :func:`read_memory` (and so :func:`read_capsule`) reads without dereferencing:
+    True on Linux where ``/proc/self/mem`` or ``process_vm_readv`` works."""
+    _reader()
+    return _state["safe"]
+
+
+def _int64s(address: int, count: int, what: str, ndim: int) -> tuple[int, ...]:
+    """``count`` int64 values at ``address`` (the shape or strides array of a capsule)."""
+    raw = read_memory(address, 8 * count)
+    if raw is None:
+        raise ValueError(f"the tensor has rank {ndim} but its {what} pointer {address:#x} does not "
+                         f"point at {8 * count} readable bytes")
+    fmt = _INT64S.get(count)
+    if fmt is None:
+        fmt = _INT64S[count] = struct.Struct(f"={count}q")
+    return fmt.unpack(raw)
+
+
 def _bfloat16_dtype() -> numpy.dtype:
     import ml_dtypes
 
     return numpy.dtype(ml_dtypes.bfloat16)
 
 
-@dataclass(frozen=True)
-class DLPackTensor:
-    """What a DLPack capsule describes, read without touching the data.
+class DLPackTensor(NamedTuple):
+    """What a DLPack capsule describes, read without touching the data (immutable; a named tuple,
+    built on every launch with a DLPack argument, which a frozen dataclass makes 2 us slower).
 
     Attributes:
         ptr: address of element ``[0, ..., 0]`` (``data + byte_offset``), in bytes.
@@ -163,6 +320,19 @@ def _numpy_dtype(code: int, bits: int, lanes: int) -> numpy.dtype | None:
 
 
 _CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex", 6: "bool"}
+_TYPES: dict[tuple[int, int, int], tuple] = {}
+
+
+def _type_of(code: int, bits: int, lanes: int) -> tuple:
+    """(NumPy dtype or None, text) of a DLPack data type, memoised (launches repeat them)."""
+    key = (code, bits, lanes)
+    hit = _TYPES.get(key)
+    if hit is None:
+        hit = (_numpy_dtype(code, bits, lanes),
+               f"{_CODE_NAMES.get(code, code)}(bits={bits}, lanes={lanes})")
+        if len(_TYPES) < 1024:
+            _TYPES[key] = hit
+    return hit
 
 
 def read_capsule(capsule: object) -> DLPackTensor:
@@ -177,47 +347,50 @@ def read_capsule(capsule: object) -> DLPackTensor:
         DLPackTensor: address (bytes), shape and strides (elements), dtype, device and read-only
             flag.
 
-    Only the struct is checked here: the rank (0 to :data:`MAX_NDIM`, so that a corrupt rank
+    Only the struct is checked here: that the struct, the shape array and the strides array are
+    readable memory (module docstring), the rank (0 to :data:`MAX_NDIM`, so that a corrupt rank
     cannot make this read past the shape array) and a shape pointer for a non-zero rank. Extents,
     strides and the address are read as the producer wrote them (ints, possibly negative) and
     validated with every other producer's by ``arrays.as_array_arg``.
 
     Raises:
-        ValueError: ``capsule`` is not an unconsumed DLPack capsule, is of a DLPack version before
-            1.0 (versioned capsules), reports a rank outside 0 to :data:`MAX_NDIM`, or has a null
-            shape pointer for a non-zero rank.
+        ValueError: ``capsule`` is not an unconsumed DLPack capsule, its struct or its shape or
+            strides array is not readable memory, it is of a DLPack version before 1.0 (versioned
+            capsules), reports a rank outside 0 to :data:`MAX_NDIM`, or has a null shape pointer
+            for a non-zero rank.
     """
     if _capsule_is_valid(capsule, VERSIONED_CAPSULE_NAME):
-        addr = _capsule_get_pointer(capsule, VERSIONED_CAPSULE_NAME)
-        managed = _DLManagedTensorVersioned.from_address(addr)
-        if managed.version.major < 1:
-            version = f"{managed.version.major}.{managed.version.minor}"
-            raise ValueError(f"DLPack capsule of version {version}")
-        readonly = bool(managed.flags & _FLAG_READ_ONLY)
-        copied = bool(managed.flags & _FLAG_IS_COPIED)
-        tensor = managed.dl_tensor
+        addr = _capsule_get_pointer(capsule, VERSIONED_CAPSULE_NAME) or 0
+        raw = read_memory(addr, _VERSIONED_SIZE)
+        if raw is None:
+            raise ValueError(f"its DLManagedTensorVersioned pointer {addr:#x} does not point at "
+                             f"{_VERSIONED_SIZE} readable bytes")
+        major, minor, flags = _VERSION_AND_FLAGS.unpack_from(raw)
+        if major < 1:
+            raise ValueError(f"DLPack capsule of version {major}.{minor}")
+        readonly = bool(flags & _FLAG_READ_ONLY)
+        copied = bool(flags & _FLAG_IS_COPIED)
+        fields = _TENSOR.unpack_from(raw, _VERSIONED_TENSOR)
     elif _capsule_is_valid(capsule, CAPSULE_NAME):
-        addr = _capsule_get_pointer(capsule, CAPSULE_NAME)
-        tensor = _DLManagedTensor.from_address(addr).dl_tensor
+        addr = _capsule_get_pointer(capsule, CAPSULE_NAME) or 0
+        raw = read_memory(addr, _TENSOR.size)
+        if raw is None:
+            raise ValueError(f"its DLManagedTensor pointer {addr:#x} does not point at "
+                             f"{_TENSOR.size} readable bytes")
+        fields = _TENSOR.unpack(raw)
         readonly = copied = False
     else:
         raise ValueError(f"not an unconsumed DLPack capsule: {capsule!r}")
-    ndim = tensor.ndim
+    data, device_type, device_id, ndim, code, bits, lanes, shape_ptr, strides_ptr, offset = fields
     if not 0 <= ndim <= MAX_NDIM:
         raise ValueError(f"the tensor has rank {ndim}: expected 0 to {MAX_NDIM} axes")
-    if ndim and not tensor.shape:
+    if ndim and not shape_ptr:
         raise ValueError(f"the tensor has rank {ndim} but a null shape pointer")
-    shape = tuple(tensor.shape[i] for i in range(ndim))
-    strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
-    dt = tensor.dtype
-    return DLPackTensor(
-        ptr=(tensor.data or 0) + tensor.byte_offset,    # may exceed 2**64: validated by the caller
-        shape=shape,
-        strides=strides,
-        dtype=_numpy_dtype(dt.code, dt.bits, dt.lanes),
-        type_desc=f"{_CODE_NAMES.get(dt.code, dt.code)}(bits={dt.bits}, lanes={dt.lanes})",
-        device_type=tensor.device.device_type,
-        device_id=tensor.device.device_id,
-        readonly=readonly,
-        copied=copied,
-    )
+    shape = _int64s(shape_ptr, ndim, "shape", ndim) if ndim else ()
+    strides = None
+    if strides_ptr:
+        strides = _int64s(strides_ptr, ndim, "strides", ndim) if ndim else ()
+    dtype, type_desc = _type_of(code, bits, lanes)
+    # ptr may exceed 2**64 (data + byte_offset): validated by the caller
+    return DLPackTensor(data + offset, shape, strides, dtype, type_desc, device_type, device_id,
+                        readonly, copied)

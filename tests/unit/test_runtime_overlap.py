@@ -230,7 +230,7 @@ def test_same_first_element_is_overlap_at_once(monkeypatch):
     assert overlap_verdict(a, b) is True and overlap_verdict(b, a) is True
 
 
-# -- huge strides: NumPy's fixed-width arithmetic ---------------------------------------------------
+# -- huge strides: NumPy's fixed-width arithmetic ------------------------------------------------
 # NumPy's shares_memory computes each array's offsets in int64 and answered False (no error) for
 # arrays that overlap once a span passed 2**63. Validated arguments span at most arrays.MAX_SPAN
 # bytes and NumPy's stand-ins are translated near address 0; these tests check the verdicts against
