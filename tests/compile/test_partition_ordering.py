@@ -168,11 +168,12 @@ def _arrays():
     return (np.ones(N, np.float16), np.ones(N, np.float32), np.zeros(N, np.float32))
 
 
+@pytest.mark.parametrize("cc", [(8, 0), (9, 0)])
 @pytest.mark.parametrize("num_warps,tile", [(4, 1024), (8, 4096)])
-def test_store_then_reload_in_another_layout_is_ordered(num_warps, tile):
+def test_store_then_reload_in_another_layout_is_ordered(num_warps, tile, cc):
     x16, x32, z = _arrays()
     k = nt.jit(num_warps=num_warps)(store_reload.fn)
-    ptx = k.ptx(x16, x32, nt.partition(z, tile), tile)
+    ptx = k.ptx(x16, x32, nt.partition(z, tile), tile, cc=cc)
     assert_ordered(ptx, accesses=3)
     assert_barriers_block_uniform(ptx)
 
