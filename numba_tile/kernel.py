@@ -42,7 +42,8 @@ from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
 from .runtime.partition import Partition
 from .runtime.streams import producer_streams, stream_handle
-from .signature import Constant, Mutable, Tensor, parse_params  # noqa: F401 - re-exported
+from .signature import (  # noqa: F401 - re-exported
+    Constant, Mutable, Tensor, check_kernel_function, parse_params)
 from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
@@ -132,19 +133,26 @@ class Kernel:
     def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
                  unchecked: bool = False, min_blocks_per_sm: int | None = None,
                  _caller_locals: dict | None = None):
-        if not (is_pow2(num_warps) and num_warps <= 32):
-            raise TileArgumentError(f"num_warps: expected a power of two from 1 to 32, got {num_warps!r}")
-        if min_blocks_per_sm is not None and not (isinstance(min_blocks_per_sm, int)
-                                                  and 1 <= min_blocks_per_sm <= 32):
-            raise TileArgumentError(f"min_blocks_per_sm: expected an int from 1 to 32 or None, "
-                                    f"got {min_blocks_per_sm!r}")
+        """Checks the function and the options, and reads the parameters' roles.
+
+        Raises:
+            TileArgumentError: ``fn`` is not a Python function (or is a generator, or already a
+                kernel), an option is of the wrong type or out of range (:func:`jit` lists
+                them), or a parameter or annotation cannot be a kernel's; pointing at the line
+                that applied ``numba_tile.jit`` or at the kernel's definition.
+        """
+        if isinstance(fn, Kernel):
+            raise _arg_error(f"numba_tile.jit: {fn.__qualname__!r} is already a numba_tile kernel; "
+                             f"apply numba_tile.jit once (its options go in that one call)")
+        check_kernel_function(fn)
+        _check_options(num_warps, interpret, unchecked, min_blocks_per_sm)
         self.fn = fn
         self.num_warps = num_warps
         self.min_blocks_per_sm = min_blocks_per_sm
-        self.unchecked = bool(unchecked)
+        self.unchecked = unchecked
         # the environment switch is read when the kernel is defined (as Triton's
         # TRITON_INTERPRET), not on every launch
-        self.interpret = bool(interpret) or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
+        self.interpret = interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
         self.params = parse_params(fn, _caller_locals)
         if not self.unchecked:
             for p in self.params:
@@ -207,7 +215,8 @@ class Kernel:
 
     def _specs(self, values) -> list:
         """Launch-check specs of the parameters (cached by constant values and scalar-ness)."""
-        ckey = tuple(v if p.role == "constant" else isinstance(v, _SCALARS)
+        # a constant by type and value: 128.0 and True equal 128 and 1, but only ints size tiles
+        ckey = tuple((type(v), v) if p.role == "constant" else isinstance(v, _SCALARS)
                      for p, v in zip(self.params, values))
         try:
             hit = self._spec_cache.get(ckey)
@@ -233,7 +242,7 @@ class Kernel:
                                 raise _arg_error(
                                     f"kernel '{self.__qualname__}': Partition[...] of '{p.name}' "
                                     f"names '{s}', which is not a Constant parameter")
-                            s = consts[s]
+                            s = self._tile_extent(p, s, consts[s])
                         shape.append(s)
                     shape = tuple(shape)
                 specs.append(ParamSpec(p.name, "partition", shape))
@@ -246,6 +255,21 @@ class Kernel:
             else:
                 specs.append(ParamSpec(p.name, "tensor"))
         return specs
+
+    def _tile_extent(self, p, name, value) -> int:
+        """The value of Constant ``name``, which sizes a tile of partition ``p``: a positive
+        power of two, an exact int (NumPy integers are converted; bools, floats and anything
+        else are refused, whatever they equal)."""
+        extent = None
+        if not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer)):
+            extent = int(value)
+        if extent is None or extent <= 0 or extent & (extent - 1):
+            declared = p.declared if len(p.declared) > 1 else p.declared[0]
+            raise _arg_error(
+                f"kernel '{self.__qualname__}': the Constant '{name}' sizes a tile of partition "
+                f"'{p.name}' (Partition[{declared!r}]), so it must be a positive power-of-two "
+                f"int, got {_shown(value)}")
+        return extent
 
     def _signature(self, bound):
         """Specialization key and Numba argument types of a bound launch (cached per key)."""
@@ -390,9 +414,22 @@ class Kernel:
         """
         if interpret is None:
             interpret = self.interpret
+        elif interpret is not True and interpret is not False:
+            raise _arg_error(f"kernel '{self.__qualname__}': interpret: expected True, False or "
+                             f"None (the kernel's default), got {_shown(interpret)}")
+        if unchecked is not True and unchecked is not False:
+            raise _arg_error(f"kernel '{self.__qualname__}': unchecked: expected True or False, "
+                             f"got {_shown(unchecked)}; only the bool True acknowledges an "
+                             f"unchecked kernel")
         if on_conflict not in ("wait", "raise"):
             raise _arg_error(f"kernel '{self.__qualname__}': on_conflict: expected 'wait' or "
                              f"'raise', got {on_conflict!r}")
+        try:
+            # checked on both paths (the interpreter ignores the stream, but a launch that says
+            # stream='x' is wrong wherever it runs); None costs one test
+            handle = stream_handle(stream)
+        except TileArgumentError as exc:
+            raise _arg_error(f"kernel '{self.__qualname__}': {exc.message}") from None
         if self.unchecked and unchecked is not True:
             from .errors import UncheckedLaunchError
             from .runtime.launch_checks import user_call_site
@@ -403,7 +440,8 @@ class Kernel:
                 f"unchecked=True", filename=site[0], lineno=site[1])
         values = self._bind(args, kwargs)
         specs = self._specs(values)
-        handle = None if interpret else stream_handle(stream)
+        if interpret:
+            handle = None
         bound = bind_arrays(self.__qualname__, specs, values, allow_host=bool(interpret),
                             call_site=None, stream=handle)
         spec = self._signature(bound)
@@ -520,6 +558,35 @@ class Kernel:
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
 
 
+def _shown(value) -> str:
+    """``value`` and its type, as a message shows them."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not replace the refusal
+        text = "<unprintable>"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm) -> None:
+    """The options of :func:`jit`, with exact types (a bool is an int to Python, not here)."""
+    if type(num_warps) is not int or not (is_pow2(num_warps) and num_warps <= 32):
+        raise _arg_error(f"numba_tile.jit: num_warps: expected a power of two from 1 to 32 (an "
+                         f"int), got {_shown(num_warps)}")
+    if min_blocks_per_sm is not None and (type(min_blocks_per_sm) is not int
+                                          or not 1 <= min_blocks_per_sm <= 32):
+        raise _arg_error(f"numba_tile.jit: min_blocks_per_sm: expected an int from 1 to 32 or "
+                         f"None, got {_shown(min_blocks_per_sm)}")
+    if interpret is not True and interpret is not False:
+        raise _arg_error(f"numba_tile.jit: interpret: expected True or False, got "
+                         f"{_shown(interpret)}")
+    if unchecked is not True and unchecked is not False:
+        raise _arg_error(f"numba_tile.jit: unchecked: expected True or False, got "
+                         f"{_shown(unchecked)}; it turns numba_tile's checks off, so only the "
+                         f"bool True asks for that")
+
+
 def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False,
         min_blocks_per_sm: int | None = None):
     """Decorate a tile kernel.
@@ -542,6 +609,14 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
     Returns:
         Kernel.
 
+    Raises:
+        TileArgumentError: ``fn`` is not a Python function (a ``functools.partial``, a class, a
+            built-in, a number...), is a generator or ``async`` function, has a ``*args``,
+            ``**kwargs`` or keyword-only parameter or a malformed ``Partition[...]``; or an option
+            has the wrong type (``num_warps`` and ``min_blocks_per_sm`` exact ints, not bools;
+            ``interpret`` and ``unchecked`` exactly True or False) or is out of range. The error
+            points at the line that applied ``numba_tile.jit`` (the kernel's definition).
+
     Examples:
         >>> import numba_tile as nt
         >>> @nt.jit
@@ -554,6 +629,7 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
         return Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
                       min_blocks_per_sm=min_blocks_per_sm, _caller_locals=caller.f_locals)
 
+    _check_options(num_warps, interpret, unchecked, min_blocks_per_sm)
     if fn is None:
         return lambda f: deco(f, sys._getframe(1))
     return deco(fn, sys._getframe(1))

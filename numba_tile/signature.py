@@ -21,13 +21,15 @@ parameter.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import types
 from dataclasses import dataclass
 
 from .errors import TileArgumentError
 from .runtime.partition import Partition, PartitionAnnotation
 
-__all__ = ["Tensor", "Mutable", "Constant", "Param", "parse_params"]
+__all__ = ["Tensor", "Mutable", "Constant", "Param", "parse_params", "check_kernel_function"]
 
 
 class Tensor:
@@ -110,6 +112,8 @@ def _from_syntax(text: str):
         return None
     try:
         return cls[item] if cls is not Tensor and cls is not Mutable else None
+    except TileArgumentError:
+        raise                        # Partition[3]: the subscript itself is wrong; say why
     except TypeError:
         return None
 
@@ -127,13 +131,27 @@ def _mentions_role(text: str) -> bool:
     return False
 
 
+def _at_definition(fn, message: str) -> TileArgumentError:
+    """A TileArgumentError naming kernel ``fn`` and pointing at its definition (the ``def`` line,
+    or the first decorator's)."""
+    code = getattr(fn, "__code__", None)
+    return TileArgumentError(f"kernel '{fn.__qualname__}': {message}",
+                             filename=getattr(code, "co_filename", None),
+                             lineno=getattr(code, "co_firstlineno", None))
+
+
 def _resolve(fn, pname: str, ann, ns: dict, depth: int = 0):
     if not isinstance(ann, str) or depth > 1:
         return ann
     try:
         value = eval(ann, getattr(fn, "__globals__", {}), ns)   # noqa: S307 - as inspect does
+    except TileArgumentError as exc:     # Partition[3] and the like: the annotation is wrong
+        raise _at_definition(fn, f"parameter '{pname}': {exc.message}") from None
     except Exception as exc:  # noqa: BLE001 - any failure falls back to the syntax
-        found = _from_syntax(ann)
+        try:
+            found = _from_syntax(ann)
+        except TileArgumentError as inner:
+            raise _at_definition(fn, f"parameter '{pname}': {inner.message}") from None
         if found is not None:
             return found
         if _mentions_role(ann):
@@ -150,6 +168,74 @@ def _resolve(fn, pname: str, ann, ns: dict, depth: int = 0):
     return _resolve(fn, pname, value, ns, depth + 1) if isinstance(value, str) else value
 
 
+def _type_name(obj: object) -> str:
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _shown(obj: object) -> str:
+    try:
+        text = repr(obj)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not replace the refusal
+        text = "<unprintable>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _not_a_function(fn) -> str:
+    """What ``fn`` is and what to do instead, for the refusal of a non-function kernel."""
+    if isinstance(fn, functools.partial):
+        return (f"a functools.partial of {_shown(fn.func)}: decorate the function itself and pass "
+                f"the bound values as arguments at each launch (a Constant parameter for a "
+                f"compile-time value)")
+    if inspect.ismethod(fn):
+        return (f"the bound method {_shown(fn)}: define the kernel as a plain function and pass "
+                f"what it needs from the object as arguments")
+    if isinstance(fn, type):
+        return f"the class {fn.__qualname__}: a kernel is a function, not a class"
+    if isinstance(fn, (types.BuiltinFunctionType, types.BuiltinMethodType,
+                       types.MethodWrapperType, types.WrapperDescriptorType)):
+        return f"the built-in {_shown(fn)}, which has no Python code to compile"
+    if isinstance(fn, (staticmethod, classmethod)):
+        return (f"a {type(fn).__name__} object: apply numba_tile.jit to the function itself "
+                f"(a kernel is not a method)")
+    if callable(fn):
+        return (f"a callable {_type_name(fn)} object: a kernel is a function (a def or a "
+                f"lambda), and only its code is compiled")
+    return f"{_shown(fn)} ({_type_name(fn)}), which is not callable"
+
+
+def check_kernel_function(fn) -> None:
+    """Refuses what cannot be a kernel, before anything else reads ``fn``.
+
+    Args:
+        fn: what ``numba_tile.jit`` was given.
+
+    Raises:
+        TileArgumentError: ``fn`` is not a Python function (a ``def`` or a lambda): a
+            ``functools.partial``, a class, a built-in, a bound method, a callable object, a
+            number...; pointing at the line that called ``numba_tile.jit``. Or ``fn`` is a
+            generator or ``async`` function, pointing at its definition.
+    """
+    if not isinstance(fn, types.FunctionType):
+        from .runtime.launch_checks import user_call_site
+        site = user_call_site() or (None, None)
+        raise TileArgumentError(
+            f"numba_tile.jit: expected a Python function (a def or a lambda) to compile as a "
+            f"kernel, got {_not_a_function(fn)}", filename=site[0], lineno=site[1])
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise _at_definition(fn, "is a generator function (it contains yield): a kernel returns "
+                                 "nothing; it runs once per block and writes its results with "
+                                 "numba_tile.store into its Partition parameters")
+    if inspect.iscoroutinefunction(fn):
+        raise _at_definition(fn, "is an async function: a kernel is a plain def that runs once "
+                                 "per block on the GPU; launches are already asynchronous")
+
+
+_KINDS = {inspect.Parameter.VAR_POSITIONAL: ("*", "variadic (*args)"),
+          inspect.Parameter.VAR_KEYWORD: ("**", "variadic (**kwargs)"),
+          inspect.Parameter.KEYWORD_ONLY: ("", "keyword-only (it follows * or *args)")}
+
+
 def parse_params(fn, caller_locals=None) -> list:
     """The parameters of kernel function ``fn``, with their roles.
 
@@ -162,16 +248,21 @@ def parse_params(fn, caller_locals=None) -> list:
         list[Param]: one per parameter, in order.
 
     Raises:
-        TileArgumentError: a parameter is not a plain positional parameter, or a string
-            annotation names a numba_tile annotation but cannot be read.
+        TileArgumentError: ``fn`` is not a Python function or is a generator
+            (:func:`check_kernel_function`), a parameter is not a plain positional parameter, or
+            an annotation is a malformed ``Partition[...]`` or names a numba_tile annotation but
+            cannot be read (pointing at the kernel's definition).
     """
+    check_kernel_function(fn)
     sig = inspect.signature(fn)
     ns = None
     out = []
     for p in sig.parameters.values():
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            raise TileArgumentError(f"kernel '{fn.__qualname__}': parameter '{p.name}' must be a "
-                                    f"plain positional parameter (no *args/**kwargs/keyword-only)")
+            stars, what = _KINDS[p.kind]
+            raise _at_definition(
+                fn, f"parameter '{stars}{p.name}' is {what}: a kernel takes plain positional "
+                    f"parameters, one per launch argument; name each one")
         ann = p.annotation
         if isinstance(ann, str):
             if ns is None:

@@ -96,13 +96,46 @@ class Partition:
     __slots__ = ("array", "tile_shape", "blocks")
 
     def __class_getitem__(cls, shape) -> PartitionAnnotation:
-        shape = shape if isinstance(shape, tuple) else (shape,)
-        for s in shape:
-            if isinstance(s, bool) or not isinstance(s, (int, str)):
-                raise TypeError(f"Partition[...] takes ints or Constant parameter names, got {s!r}")
-            if isinstance(s, int) and (s <= 0 or s & (s - 1)):
-                raise TypeError(f"Partition[...]: tile extents are powers of two, got {s}")
-        return PartitionAnnotation(tuple(shape))
+        """``Partition[...]``: the declared tile shape of a mutable parameter.
+
+        Args:
+            shape: one entry or a tuple of entries, one per array axis: a positive power of two
+                (an int; NumPy integers are converted) or the name of a Constant parameter (a
+                str).
+
+        Returns:
+            PartitionAnnotation: the annotation.
+
+        Raises:
+            TileArgumentError: no entry, or an entry that is neither (a bool, a float, None, an
+                int that is not a positive power of two), pointing at the user's line.
+        """
+        items = shape if type(shape) is tuple else (shape,)
+        if not items:
+            raise _at_user_line(
+                "Partition[()] declares no tile extent: write one entry per array axis, each a "
+                "positive power of two or the name of a Constant parameter, e.g. Partition[128] "
+                "or Partition[('BM', 'BN')]; or write plain Partition to accept any tile shape")
+        out = []
+        for axis, s in enumerate(items):
+            if type(s) is not str:
+                value = None
+                if not isinstance(s, (bool, numpy.bool_)):
+                    try:
+                        value = operator.index(s)
+                    except TypeError:
+                        pass
+                if value is None or value <= 0 or value & (value - 1):
+                    got = (f"{value}, which is not a positive power of two" if value is not None
+                           else f"{_shown(s)} ({type(s).__name__})")
+                    raise _at_user_line(
+                        f"Partition[{_shown(shape)}]: each declared tile extent must be a "
+                        f"positive power of two (an int) or the name of a Constant parameter (a "
+                        f"str), got {got} on axis {axis}; e.g. Partition[128] or "
+                        f"Partition[('BM', 'BN')]")
+                s = value
+            out.append(s)
+        return PartitionAnnotation(tuple(out))
 
     def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None):
         if isinstance(tile_shape, (tuple, list)) and not tile_shape and _is_0d(array):
@@ -156,6 +189,15 @@ class Partition:
         blocks = getattr(self, "blocks", None)
         mapped = f", blocks={blocks!r}" if blocks is not None else ""
         return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={tile_shape!r}{mapped})"
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, shortened, for a message (a hostile ``__repr__`` cannot replace it)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001
+        text = "<unprintable>"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _at_user_line(message: str) -> TileArgumentError:

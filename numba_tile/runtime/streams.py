@@ -8,7 +8,10 @@ the legacy default stream explicitly and ``CU_STREAM_PER_THREAD`` (2) the per-th
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import Iterable
+
+import numpy
 
 from numba_tile.errors import TileArgumentError
 
@@ -33,8 +36,33 @@ def _as_int(value: object) -> int | None:
         return value.value or 0
     try:
         return int(value)  # cuda.bindings CUstream and other handle wrappers
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - a wrapper whose __int__ raises is no handle
         return None
+
+
+def _probe(stream: object) -> int | None:
+    """The handle a stream object exports, or None (any attribute or call that raises, or
+    returns something that is not a handle, gives None)."""
+    try:
+        if hasattr(type(stream), "__index__"):       # NumPy integers and other int-likes
+            return operator.index(stream)
+        proto = getattr(stream, "__cuda_stream__", None)
+        if proto is not None:
+            pair = proto() if callable(proto) else proto
+            try:
+                _version, raw = pair
+            except (TypeError, ValueError):
+                return None
+            return _as_int(raw)
+        if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+            return _as_int(stream.cuda_stream)
+        if type(stream).__module__.startswith("cupy") and hasattr(stream, "ptr"):
+            return _as_int(stream.ptr)
+        if hasattr(stream, "handle"):  # numba.cuda stream
+            return _as_int(stream.handle)
+    except Exception:  # noqa: BLE001 - a stream object whose attributes raise is no stream
+        return None
+    return None
 
 
 def stream_handle(stream: object) -> int:
@@ -52,36 +80,31 @@ def stream_handle(stream: object) -> int:
             Numba stream (``.handle``, a ``ctypes.c_void_p`` or ``CUstream``).
 
     Returns:
-        int: the handle, >= 0.
+        int: the handle, from 0 to 2**64 - 1.
 
     Raises:
-        TileArgumentError: ``stream`` is none of the above (naming ``stream`` and its type).
+        TileArgumentError: ``stream`` is none of the above, a bool, a handle outside 0 to
+            2**64 - 1, or a stream object whose attributes raise (naming ``stream`` and its type).
     """
     if stream is None:
         return 0
-    if isinstance(stream, int) and not isinstance(stream, bool):
+    if type(stream) is int:
         handle = stream
-    else:
+    elif isinstance(stream, (bool, numpy.bool_)):
         handle = None
-        proto = getattr(stream, "__cuda_stream__", None)
-        if proto is not None:
-            pair = proto() if callable(proto) else proto
-            try:
-                _version, raw = pair
-            except (TypeError, ValueError):
-                raw = object()
-            handle = _as_int(raw)
-        elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
-            handle = _as_int(stream.cuda_stream)
-        elif type(stream).__module__.startswith("cupy") and hasattr(stream, "ptr"):
-            handle = _as_int(stream.ptr)
-        elif hasattr(stream, "handle"):  # numba.cuda stream
-            handle = _as_int(stream.handle)
-    if handle is None or handle < 0:
+    else:
+        handle = _probe(stream)
+    if handle is None or not 0 <= handle < 1 << 64:
         t = type(stream)
+        try:
+            shown = repr(stream)
+        except Exception:  # noqa: BLE001 - a hostile __repr__ must not replace the refusal
+            shown = "<unprintable>"
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
         raise TileArgumentError(
-            f"argument 'stream': expected None, an int handle, or a CuPy, Numba, PyTorch or "
-            f"cuda.core stream, got {t.__module__}.{t.__qualname__} ({stream!r})")
+            f"argument 'stream': expected None, an int handle from 0 to 2**64 - 1, or a CuPy, "
+            f"Numba, PyTorch or cuda.core stream, got {t.__module__}.{t.__qualname__} ({shown})")
     return handle
 
 
