@@ -3719,6 +3719,146 @@ def v59_rank_at_the_bound():
     return launch, check
 
 
+# --------------------------------------------- security review: launch-time checks (L70-L79)
+# The byte span of an array argument is bounded (numba_tile/runtime/arrays.py, MAX_SPAN = 2**61
+# bytes): past 2**63 NumPy's overlap solver overflowed and called an output that overlaps a
+# read-only input disjoint (L70-L74). A Constant that sizes a partition tile must be a positive
+# power-of-two int (kernel.py, _make_specs; L75, L76). Launch keywords have exact types
+# (kernel.py, Kernel.__call__: interpret, unchecked, stream on both paths; L77-L79).
+# Paste before the "# ===... tests" section of tests/unit/test_corpus.py.
+SPAN_BOUND = "expected at most 2**61 bytes from the lowest byte to one past the highest"
+
+
+@nt.jit
+def first_element_only(x, z: nt.Partition["B"], B: nt.Constant):
+    first = nt.load(x, (0,), (1,))                       # reads x[0] alone
+    nt.store(z, nt.broadcast_to(first, (B,)) * 0.0 + 7.0)
+
+
+@nt.jit
+def fill_ignoring_x(x, z: nt.Partition):
+    nt.store(z, 1.0)                                     # never reads x (a regression cannot
+                                                         # make the interpreter read its bytes)
+
+
+@nt.jit(unchecked=True)
+def u_copy(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z))
+
+
+@refused("L70", errors.TileArgumentError, "kernel 'first_element_only'", "argument 'x'",
+         f"spans {2**63 + 4} bytes", SPAN_BOUND)
+def l70_input_whose_far_elements_pass_2_63_bytes_over_the_output():
+    """x[0] is buf[1], which the output buf[0:2] holds; x[1] and x[2] lie 2**62 and 2**63 bytes
+    on (every byte below 2**64, never read). NumPy's shares_memory called the two disjoint (its
+    int64 offsets overflow), and the safe kernel overwrote its read-only input."""
+    buf = randn(4)
+    x = as_strided(buf[1:], shape=(3,), strides=(2**62,), writeable=False)
+
+    def launch():
+        first_element_only(x, nt.partition(buf[0:2], 2), 2, interpret=True)  # L70
+    return Refusal(launch, [buf])
+
+
+@refused("L71", errors.TileArgumentError, "argument 'x'", f"spans {2**63 + 8} bytes",
+         SPAN_BOUND)
+def l71_2d_input_with_an_outer_stride_of_2_62_over_the_output():
+    """x[0, 0] and x[0, 1] are buf[1:3], inside the output; x[1, :] lies 2**62 bytes on."""
+    buf = randn(8)
+    x = as_strided(buf[1:], shape=(3, 2), strides=(2**62, 4), writeable=False)
+    z = buf[0:6].reshape(3, 2)
+
+    def launch():
+        fill_ignoring_x(x, nt.partition(z, (1, 2)), interpret=True)  # L71
+    return Refusal(launch, [buf])
+
+
+@refused("L72", errors.TileArgumentError, "argument 'x'", SPAN_BOUND)
+def l72_dlpack_capsule_spanning_past_the_bound():
+    buf = randn(4)
+    bad = FakeDLPack(buf.ctypes.data + 4, (3,), (2**60,), keepalive=buf, versioned=True)
+
+    def launch():
+        first_element_only(bad, nt.partition(buf[0:2], 2), 2, interpret=True)  # L72
+    return Refusal(launch, [buf])
+
+
+@refused("L73", errors.TileArgumentError, "argument 'x'", f"spans {2**62 + 4} bytes",
+         SPAN_BOUND)
+def l73_negative_strides_spanning_past_the_bound_inside_the_address_space():
+    x, z = randn(3), randn(3)
+    high = RawInterface(cai_of(x, strides=(-(2**61),), data=(2**62 + 2**61, True)), x)
+
+    def launch():
+        fill_ignoring_x(high, nt.partition(z, 1), interpret=True)  # L73
+    return Refusal(launch, [x, z])
+
+
+@refused("L74", errors.TileArgumentError, "argument 'x'", f"spans {2**61 + 4} bytes",
+         SPAN_BOUND)
+def l74_thirty_two_axes_each_far_below_the_bound_together_past_it():
+    base, z = randn(1), randn(*(1,) * 32)
+    wide = RawInterface(cai_of(base, shape=(2,) * 32, strides=(2**56,) * 32,
+                               data=(1 << 40, True)), base)
+
+    def launch():
+        fill_ignoring_x(wide, nt.partition(z, (1,) * 32), interpret=True)  # L74
+    return Refusal(launch, [base, z])
+
+
+@refused("L75", errors.TileArgumentError, "kernel 'add_1d'",
+         "the Constant 'B' sizes a tile of partition 'z' (Partition['B']), so it must be a "
+         "positive power-of-two int, got [128] (list)")
+def l75_tile_constant_given_a_list():
+    x, z = randn(256), randn(256)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 128), [128], interpret=True)  # L75
+    return Refusal(launch, [x, z])
+
+
+@refused("L76", errors.TileArgumentError, "the Constant 'B' sizes a tile of partition 'z'",
+         "got 128.0 (float)")
+def l76_tile_constant_given_a_float_equal_to_a_launched_int():
+    """128.0 == 128 and hashes alike: the launch-check specs cached for B=128 must not serve it."""
+    x, z = randn(256), randn(256)
+    add_1d(x, x, nt.partition(z, 128), 128, interpret=True)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 128), 128.0, interpret=True)  # L76
+    return Refusal(launch, [x, z])
+
+
+@refused("L77", errors.TileArgumentError, "kernel 'add_1d'",
+         "interpret: expected True, False or None (the kernel's default), got 'yes' (str)")
+def l77_interpret_given_a_string():
+    x, z = randn(256), randn(256)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 128), 128, interpret="yes")  # L77
+    return Refusal(launch, [x, z])
+
+
+@refused("L78", errors.TileArgumentError, "kernel 'u_copy'",
+         "unchecked: expected True or False, got 1 (int)")
+def l78_unchecked_acknowledged_with_an_int():
+    x, z = randn(256), randn(256)
+
+    def launch():
+        u_copy(x, nt.partition(z, 128), 128, interpret=True, unchecked=1)  # L78
+    return Refusal(launch, [x, z])
+
+
+@refused("L79", errors.TileArgumentError, "kernel 'add_1d'", "argument 'stream'",
+         "got builtins.str ('x')")
+def l79_stream_that_is_no_stream_in_the_interpreter():
+    x, z = randn(256), randn(256)
+
+    def launch():
+        add_1d(x, x, nt.partition(z, 128), 128, interpret=True, stream="x")  # L79
+    return Refusal(launch, [x, z])
+
+
 # ============================================================================= tests
 
 
