@@ -371,6 +371,45 @@ def _check_op(inst, d, sig, argtys, ret) -> None:
             **_loc(inst))
 
 
+def _check_operator_lowering(inst, expr, sig) -> None:
+    """The lowering that will implement an operator expression (``x + y`` on numbers too) for
+    its argument types must be Numba's or numba_tile's: one registered by other code would run
+    behind the expression."""
+    from numba.cuda.descriptor import cuda_target
+    key = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
+    selector = cuda_target.target_context._defns.get(key)
+    if selector is None:
+        return
+    try:
+        impl = selector.find(tuple(sig.args))
+    except Exception:  # noqa: BLE001 - no implementation: Numba reports that while lowering
+        return
+    found = _untrusted_file(impl)
+    if found:
+        raise ClosedWorldError(
+            f"operator {getattr(key, '__name__', key)} on {tuple(sig.args)} is lowered by code "
+            f"registered outside Numba and numba_tile ({getattr(impl, '__qualname__', impl)} "
+            f"in {found}), which numba_tile cannot check", **_loc(inst))
+
+
+def _check_getattr_lowering(inst, expr, typemap) -> None:
+    """The lowering of an attribute read (``n.real`` on a number) must be Numba's: one
+    registered by other code (``lower_getattr``) would run behind the expression."""
+    from numba.cuda.descriptor import cuda_target
+    ty = typemap.get(expr.value.name)
+    if ty is None or isinstance(ty, types.Module):
+        return
+    try:
+        impl = cuda_target.target_context.get_getattr(ty, expr.attr)
+    except Exception:  # noqa: BLE001 - none: Numba reports that while lowering
+        return
+    found = _untrusted_file(impl) if impl is not None else None
+    if found:
+        raise ClosedWorldError(
+            f"attribute '.{expr.attr}' of {ty} is lowered by code registered outside Numba and "
+            f"numba_tile (in {found}), which numba_tile cannot check", **_loc(inst))
+
+
 def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
     fnty = typemap[expr.func.name]
     sig = calltypes.get(expr)
@@ -497,6 +536,10 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
                 sig = calltypes.get(value)
                 if d is not None and sig is not None:
                     _check_op(inst, d, sig, list(sig.args), typemap.get(inst.target.name))
+                if sig is not None:
+                    _check_operator_lowering(inst, value, sig)
+            elif isinstance(value, ir.Expr) and value.op == "getattr":
+                _check_getattr_lowering(inst, value, typemap)
             if unchecked:
                 continue
             ty = typemap.get(inst.target.name)

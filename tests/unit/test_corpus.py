@@ -38,7 +38,9 @@ import pytest
 from llvmlite import ir as llvm_ir
 from numba import cuda
 from numba.cuda import types
-from numba.cuda.extending import intrinsic, type_callable, typeof_impl
+from numba.cuda.extending import (intrinsic, lower_builtin, lower_getattr, type_callable,
+                                  typeof_impl)
+from numba.cuda.typing.templates import AttributeTemplate
 from numpy.lib.stride_tricks import as_strided
 
 import numba_tile as nt
@@ -2401,6 +2403,70 @@ def w_index_from_an_explicit_operator_call(x, z: nt.Partition):
 def c84_tile_index_from_an_explicit_operator_call():
     x, z = randn(40), randn(40)
     return compiled(w_index_from_an_explicit_operator_call, [x, z], x, nt.partition(z, 16))
+
+
+def _sub_none_typer(a, b):
+    """``n - None`` on an integer, typed (and below, lowered) by user code."""
+    if isinstance(a, types.Integer) and isinstance(b, types.NoneType):
+        return types.int64
+    return None
+
+
+type_callable(operator.sub)(lambda context: _sub_none_typer)
+
+
+@lower_builtin(operator.sub, types.Integer, types.NoneType)
+def _sub_none_lowering(context, builder, sig, args):
+    """Forges a pointer from the integer and stores 42.0 there."""
+    ptr = builder.inttoptr(args[0], llvm_ir.PointerType(llvm_ir.FloatType()))
+    builder.store(llvm_ir.Constant(llvm_ir.FloatType(), 42.0), ptr)
+    return args[0]
+
+
+@nt.jit
+def w_user_lowered_operator_on_numbers(x, z: nt.Partition, addr):
+    _ = addr - None  # C85
+    nt.store(z, nt.load_like(x, z))
+
+
+@refused("C85", errors.ClosedWorldError, "operator sub on (int64, none) is lowered by code "
+         "registered outside Numba and numba_tile", "test_corpus.py")
+def c85_operator_on_numbers_lowered_by_user_code():
+    x, z, target = randn(40), randn(40), randn(4)
+    return compiled(w_user_lowered_operator_on_numbers, [x, z, target], x, nt.partition(z, 16),
+                    target.ctypes.data)
+
+
+class _IntPoke(AttributeTemplate):
+    key = types.Integer
+
+    def resolve_poke(self, ty):
+        return types.int64
+
+
+numba.cuda.cudadecl.registry.register_attr(_IntPoke)
+
+
+@lower_getattr(types.Integer, "poke")
+def _int_poke(context, builder, ty, val):
+    """Forges a pointer from the integer and stores 42.0 there."""
+    ptr = builder.inttoptr(val, llvm_ir.PointerType(llvm_ir.FloatType()))
+    builder.store(llvm_ir.Constant(llvm_ir.FloatType(), 42.0), ptr)
+    return val
+
+
+@nt.jit
+def w_user_lowered_attribute_of_a_number(x, z: nt.Partition, addr):
+    _ = addr.poke  # C86
+    nt.store(z, nt.load_like(x, z))
+
+
+@refused("C86", errors.ClosedWorldError, "attribute '.poke' of int64 is lowered by code "
+         "registered outside Numba and numba_tile")
+def c86_attribute_of_a_number_lowered_by_user_code():
+    x, z, target = randn(40), randn(40), randn(4)
+    return compiled(w_user_lowered_attribute_of_a_number, [x, z, target], x,
+                    nt.partition(z, 16), target.ctypes.data)
 
 
 # Legal neighbours: scalars from globals, closures and library functions stay usable.
