@@ -286,14 +286,41 @@ class _Freezer:
         return exact_scalar(v)
 
 
+_DUNDERS = frozenset(
+    f"__{n}__" for n in (
+        "bool", "int", "index", "float", "complex", "str", "hash", "eq", "ne", "lt", "le", "gt",
+        "ge", "neg", "pos", "abs", "invert", "round", "trunc", "floor", "ceil", "getattr",
+        "getattribute", *(p + op for op in (
+            "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+            "lshift", "rshift", "matmul", "divmod") for p in ("", "r", "i"))))
+
+
+def _custom_dunders(cls) -> bool:
+    """``cls`` (or a base outside the builtins and :mod:`enum`) defines an operator method."""
+    for klass in cls.__mro__:
+        if klass.__module__ in ("builtins", "enum"):
+            continue
+        if _DUNDERS.intersection(vars(klass)):
+            return True
+    return False
+
+
 def exact_scalar(v):
-    """``v`` as its exact builtin type when it is an instance of a subclass of ``int``,
-    ``float``, ``complex``, ``str`` or ``bytes`` (enums excepted): Numba types and folds it by
-    its value, so a subclass's own ``__bool__`` or ``__eq__`` must not decide, in the
-    interpreter, a branch that the check pruned by the value."""
+    """``v`` as its exact type when it is an instance of a subclass of ``int``, ``float``,
+    ``complex``, ``str``, ``bytes`` or a NumPy scalar type, or an enum member whose class
+    defines its own operators (then its value): Numba types and folds it by its value, so a
+    subclass's own ``__bool__``, ``__eq__`` or ``__add__`` must not decide, in the
+    interpreter, what the compiled code computes from the value."""
     t = type(v)
-    if t in (int, float, bool, str, complex, bytes) or isinstance(v, enum.Enum):
+    if t in (int, float, bool, str, complex, bytes):
         return v
+    if isinstance(v, enum.Enum):
+        # Numba types a member by its value; one whose class defines its own operators would
+        # run them in the interpreter: use the value itself then
+        return exact_scalar(v.value) if _custom_dunders(t) else v
+    if isinstance(v, np.generic):
+        exact = np.dtype(t).type
+        return v if t is exact else exact(v)
     if isinstance(v, int):
         return int.__index__(v)
     if isinstance(v, float):

@@ -53,7 +53,7 @@ INTERPRETER_CC = (9, 0)
 _MAX_GRID = 2**31 - 1
 _SCALARS = (bool, int, float, np.number, np.bool_)
 _EXACT = frozenset((bool, int, float, str, complex, bytes))
-_SCALAR_LIKE = (int, float, str, complex, bytes)
+_SCALAR_LIKE = (int, float, str, complex, bytes, np.generic)
 
 
 # ----------------------------------------------------------------------------- launch handles

@@ -489,9 +489,12 @@ def _from_numpy(obj: numpy.ndarray, name: str, stream: int | None) -> tuple:
     if isinstance(obj, numpy.ma.MaskedArray):
         raise TileArgumentError(f"argument '{name}': masked arrays are not supported (the mask "
                                 f"would be ignored); pass numpy.ma.getdata(a) or a filled copy")
-    dtype = _check_dtype(obj.dtype, name)
-    return (obj, obj, obj.__array_interface__["data"][0], obj.shape, obj.strides, dtype,
-            not obj.flags.writeable, None, None)
+    # A subclass may override shape, strides, flags or __array_interface__ (say writeable over
+    # read-only memory): read them through a plain ndarray view of the same memory.
+    arr = obj if type(obj) is numpy.ndarray else numpy.ndarray.view(obj, numpy.ndarray)
+    dtype = _check_dtype(arr.dtype, name)
+    return (obj, obj, arr.__array_interface__["data"][0], arr.shape, arr.strides, dtype,
+            not arr.flags.writeable, None, None)
 
 
 _TYPESTR_CACHE: dict[str, numpy.dtype] = {}

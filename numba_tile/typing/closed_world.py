@@ -37,6 +37,7 @@ import math
 import operator
 import os
 import sys
+import types as pytypes
 
 import numpy as np
 from numba.cuda import types
@@ -116,6 +117,22 @@ def _holds_index(ty) -> bool:
     return False
 
 
+def _guarded_leaves(tys) -> list:
+    """The tensors, partitions, ``tiles()`` iterators and tile indices inside ``tys``."""
+    out = []
+    for ty in tys:
+        if isinstance(ty, (TensorType, PartitionType, TilesIterable, TilesIterator,
+                           PartitionIndexType)):
+            out.append(ty)
+        elif isinstance(ty, types.BaseTuple):
+            out.extend(_guarded_leaves(ty.types))
+        elif isinstance(ty, (types.List, types.Optional)):
+            inner = getattr(ty, "dtype", None) or getattr(ty, "type", None)
+            if inner is not None:
+                out.extend(_guarded_leaves([inner]))
+    return out
+
+
 def _guarded(ty) -> bool:
     """Values only parameters, numba_tile's ops and Numba's plumbing may make or consume:
     those holding a parameter's memory, and branded tile indices (whose brand lets a store
@@ -169,8 +186,32 @@ def _untrusted_file(fn, depth=0) -> str | None:
     global _TRUSTED_DIRS
     if _TRUSTED_DIRS is None:
         _TRUSTED_DIRS = _trusted_dirs()
+    if depth > 4:
+        return None
+    if isinstance(fn, (staticmethod, classmethod)):
+        fn = fn.__func__
+    overload_func = getattr(fn, "_overload_func", None)      # an @overload* template
+    if overload_func is not None and not isinstance(fn, pytypes.FunctionType):
+        found = _untrusted_file(overload_func, depth + 1)
+        if found:
+            return found
+    if isinstance(fn, type):
+        # a template class and the classes it derives from (a method template made per
+        # receiver type): the functions they hold (a type_callable's generic, an attribute
+        # template's resolvers)
+        for cls in fn.__mro__[:4]:
+            if cls is object:
+                break
+            for value in vars(cls).values():
+                found = _untrusted_file(value, depth + 1)
+                if found:
+                    return found
+        return None
+    py_func = getattr(fn, "py_func", None)          # a dispatcher an @overload compiled
+    if py_func is not None and not isinstance(fn, pytypes.FunctionType):
+        return _untrusted_file(py_func, depth + 1)
     code = getattr(fn, "__code__", None)
-    if code is None or depth > 3:
+    if code is None:
         return None
     path = os.path.realpath(code.co_filename)
     if not path.startswith(_TRUSTED_DIRS):
@@ -189,6 +230,15 @@ def _untrusted_file(fn, depth=0) -> str | None:
         found = _untrusted_file(inner, depth + 1)
         if found:
             return found
+    for default in getattr(fn, "__defaults__", None) or ():
+        # Numba's call of a compiled function (an @overload's implementation, a device
+        # function) carries its function descriptor: judge the module it was compiled from
+        modname = getattr(default, "modname", None)
+        if modname is not None and hasattr(default, "qualname"):
+            module = sys.modules.get(modname)
+            mfile = getattr(module, "__file__", None)
+            if mfile is None or not os.path.realpath(mfile).startswith(_TRUSTED_DIRS):
+                return f"{mfile or modname} ({default.qualname}, compiled by Numba)"
     return None
 
 
@@ -371,18 +421,68 @@ def _check_op(inst, d, sig, argtys, ret) -> None:
             **_loc(inst))
 
 
+def _chosen_lowering(fnty, sig):
+    """The lowering Numba will call for ``fnty`` typed as ``sig`` (as
+    ``BaseContext.get_function`` picks it), or None when it cannot be found here."""
+    from numba.cuda.descriptor import cuda_target
+    targetctx = cuda_target.target_context
+    try:
+        key = fnty.get_impl_key(sig) if hasattr(fnty, "get_impl_key") else fnty
+    except Exception:  # noqa: BLE001 - a callee without an impl key: the type is the key
+        key = fnty
+    candidates = [key]
+    if isinstance(fnty, types.NumberClass):
+        candidates.append(type(fnty))
+    args = tuple(sig.args)
+    if getattr(sig, "recvr", None) is not None:      # a method: lowered with its receiver
+        args = (sig.recvr,) + args
+    for k in candidates:
+        selector = targetctx._defns.get(k)
+        if selector is None:
+            continue
+        try:
+            return selector.find(args)
+        except Exception:  # noqa: BLE001 - no version for these types under this key
+            continue
+    return None
+
+
+def _check_chosen_lowering(inst, fnty, sig, what) -> None:
+    """The lowering a call will run, and the typing template behind a method, must come from
+    Numba, numba-cuda or numba_tile."""
+    if isinstance(fnty, types.BoundFunction):
+        found = _untrusted_file(fnty.template)
+        if found:
+            raise ClosedWorldError(
+                f"method {what}() was typed by code registered outside Numba and numba_tile "
+                f"(in {found}), which numba_tile cannot check", **_loc(inst))
+    impl = _chosen_lowering(fnty, sig)
+    found = _untrusted_file(impl) if impl is not None else None
+    if found:
+        raise ClosedWorldError(
+            f"{what}() on {tuple(sig.args)} is lowered by code registered outside Numba and "
+            f"numba_tile ({getattr(impl, '__qualname__', impl)} in {found}), which numba_tile "
+            f"cannot check", **_loc(inst))
+
+
 def _check_operator_lowering(inst, expr, sig) -> None:
     """The lowering that will implement an operator expression (``x + y`` on numbers too) for
     its argument types must be Numba's or numba_tile's: one registered by other code would run
     behind the expression."""
     from numba.cuda.descriptor import cuda_target
     key = expr.immutable_fn if expr.op == "inplace_binop" else expr.fn
-    selector = cuda_target.target_context._defns.get(key)
-    if selector is None:
-        return
     try:
-        impl = selector.find(tuple(sig.args))
-    except Exception:  # noqa: BLE001 - no implementation: Numba reports that while lowering
+        fnty = cuda_target.typing_context.resolve_value_type(key)
+    except Exception:  # noqa: BLE001
+        fnty = None
+    impl = _chosen_lowering(fnty, sig) if fnty is not None else None
+    if impl is None:
+        selector = cuda_target.target_context._defns.get(key)
+        try:
+            impl = selector.find(tuple(sig.args)) if selector is not None else None
+        except Exception:  # noqa: BLE001 - no implementation: Numba reports that when lowering
+            impl = None
+    if impl is None:
         return
     found = _untrusted_file(impl)
     if found:
@@ -410,13 +510,35 @@ def _check_getattr_lowering(inst, expr, typemap) -> None:
             f"numba_tile (in {found}), which numba_tile cannot check", **_loc(inst))
 
 
+def _actual_types(expr, typemap) -> list:
+    """The types of the variables a call passes (positional, keyword, star), whatever the
+    signature it was typed with says: Numba casts an argument to the signature's type, and
+    that cast is code too."""
+    out = [typemap[a.name] for a in expr.args]
+    out += [typemap[v.name] for _k, v in expr.kws]
+    for extra in (expr.vararg, getattr(expr, "varkwarg", None)):
+        if extra is not None:
+            out.append(typemap[extra.name])
+    return out
+
+
 def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
     fnty = typemap[expr.func.name]
     sig = calltypes.get(expr)
-    argtys = list(sig.args) if sig is not None else [typemap[a.name] for a in expr.args]
+    actual = _actual_types(expr, typemap)
+    argtys = (list(sig.args) if sig is not None else []) + actual
     d = op_for_key(fnty.typing_key) if isinstance(fnty, types.Function) else None
     if d is not None:
+        if sig is not None and sorted(map(str, _guarded_leaves(actual))) != sorted(
+                map(str, _guarded_leaves(sig.args))):
+            raise UnanalyzedCallError(
+                f"{d.name}() was typed with signature {sig}, which converts the tensor, "
+                f"partition or tile index it is given ({_guarded_leaves(actual)}): numba_tile "
+                f"cannot check that conversion; they can only be given, as they are, to "
+                f"numba_tile ops", **_loc(inst))
         _check_op(inst, d, sig, argtys, typemap.get(inst.target.name))
+        if sig is not None:
+            _check_chosen_lowering(inst, fnty, sig, d.name)
         return
     passed = [t for a in argtys for t in pointer_params_in(a)]
     if passed:
@@ -427,6 +549,10 @@ def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
     if unchecked:
         return
     verdict = _callee_verdict(fnty)
+    if verdict is None and sig is not None:
+        _check_chosen_lowering(inst, fnty, sig, origins.chain(expr.func.name)
+                               or describe_callee(fnty))
+        return
     if verdict is None:
         return
     why, simt = verdict

@@ -922,3 +922,27 @@ def test_fuzz_numpy_views_in_the_interpreter():
             np.testing.assert_allclose(z, 2 * x.astype(np.float64), rtol=1e-6)
             seen["ran"] += 1
     assert all(v >= 10 for v in seen.values()), seen
+
+
+def test_an_ndarray_subclass_cannot_lie_about_its_flags_or_layout():
+    """A subclass's ``flags`` (or shape, strides, ``__array_interface__``) are read through a
+    plain ndarray view: read-only memory stays read-only whatever the subclass says."""
+    class Flags:
+        writeable = True
+
+    class Lie(np.ndarray):
+        @property
+        def flags(self):
+            return Flags()
+
+    ro = np.frombuffer(bytes(256 * 4), np.float32)
+    lie = ro.view(Lie)
+    assert lie.flags.writeable and not ro.flags.writeable
+
+    @nt.jit
+    def k(x, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load_like(x, z) + 42.0)
+
+    with pytest.raises(errors.ReadOnlyProducerError, match="argument 'z'"):
+        k(np.ones(256, np.float32), nt.partition(lie, 128), 128, interpret=True)
+    assert not ro.any()

@@ -107,3 +107,159 @@ def test_a_library_function_with_a_foreign_lowering_is_refused(tmp_path):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "refused" in out.stdout.split("\n"), out.stdout
+
+
+# Extension code reached through calls, methods, attributes and operators on numbers: each
+# would forge an address from an integer; each is refused where the kernel reaches it.
+ADDRESS_PRELUDE = """
+import operator, types as pytypes
+import numba.cuda.dispatcher as _disp
+# numba-cuda asks the driver for the compute capability while it types an @overload's
+# implementation: answer as an H200 does (no GPU here)
+_disp.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+import numpy as np
+import numba_tile as nt
+from llvmlite import ir as llir
+from numba.cuda import types
+from numba.cuda.extending import (infer_getattr, intrinsic, lower_builtin, lower_cast,
+                                  overload, overload_method, type_callable)
+from numba.cuda.typing.templates import AttributeTemplate, bound_function
+from numba_tile import errors
+from numba_tile.typing.types import TensorType
+
+def forge(builder, value):
+    ptr = builder.inttoptr(value, llir.PointerType(llir.FloatType()))
+    builder.store(llir.Constant(llir.FloatType(), 42.0), ptr)
+
+x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+ADDR = int(x.ctypes.data)
+"""
+
+ADDRESS_CASES = {
+    "a method on an integer": """
+@infer_getattr
+class IntAttrs(AttributeTemplate):
+    key = types.Integer
+    @bound_function("int.evil")
+    def resolve_evil(self, ty, args, kws):
+        return types.int64(*args)
+
+@lower_builtin("int.evil", types.Integer, types.Float)
+def lower_evil(context, builder, sig, args):
+    forge(builder, args[0])
+    return args[0]
+
+@nt.jit
+def k(x, z: nt.Partition["B"], B: nt.Constant):
+    a = ADDR
+    a.evil(42.0)
+    nt.store(z, nt.load_like(x, z))
+""",
+    "an @overload_method on an integer": """
+@intrinsic
+def poke(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        forge(builder, args[0])
+        return args[0]
+    return types.int64(addr), codegen
+
+@overload_method(types.Integer, "evil", target="cuda")
+def evil(a):
+    return lambda a: poke(a)
+
+@nt.jit
+def k(x, z: nt.Partition["B"], B: nt.Constant):
+    a = ADDR + 0
+    _ = a.evil()
+    nt.store(z, nt.load_like(x, z))
+""",
+    "an @overload of an operator on numbers": """
+@intrinsic
+def poke(typingctx, addr):
+    def codegen(context, builder, sig, args):
+        forge(builder, args[0])
+        return args[0]
+    return types.int64(addr), codegen
+
+@overload(operator.sub, target="cuda")
+def sub(a, b):
+    if isinstance(a, types.Integer) and isinstance(b, types.NoneType):
+        return lambda a, b: poke(a)
+
+@nt.jit
+def k(x, z: nt.Partition["B"], B: nt.Constant):
+    a = ADDR
+    _ = a - None
+    nt.store(z, nt.load_like(x, z))
+""",
+    "an explicit operator call lowered by user code": """
+@type_callable(operator.sub)
+def t(context):
+    def typer(a, b):
+        if isinstance(a, types.Integer) and isinstance(b, types.NoneType):
+            return types.int64
+    return typer
+
+@lower_builtin(operator.sub, types.Integer, types.NoneType)
+def l(context, builder, sig, args):
+    forge(builder, args[0])
+    return args[0]
+
+@nt.jit
+def k(x, z: nt.Partition["B"], B: nt.Constant):
+    a = ADDR
+    _ = operator.sub(a, None)
+    nt.store(z, nt.load_like(x, z))
+""",
+    "a number-class call lowered by user code": """
+@lower_builtin(types.NumberClass, types.Integer)
+def l(context, builder, sig, args):
+    forge(builder, args[0])
+    return args[0]
+
+@nt.jit
+def k(x, z: nt.Partition["B"], B: nt.Constant):
+    a = np.int64(ADDR)
+    nt.store(z, nt.load_like(x, z))
+""",
+    "a tensor cast to a number by a user signature": """
+from numba.cuda.cudadecl import registry as typing_registry
+from numba.cuda.typing.templates import AbstractTemplate, signature
+
+@typing_registry.register_global(operator.sub)
+class SubTensor(AbstractTemplate):
+    def generic(self, args, kws):
+        if len(args) == 2 and isinstance(args[0], TensorType) and \
+                isinstance(args[1], types.Integer):
+            return signature(types.int64, types.int64, types.int64)
+
+@lower_cast(TensorType, types.int64)
+def cast(context, builder, fromty, toty, val):
+    return context.get_constant(types.int64, 0)
+
+@nt.jit
+def k(x, z: nt.Partition["B"], B: nt.Constant):
+    _ = operator.sub(x, 1)
+    nt.store(z, nt.load_like(x, z))
+""",
+}
+
+
+@pytest.mark.parametrize("case", list(ADDRESS_CASES))
+def test_extension_code_on_numbers_is_refused_where_a_safe_kernel_reaches_it(tmp_path, case):
+    script = ADDRESS_PRELUDE + ADDRESS_CASES[case] + textwrap.dedent("""
+        try:
+            k.ptx(x, nt.partition(z, 128), 128)
+        except (errors.ClosedWorldError, errors.UnanalyzedCallError) as e:
+            assert e.lineno is not None, e
+            print("refused", type(e).__name__)
+        else:
+            print("ACCEPTED")
+    """)
+    path = tmp_path / "case.py"
+    path.write_text(script)
+    env = dict(os.environ, NUMBA_TILE_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert any(line.startswith("refused") for line in out.stdout.split("\n")), out.stdout

@@ -421,3 +421,40 @@ def test_a_user_module_used_as_a_value_is_frozen_whole(tmp_path, monkeypatch):
     mod.SCALE = 5.0
     k(x, nt.partition(z, 16), 16, interpret=True)
     np.testing.assert_array_equal(z, 2.0)                # the checked value, not the live one
+
+
+class HookedEnum(enum.IntEnum):
+    """An IntEnum whose own __add__ would run, in the interpreter, instead of the integer
+    add Numba compiled."""
+    A = 2
+
+    def __add__(self, other):
+        HOOK_CALLS.append("add")
+        return 100
+
+
+class HookedFloat32(np.float32):
+    def __mul__(self, other):
+        HOOK_CALLS.append("mul")
+        return np.float32(7)
+
+
+HOOK_CALLS: list = []
+HOOKED_E = HookedEnum.A
+HOOKED_F = HookedFloat32(2.0)
+
+
+@nt.jit
+def hooked_scalars(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) * HOOKED_F + (HOOKED_E + 1))
+
+
+def test_scalars_with_their_own_operators_run_as_their_values_in_the_interpreter():
+    HOOK_CALLS.clear()
+    rng = np.random.default_rng()
+    x, z = rng.standard_normal(64).astype(np.float32), np.zeros(64, np.float32)
+    hooked_scalars(x, nt.partition(z, 16), 16, interpret=True)
+    assert HOOK_CALLS == []
+    np.testing.assert_allclose(z, x.astype(np.float64) * 2.0 + 3, rtol=1e-6)
+    assert frozen.exact_scalar(HookedEnum.A) == 2 and type(frozen.exact_scalar(HookedEnum.A)) is int
+    assert type(frozen.exact_scalar(HOOKED_F)) is np.float32
