@@ -59,6 +59,27 @@ __all__ = [
 ]
 
 
+def type_name(obj: object) -> str:
+    """The type of ``obj`` as a message names it (module-qualified unless a builtin)."""
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def shown(value: object, *, with_type: bool = False, qualified: bool = True) -> str:
+    """``repr(value)``, shortened to 60 characters, for a message (a hostile ``__repr__``
+    cannot replace the refusal); with ``with_type``, followed by its type in parentheses
+    (module-qualified, or its bare name with ``qualified=False``)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - any failure: the refusal must still be raised
+        text = "<unprintable>"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    if not with_type:
+        return text
+    return f"{text} ({type_name(value) if qualified else type(value).__name__})"
+
+
 class TileError(Exception):
     """Base class of every numba_tile error.
 

@@ -34,7 +34,7 @@ from numba.cuda import types
 
 from . import cache, dtypes, frozen
 from .compiler import check_kernel, compile_kernel
-from .errors import TileArgumentError
+from .errors import TileArgumentError, shown
 from .layout import is_pow2
 from .runtime import driver, inflight
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
@@ -268,7 +268,7 @@ class Kernel:
             raise _arg_error(
                 f"kernel '{self.__qualname__}': the Constant '{name}' sizes a tile of partition "
                 f"'{p.name}' (Partition[{declared!r}]), so it must be a positive power-of-two "
-                f"int, got {_shown(value)}")
+                f"int, got {shown(value, with_type=True, qualified=False)}")
         return extent
 
     def _signature(self, bound):
@@ -416,10 +416,10 @@ class Kernel:
             interpret = self.interpret
         elif interpret is not True and interpret is not False:
             raise _arg_error(f"kernel '{self.__qualname__}': interpret: expected True, False or "
-                             f"None (the kernel's default), got {_shown(interpret)}")
+                             f"None (the kernel's default), got {shown(interpret, with_type=True, qualified=False)}")
         if unchecked is not True and unchecked is not False:
             raise _arg_error(f"kernel '{self.__qualname__}': unchecked: expected True or False, "
-                             f"got {_shown(unchecked)}; only the bool True acknowledges an "
+                             f"got {shown(unchecked, with_type=True, qualified=False)}; only the bool True acknowledges an "
                              f"unchecked kernel")
         if on_conflict not in ("wait", "raise"):
             raise _arg_error(f"kernel '{self.__qualname__}': on_conflict: expected 'wait' or "
@@ -558,32 +558,23 @@ class Kernel:
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
 
 
-def _shown(value) -> str:
-    """``value`` and its type, as a message shows them."""
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not replace the refusal
-        text = "<unprintable>"
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({type(value).__name__})"
 
 
 def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm) -> None:
     """The options of :func:`jit`, with exact types (a bool is an int to Python, not here)."""
     if type(num_warps) is not int or not (is_pow2(num_warps) and num_warps <= 32):
         raise _arg_error(f"numba_tile.jit: num_warps: expected a power of two from 1 to 32 (an "
-                         f"int), got {_shown(num_warps)}")
+                         f"int), got {shown(num_warps, with_type=True, qualified=False)}")
     if min_blocks_per_sm is not None and (type(min_blocks_per_sm) is not int
                                           or not 1 <= min_blocks_per_sm <= 32):
         raise _arg_error(f"numba_tile.jit: min_blocks_per_sm: expected an int from 1 to 32 or "
-                         f"None, got {_shown(min_blocks_per_sm)}")
+                         f"None, got {shown(min_blocks_per_sm, with_type=True, qualified=False)}")
     if interpret is not True and interpret is not False:
         raise _arg_error(f"numba_tile.jit: interpret: expected True or False, got "
-                         f"{_shown(interpret)}")
+                         f"{shown(interpret, with_type=True, qualified=False)}")
     if unchecked is not True and unchecked is not False:
         raise _arg_error(f"numba_tile.jit: unchecked: expected True or False, got "
-                         f"{_shown(unchecked)}; it turns numba_tile's checks off, so only the "
+                         f"{shown(unchecked, with_type=True, qualified=False)}; it turns numba_tile's checks off, so only the "
                          f"bool True asks for that")
 
 

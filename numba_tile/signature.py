@@ -26,7 +26,7 @@ import inspect
 import types
 from dataclasses import dataclass
 
-from .errors import TileArgumentError
+from .errors import TileArgumentError, shown, type_name
 from .runtime.partition import Partition, PartitionAnnotation
 
 __all__ = ["Tensor", "Mutable", "Constant", "Param", "parse_params", "check_kernel_function"]
@@ -168,40 +168,31 @@ def _resolve(fn, pname: str, ann, ns: dict, depth: int = 0):
     return _resolve(fn, pname, value, ns, depth + 1) if isinstance(value, str) else value
 
 
-def _type_name(obj: object) -> str:
-    t = type(obj)
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _shown(obj: object) -> str:
-    try:
-        text = repr(obj)
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not replace the refusal
-        text = "<unprintable>"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _not_a_function(fn) -> str:
     """What ``fn`` is and what to do instead, for the refusal of a non-function kernel."""
     if isinstance(fn, functools.partial):
-        return (f"a functools.partial of {_shown(fn.func)}: decorate the function itself and pass "
+        return (f"a functools.partial of {shown(fn.func)}: decorate the function itself and pass "
                 f"the bound values as arguments at each launch (a Constant parameter for a "
                 f"compile-time value)")
     if inspect.ismethod(fn):
-        return (f"the bound method {_shown(fn)}: define the kernel as a plain function and pass "
+        return (f"the bound method {shown(fn)}: define the kernel as a plain function and pass "
                 f"what it needs from the object as arguments")
     if isinstance(fn, type):
         return f"the class {fn.__qualname__}: a kernel is a function, not a class"
     if isinstance(fn, (types.BuiltinFunctionType, types.BuiltinMethodType,
                        types.MethodWrapperType, types.WrapperDescriptorType)):
-        return f"the built-in {_shown(fn)}, which has no Python code to compile"
+        return f"the built-in {shown(fn)}, which has no Python code to compile"
     if isinstance(fn, (staticmethod, classmethod)):
         return (f"a {type(fn).__name__} object: apply numba_tile.jit to the function itself "
                 f"(a kernel is not a method)")
     if callable(fn):
-        return (f"a callable {_type_name(fn)} object: a kernel is a function (a def or a "
+        return (f"a callable {type_name(fn)} object: a kernel is a function (a def or a "
                 f"lambda), and only its code is compiled")
-    return f"{_shown(fn)} ({_type_name(fn)}), which is not callable"
+    return f"{shown(fn)} ({type_name(fn)}), which is not callable"
 
 
 def check_kernel_function(fn) -> None:

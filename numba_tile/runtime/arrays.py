@@ -53,7 +53,7 @@ from typing import Callable
 import ml_dtypes
 import numpy
 
-from numba_tile.errors import TileArgumentError
+from numba_tile.errors import TileArgumentError, shown, type_name
 from numba_tile.runtime import dlpack
 
 __all__ = ["ArrayArg", "as_array_arg", "SUPPORTED_DTYPES", "BFLOAT16", "MAX_NDIM", "MAX_SPAN",
@@ -215,20 +215,8 @@ class ArrayArg:
         return lo, hi + self.dtype.itemsize
 
 
-def _type_name(obj: object) -> str:
-    t = type(obj)
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _given(value: object) -> str:
-    """``value`` as a message shows it: its repr (shortened) and its type."""
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not replace the refusal
-        text = "<unprintable>"
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({_type_name(value)})"
 
 
 def _check_dtype(dtype: numpy.dtype, name: str) -> numpy.dtype:
@@ -301,14 +289,14 @@ def _ints(values: object, what: str, name: str) -> tuple[int, ...]:
     """
     if type(values) is not tuple and type(values) is not list:
         raise TileArgumentError(
-            f"argument '{name}': {what}: expected a tuple of ints, got {_given(values)}")
+            f"argument '{name}': {what}: expected a tuple of ints, got {shown(values, with_type=True)}")
     out = []
     for axis, v in enumerate(values):
         if type(v) is not int:
             if isinstance(v, (bool, numpy.bool_)) or not isinstance(v, (int, numpy.integer)):
                 raise TileArgumentError(
                     f"argument '{name}': {what} {_short(values)}: expected ints, got "
-                    f"{_given(v)} on axis {axis}")
+                    f"{shown(v, with_type=True)} on axis {axis}")
             v = operator.index(v)
         out.append(v)
     return tuple(out)
@@ -328,7 +316,7 @@ def _pointer(ptr: object, name: str) -> int:
     if type(ptr) is not int:
         if isinstance(ptr, (bool, numpy.bool_)) or not isinstance(ptr, (int, numpy.integer)):
             raise TileArgumentError(
-                f"argument '{name}': data pointer: expected an int address, got {_given(ptr)}")
+                f"argument '{name}': data pointer: expected an int address, got {shown(ptr, with_type=True)}")
         ptr = operator.index(ptr)
     if not 0 <= ptr < _ADDRESS_END:
         raise TileArgumentError(
@@ -443,7 +431,7 @@ def _validated(name: str, obj: object, owner: object, ptr: object, shape: object
     if readonly is not False and readonly is not True:
         if not isinstance(readonly, numpy.bool_):
             raise TileArgumentError(
-                f"argument '{name}': read-only flag: expected a bool, got {_given(readonly)}")
+                f"argument '{name}': read-only flag: expected a bool, got {shown(readonly, with_type=True)}")
         readonly = bool(readonly)
     if stream is not None and (type(stream) is not int or stream <= 0
                                or stream >= _ADDRESS_END):
@@ -455,7 +443,7 @@ def _validated(name: str, obj: object, owner: object, ptr: object, shape: object
                 f"default stream) or a stream handle")
         raise TileArgumentError(
             f"argument '{name}': __cuda_array_interface__ 'stream': expected None or a positive "
-            f"int stream handle below 2**64, got {_given(stream)}")
+            f"int stream handle below 2**64, got {shown(stream, with_type=True)}")
     if device is _DEVICE_OF_POINTER:
         device = _pointer_device(ptr)
     elif device is not None and (type(device) is not int or device < 0):
@@ -463,7 +451,7 @@ def _validated(name: str, obj: object, owner: object, ptr: object, shape: object
                 or device < 0:
             raise TileArgumentError(
                 f"argument '{name}': device: expected a CUDA device ordinal (an int >= 0), got "
-                f"{_given(device)}")
+                f"{shown(device, with_type=True)}")
         device = operator.index(device)
     arg = ArrayArg(obj, owner, ptr, shape, strides, dtype, readonly, device, stream)
     if odd and size:
@@ -528,7 +516,7 @@ def _cai_fields(obj: object, name: str) -> tuple:
     cai = obj.__cuda_array_interface__
     if type(cai) is not dict:
         raise TileArgumentError(
-            f"argument '{name}': __cuda_array_interface__: expected a dict, got {_given(cai)}")
+            f"argument '{name}': __cuda_array_interface__: expected a dict, got {shown(cai, with_type=True)}")
     try:
         shape = cai["shape"]
         data = cai["data"]
@@ -539,7 +527,7 @@ def _cai_fields(obj: object, name: str) -> tuple:
     if type(data) is not tuple or len(data) != 2:
         raise TileArgumentError(
             f"argument '{name}': __cuda_array_interface__ 'data': expected a 2-tuple (pointer: "
-            f"int, read-only: bool), got {_given(data)}")
+            f"int, read-only: bool), got {shown(data, with_type=True)}")
     ptr, readonly = data
     if ptr is None:           # CAI v0-v2 producers may give None for an empty array
         ptr = 0
@@ -712,13 +700,13 @@ def as_array_arg(obj: object, name: str, *, stream: int | None = None) -> ArrayA
                 raise TileArgumentError(
                     f"argument '{name}': expected an array (on the GPU a CuPy, Numba or PyTorch "
                     f"device array, or any object with __cuda_array_interface__ or __dlpack__; "
-                    f"in interpreter mode a NumPy array), got {_type_name(obj)}")
+                    f"in interpreter mode a NumPy array), got {type_name(obj)}")
             _ADAPTERS[type(obj)] = adapter
         fields = adapter(obj, name, stream)
     except TileArgumentError:
         raise
     except Exception as exc:  # a producer's interface that raises or returns nonsense
         raise TileArgumentError(
-            f"argument '{name}': could not read the array interface of {_type_name(obj)} "
-            f"({_given(exc)})") from exc
+            f"argument '{name}': could not read the array interface of {type_name(obj)} "
+            f"({shown(exc, with_type=True)})") from exc
     return _validated(name, *fields)

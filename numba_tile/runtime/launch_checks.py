@@ -42,6 +42,7 @@ from numba_tile.errors import (
     TileArgumentError,
     TileError,
     UnexpectedPartitionError,
+    type_name,
 )
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
@@ -155,9 +156,6 @@ def _self_overlap_verdict(array: ArrayArg) -> bool | None:
     return verdict
 
 
-def _type_name(obj: object) -> str:
-    t = type(obj)
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
 def _named(bound: list[BoundArray]) -> str:
@@ -216,7 +214,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
     elif kind == "partition":
         if type(value) is not Partition:
             raise err(MissingPartitionError,
-                      f"mutable parameter '{spec.name}' received a plain {_type_name(value)}; "
+                      f"mutable parameter '{spec.name}' received a plain {type_name(value)}; "
                       f"pass partition(array, tile_shape) so that each tile block owns one tile")
         try:
             target, tile_shape, blocks = launch_fields(value, spec.name)
@@ -251,7 +249,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
         if allow_host:
             raise err(TileArgumentError,
                       f"argument '{spec.name}': interpreter mode runs on NumPy (host) arrays; got "
-                      f"an array on CUDA device {array.device} ({_type_name(target)})")
+                      f"an array on CUDA device {array.device} ({type_name(target)})")
         raise err(HostArrayError,
                   f"argument '{spec.name}': NumPy (host) arrays run only in interpreter mode; "
                   f"pass a CuPy/Numba/PyTorch device array or launch with interpret=True")
@@ -286,7 +284,7 @@ def _check_writable(spec: ParamSpec, array: ArrayArg, target: object, err: _Rais
     if array.readonly:
         raise err(ReadOnlyProducerError,
                   f"mutable argument '{name}' was marked read-only by its producer "
-                  f"({_type_name(target)})")
+                  f"({type_name(target)})")
 
 
 def _refuse_self_overlap(name: str, array: ArrayArg, verdict: bool | None, err: _Raiser) -> None:

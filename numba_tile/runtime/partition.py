@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy
 
-from numba_tile.errors import TileArgumentError
+from numba_tile.errors import TileArgumentError, shown
 from numba_tile.runtime.arrays import ZERO_D_MESSAGE
 
 __all__ = ["Partition", "partition", "normalize_tile_shape", "launch_fields"]
@@ -127,9 +127,9 @@ class Partition:
                         pass
                 if value is None or value <= 0 or value & (value - 1):
                     got = (f"{value}, which is not a positive power of two" if value is not None
-                           else f"{_shown(s)} ({type(s).__name__})")
+                           else f"{shown(s)} ({type(s).__name__})")
                     raise _at_user_line(
-                        f"Partition[{_shown(shape)}]: each declared tile extent must be a "
+                        f"Partition[{shown(shape)}]: each declared tile extent must be a "
                         f"positive power of two (an int) or the name of a Constant parameter (a "
                         f"str), got {got} on axis {axis}; e.g. Partition[128] or "
                         f"Partition[('BM', 'BN')]")
@@ -191,13 +191,6 @@ class Partition:
         return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={tile_shape!r}{mapped})"
 
 
-def _shown(value: object) -> str:
-    """``repr(value)``, shortened, for a message (a hostile ``__repr__`` cannot replace it)."""
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001
-        text = "<unprintable>"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _at_user_line(message: str) -> TileArgumentError:
