@@ -15,6 +15,19 @@ import textwrap
 
 import pytest
 
+
+def run_child(tmp_path, script: str, cache) -> list:
+    """Run ``script`` in a fresh Python process with the disk cache at ``cache``; its stdout
+    lines (the process must exit 0)."""
+    path = tmp_path / "case.py"
+    path.write_text(script)
+    env = dict(os.environ, NUMBA_TILE_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.split("\n")
+
+
 PRELUDE = """
 import operator, os
 import numpy as np
@@ -62,17 +75,11 @@ def test_a_foreign_lowering_of_an_op_is_refused_and_caches_nothing(tmp_path, cas
                 print(how, "ACCEPTED")
         print("entries", len(os.listdir(os.environ["NUMBA_TILE_CACHE_DIR"])))
     """)
-    path = tmp_path / "case.py"
-    path.write_text(script)
     cache = tmp_path / "cache"
     cache.mkdir()
-    env = dict(os.environ, NUMBA_TILE_CACHE_DIR=str(cache))
-    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    lines = out.stdout.split("\n")
-    assert "ptx refused" in lines and "interpreter refused" in lines, out.stdout
-    assert "entries 0" in lines, out.stdout
+    lines = run_child(tmp_path, script, cache)
+    assert "ptx refused" in lines and "interpreter refused" in lines, lines
+    assert "entries 0" in lines, lines
 
 
 def test_a_library_function_with_a_foreign_lowering_is_refused(tmp_path):
@@ -100,13 +107,8 @@ def test_a_library_function_with_a_foreign_lowering_is_refused(tmp_path):
             assert "calls math.sqrt()" in e.message and "case.py" in e.message, e.message
             print("refused")
     """)
-    path = tmp_path / "case.py"
-    path.write_text(script)
-    env = dict(os.environ, NUMBA_TILE_CACHE_DIR=str(tmp_path / "cache"))
-    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "refused" in out.stdout.split("\n"), out.stdout
+    lines = run_child(tmp_path, script, tmp_path / "cache")
+    assert "refused" in lines, lines
 
 
 # Extension code reached through calls, methods, attributes and operators on numbers: each
@@ -256,10 +258,5 @@ def test_extension_code_on_numbers_is_refused_where_a_safe_kernel_reaches_it(tmp
         else:
             print("ACCEPTED")
     """)
-    path = tmp_path / "case.py"
-    path.write_text(script)
-    env = dict(os.environ, NUMBA_TILE_CACHE_DIR=str(tmp_path / "cache"))
-    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert any(line.startswith("refused") for line in out.stdout.split("\n")), out.stdout
+    lines = run_child(tmp_path, script, tmp_path / "cache")
+    assert any(line.startswith("refused") for line in lines), lines
