@@ -36,12 +36,12 @@ from __future__ import annotations
 
 from . import errors
 from ._registry import finalize as _finalize
-from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
+from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int32, int64
 from .kernel import Constant, Kernel, Mutable, Partition, Tensor, jit
 from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, atomic_cas,
                        atomic_max, cumsum,
                        atomic_min, atomic_xchg, bid, broadcast_to, ceil, cos, exp, exp2,
-                       expand_dims, filled, floor, full, gather, max, min, permute, prod, reshape,
+                       expand_dims, filled, floor, full, gather, matmul, max, min, mma, permute, prod, reshape,
                        scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
                        sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
@@ -52,13 +52,13 @@ from .runtime.partition import partition
 # The three rule sets of every op family; finalize() checks none is missing.
 from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
 from .typing import partition as _t5, shape as _t7, unchecked as _t6  # noqa: E402,F401
-from .typing import reduction as _t8  # noqa: E402,F401
+from .typing import mma as _t9, reduction as _t8  # noqa: E402,F401
 from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
 from .lowering import partition as _l5, shape as _l7, unchecked as _l6  # noqa: E402,F401
-from .lowering import reduction as _l8  # noqa: E402,F401
+from .lowering import mma as _l9, reduction as _l8  # noqa: E402,F401
 from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
 from .interpreter import partition as _i5, shape as _i7, unchecked as _i6  # noqa: E402,F401
-from .interpreter import reduction as _i8  # noqa: E402,F401
+from .interpreter import mma as _i9, reduction as _i8  # noqa: E402,F401
 
 _finalize()
 
@@ -75,7 +75,8 @@ __all__ = [
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
-    "float16", "bfloat16", "float32", "float64", "int32", "int64", "bool_",
+    "float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "bool_",
+    "mma", "matmul",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",
     "prod", "argmax", "argmin", "cumsum",
     "gather", "scatter", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",

@@ -155,10 +155,10 @@ def _typing_loc():
 
 def _argument_type(d: OpDef, ty):
     """The type an op's lowering receives for an argument of type ``ty``: elementwise ops
-    take tiles in any layout; the others get them in the blocked layout (Numba inserts the
+    and the matrix products take tiles in any layout; the others get them in the blocked layout (Numba inserts the
     conversion, ``lowering/elementwise.py``'s cast)."""
     from .typing.types import TileType   # late: avoids an import cycle
-    if not isinstance(ty, TileType) or d.family == "elementwise":
+    if not isinstance(ty, TileType) or d.family in ("elementwise", "mma"):
         return ty
     from .layout import BlockedLayout
     from .typing.common import make_tile

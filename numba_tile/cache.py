@@ -120,12 +120,13 @@ def load(digest: str):
     try:
         with open(os.path.join(d, digest + ".json")) as f:
             data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    from .compiler import CompiledKernel
-    return CompiledKernel(ptx=data["ptx"], entry=data["entry"],
-                          param_kinds=tuple(data["param_kinds"]),
-                          num_threads=data["num_threads"], cc=tuple(data["cc"]))
+        from .compiler import CompiledKernel
+        return CompiledKernel(ptx=data["ptx"], entry=data["entry"],
+                              param_kinds=tuple(data["param_kinds"]),
+                              num_threads=int(data["num_threads"]), cc=tuple(data["cc"]),
+                              shared_bytes=int(data["shared_bytes"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None     # unreadable, or written by a version without a field: recompile
 
 
 def store(digest: str, ck) -> None:
@@ -139,7 +140,8 @@ def store(digest: str, ck) -> None:
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
             json.dump({"ptx": ck.ptx, "entry": ck.entry, "param_kinds": list(ck.param_kinds),
-                       "num_threads": ck.num_threads, "cc": list(ck.cc)}, f)
+                       "num_threads": ck.num_threads, "cc": list(ck.cc),
+                       "shared_bytes": ck.shared_bytes}, f)
         os.replace(tmp, os.path.join(d, digest + ".json"))
     except OSError:
         pass

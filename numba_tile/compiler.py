@@ -40,6 +40,8 @@ class CompiledKernel:
             (``'u64'`` pointers, ``'i64'``, ``'i32'``, ``'f32'``, ``'f64'``, ``'u8'``...).
         num_threads: threads per block.
         cc: compute capability compiled for.
+        shared_bytes: dynamic shared memory per block the launch must give
+            (``lowering/shared.py``).
     """
 
     ptx: str
@@ -47,6 +49,7 @@ class CompiledKernel:
     param_kinds: tuple
     num_threads: int
     cc: tuple
+    shared_bytes: int = 0
 
 
 def _make_compiler(typing_only: bool):
@@ -321,6 +324,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     from numba.cuda.cudadrv import nvvm
 
     ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
+    ctx.cc = tuple(cc)
     with compiler_context.compiling(ctx):
         try:
             cres = _run(pyfunc, argtypes, ctx, typing_only=False, cc=cc, lineinfo=lineinfo)
@@ -332,9 +336,10 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
             nvvm.set_launch_bounds(kernel, ctx.num_threads if min_blocks_per_sm is None
                                    else (ctx.num_threads, min_blocks_per_sm))
             kinds = tuple(_param_kind(a.type) for a in kernel.args)
+            shared = ctx.smem.finish(cc) if ctx.smem is not None else 0
             ptx = lib.get_asm_str(cc=cc)
         except Exception as exc:  # noqa: BLE001
             raise _translate(exc, ctx) from None
     m = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx)
     return CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
-                          num_threads=ctx.num_threads, cc=cc)
+                          num_threads=ctx.num_threads, cc=cc, shared_bytes=shared)

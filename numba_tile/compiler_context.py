@@ -26,7 +26,9 @@ class CompileContext:
         grid_param: index of the partition parameter that defines the grid.
         pyfunc: the kernel's Python function.
         unchecked: the kernel is marked unchecked (``@jit(unchecked=True)``).
-        shared_bytes: static shared memory the kernel's layout conversions use so far.
+        smem: the kernel's shared-memory pool (``lowering/shared.SharedPool``), made by the
+            first op that needs shared memory; None when none does.
+        cc: the compute capability being compiled for.
         ordered_partitions: names of the partition parameters whose accesses (loads and
             stores of the block's own or branded tiles) the lowering must order with a
             block barrier (``bar.sync 0``) before each one: a partition the kernel
@@ -45,7 +47,8 @@ class CompileContext:
     grid_param: int | None = None
     pyfunc: object = None
     unchecked: bool = False
-    shared_bytes: int = 0
+    smem: object = None
+    cc: tuple = (9, 0)
     ordered_partitions: frozenset | None = None
     errors: list = field(default_factory=list)
 

@@ -1,7 +1,7 @@
 """Tile dtypes and the promotion table, shared by typing, lowering and the interpreter.
 
-Supported dtypes: ``float16``, ``bfloat16``, ``float32``, ``float64``, ``int32``,
-``int64``, ``bool``. The public names (``numba_tile.float32`` ...) are Numba types, so
+Supported dtypes: ``float16``, ``bfloat16``, ``float32``, ``float64``, ``int8``,
+``int32``, ``int64``, ``bool``. The public names (``numba_tile.float32`` ...) are Numba types, so
 they can be used inside kernels (``astype(t, nt.float16)``); NumPy dtypes and their
 scalar types are accepted wherever a dtype is.
 
@@ -12,7 +12,7 @@ operands          result
 ================  ==========================================================
 same dtype        that dtype
 bool, X           X
-int32, int64      int64
+int8, int32, int64  the wider
 int, float F      F (as Triton and PyTorch; NumPy would widen fp16 to fp64)
 float16, bfloat16 float32 (neither holds the other; as PyTorch)
 float F, float G  the wider of F and G
@@ -50,23 +50,24 @@ float16 = types.float16
 bfloat16 = types.bfloat16
 float32 = types.float32
 float64 = types.float64
+int8 = types.int8
 int32 = types.int32
 int64 = types.int64
 bool_ = types.boolean
 
-SUPPORTED = (float16, bfloat16, float32, float64, int32, int64, bool_)
+SUPPORTED = (float16, bfloat16, float32, float64, int8, int32, int64, bool_)
 
 _BY_NAME = {
     "float16": float16, "half": float16,
     "bfloat16": bfloat16,
     "float32": float32, "float": float32,
     "float64": float64, "double": float64,
-    "int32": int32, "int64": int64,
+    "int8": int8, "int32": int32, "int64": int64,
     "bool": bool_, "bool_": bool_, "boolean": bool_,
 }
 
 _FLOAT_RANK = {float16: 16, bfloat16: 16, float32: 32, float64: 64}
-_INT_RANK = {int32: 32, int64: 64}
+_INT_RANK = {int8: 8, int32: 32, int64: 64}
 
 
 def name(dt) -> str:
@@ -178,7 +179,7 @@ def scalar_kind(ty):
     return None
 
 
-INT_RANGE = {int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
+INT_RANGE = {int8: (-2**7, 2**7 - 1), int32: (-2**31, 2**31 - 1), int64: (-2**63, 2**63 - 1)}
 
 
 def int_fits(value: int, dt) -> bool:

@@ -51,6 +51,8 @@ INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 #: (Hopper, the design's main target)
 INTERPRETER_CC = (9, 0)
 _MAX_GRID = 2**31 - 1
+#: dynamic shared memory a block gets without the opt-in (bytes; CUDA C++ Programming Guide)
+_STATIC_SHARED = 48 * 1024
 _SCALARS = (bool, int, float, np.number, np.bool_)
 _EXACT = frozenset((bool, int, float, str, complex, bytes))
 _SCALAR_LIKE = (int, float, str, complex, bytes, np.generic)
@@ -507,11 +509,20 @@ class Kernel:
             cc = driver.compute_capability(device)
             ck = self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
             cubin = ptx_to_cubin(ck.ptx, cc)
+            if ck.shared_bytes > _STATIC_SHARED:
+                have = driver.max_shared_per_block_optin(device)
+                if ck.shared_bytes > have:
+                    raise _arg_error(
+                        f"kernel '{self.__qualname__}' needs {ck.shared_bytes} bytes of shared "
+                        f"memory per block; device {device} allows {have}: use smaller tiles or "
+                        f"fewer pipeline stages (num_stages)")
             module = driver.load_module(cubin if cubin is not None else ck.ptx, device)
-            loaded = (module, driver.get_function(module, ck.entry), ParamBuffer(ck.param_kinds),
-                      ck.num_threads)
+            func = driver.get_function(module, ck.entry)
+            if ck.shared_bytes > _STATIC_SHARED:
+                driver.set_dynamic_shared(func, ck.shared_bytes)
+            loaded = (module, func, ParamBuffer(ck.param_kinds), ck.num_threads, ck.shared_bytes)
             spec.loaded[device] = loaded
-        _module, func, params, nthreads = loaded
+        _module, func, params, nthreads, shared = loaded
         registry = inflight.default_registry()
         found = registry.conflicts(stream, arrays, writes)
         if found:
@@ -527,7 +538,7 @@ class Kernel:
                 break
         with self._lock:
             ptr = params.pack(flat)
-            driver.launch(func, (nblocks, 1, 1), (nthreads, 1, 1), 0, stream, ptr)
+            driver.launch(func, (nblocks, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
         arrays.append(self)
         return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
 

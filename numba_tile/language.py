@@ -234,6 +234,90 @@ def cumsum(x, axis, dtype=None):
     """
 
 
+# ------------------------------------------------------------------------------ mma
+
+_MMA_TABLE = """
+    ==================  ==================  ==========================================
+    a, b dtype          accumulator dtype   computed as
+    ==================  ==================  ==========================================
+    float16             float32 (default)   tensor cores, products exact, float32 sums
+    float16             float16             tensor cores, float16 accumulation
+    bfloat16            float32             tensor cores, products exact, float32 sums
+    int8                int32               tensor cores, exact (int32 wraps on overflow)
+    float32             float32             IEEE float32 fused multiply-adds (default)
+    float32             float32             TF32 tensor cores with ``precision="tf32"``
+    float64             float64             IEEE float64 fused multiply-adds
+    ==================  ==================  ==========================================
+
+    float32 inputs are never rounded to TF32 unless ``precision="tf32"`` is written at the
+    call (a static string): TF32 keeps 10 of float32's 23 significand bits (each input is
+    rounded to nearest, ties away from zero, ``cvt.rna.tf32.f32``), so ``(1 + 2**-12) * I``
+    stays exact only in the default ``"ieee"`` precision. ``precision`` is refused for any
+    other input dtype. Mixed input dtypes are refused: cast with :func:`astype` first.
+
+    Shapes: ``a`` is ``(M, K)``, ``b`` ``(K, N)``, the result ``(M, N)``; M, N and K powers
+    of two, at least 16 (at least 32 for K with int8 inputs). Masked operands (loads at an
+    array's edge without ``padding``) count their invalid elements as zero, so a K not a
+    multiple of the tile sums no garbage; the result is masked only when ``acc`` is.
+
+    Accumulation order: the tensor-core paths add the K products in groups of the
+    instruction's depth (16 for 16-bit inputs, 32 for int8, 8 for TF32), group after group
+    in K order; the IEEE paths accumulate one product at a time in K order with a fused
+    multiply-add. The interpreter computes in the same dtypes (float32 sums of exact
+    products for 16-bit inputs; float16 accumulation rounded after each group of 16)."""
+
+
+@op("mma")
+def mma(a, b, acc, precision=None):
+    """``acc + a @ b`` on tensor cores: the matrix product of two tiles added to an accumulator.
+
+    Args:
+        a (Tile[M, K]): the left operand.
+        b (Tile[K, N]): the right operand, of a's dtype.
+        acc (Tile[M, N]): the accumulator; its dtype selects the accumulation (table below).
+        precision (str or None, static): ``None``/``"ieee"`` or, for float32 inputs only,
+            ``"tf32"``.
+
+    Returns:
+        Tile[M, N] of acc's dtype, in the tensor-core accumulator layout
+        (:class:`~numba_tile.layout.MmaLayout`): keep it as the loop-carried accumulator of a
+        K loop; elementwise ops work on it in place, and a store or any other op converts it
+        to the blocked layout through shared memory.
+    {table}
+
+    Raises:
+        TileTypingError: a non-tile operand, a rank other than 2, mismatched K or (M, N), a
+            dimension below 16, mixed or unsupported input dtypes, an accumulator dtype the
+            table does not list for the inputs, or a bad ``precision``.
+    """
+
+
+@op("mma")
+def matmul(a, b, out_dtype=None, precision=None):
+    """``a @ b`` of two tiles (also written ``a @ b`` in a kernel).
+
+    Args:
+        a (Tile[M, K]), b (Tile[K, N]): the operands, of one dtype.
+        out_dtype (dtype or None, static): the result's dtype: by default float32 for
+            16-bit float inputs, int32 for int8, the input dtype otherwise; float16 inputs
+            may ask for ``float16`` (float16 accumulation).
+        precision (str or None, static): as :func:`mma`.
+
+    Returns:
+        Tile[M, N] of ``out_dtype`` in the accumulator layout (see :func:`mma`).
+    {table}
+
+    Raises:
+        TileTypingError: as :func:`mma`.
+    """
+
+
+for _f in (mma, matmul):
+    _f.__doc__ = _f.__doc__.format(table=_MMA_TABLE)
+
+operator_op("matmul_operator", "mma", operator.matmul, 2)
+
+
 # ---------------------------------------------------------------------------- shape
 # Rearrangements of a tile's elements between threads go through shared memory (unless
 # the register layouts happen to coincide, as for most expand_dims/reshape of 1-D tiles).

@@ -16,8 +16,10 @@ When the tile has fewer chunks than the block has threads, threads
 ``threads_used <= t < num_threads`` hold a copy of thread ``t % threads_used``'s
 elements (replication): they load and compute like the others but never store.
 
-The tensor-core accumulator and operand layouts (``mma``/``wgmma``) will be further
-classes here; ops between tiles of different layouts convert through shared memory.
+:class:`MmaLayout` is the layout of ``mma``'s accumulator and result (the ``mma.sync``
+``m16n8`` C fragment, tiled over the block's warps); :class:`MmaOperandLayout` describes
+the A and B fragments ``ldmatrix`` puts in registers inside ``mma``'s lowering. Ops
+between tiles of different layouts convert through shared memory.
 """
 
 from __future__ import annotations
@@ -162,3 +164,146 @@ class SliceLayout:
 
     def describe(self) -> str:
         return f"slice(axis={self.axis}, of {self.parent.describe()})"
+
+
+#: ``mma.sync`` accumulator atom: 16 rows x 8 columns per warp (PTX ISA, "Matrix Fragments
+#: for mma.m16n8k16"; the same C fragment for m16n8k8 tf32 and m16n8k32 int8).
+ATOM_M, ATOM_N = 16, 8
+
+
+def mma_warps(shape: tuple, num_warps: int) -> tuple:
+    """``(warps_m, warps_n)``: how the block's warps tile an ``(M, N)`` accumulator.
+
+    Doubles the warps along the axis with more ``m16n8`` atoms per warp (rows first on a
+    tie) until every warp has a distinct sub-tile or no axis can be split further; the
+    warps beyond ``warps_m * warps_n`` replicate (small tiles). 128x128 over 4 warps gives
+    2x2 warps of 64x64, 128x256 over 8 warps 2x4 of 64x64 (Triton's ``warpsPerTile`` for
+    mma v2 picks the same).
+    """
+    m, n = shape
+    wm, wn = 1, 1
+    while wm * wn < num_warps:
+        rows, cols = m // (ATOM_M * wm), n // (ATOM_N * wn)
+        if rows >= cols and rows >= 2:
+            wm *= 2
+        elif cols >= 2:
+            wn *= 2
+        elif rows >= 2:
+            wm *= 2
+        else:
+            break
+    return wm, wn
+
+
+@dataclass(frozen=True)
+class MmaLayout:
+    """Register layout of an ``mma`` accumulator of ``shape = (M, N)`` (M a multiple of 16,
+    N of 8, both powers of two) over ``num_threads`` threads.
+
+    Warp ``w`` (of the first ``warps_m * warps_n``; the others replicate warp ``w % used``)
+    owns the sub-tile at warp row ``w // warps_n`` and warp column ``w % warps_n``, of
+    ``wtm = M / warps_m`` rows and ``wtn = N / warps_n`` columns: ``wtm/16 x wtn/8`` atoms.
+    Fragment slot ``4 * (im * an + jn) + i`` of lane ``l`` holds, in atom ``(im, jn)``, the
+    element at row ``16 im + l // 4 + 8 (i // 2)`` and column ``8 jn + 2 (l % 4) + i % 2``
+    of the warp's sub-tile: the C/D fragment of ``mma.sync.m16n8k16`` (PTX ISA, figure
+    "MMA .m16n8k16 fragment layout for accumulator matrix C/D"), and of ``wgmma``'s
+    accumulator row by row (``shared/notes/hopper-gemm.md`` section 1.4).
+    """
+
+    shape: tuple
+    num_threads: int
+
+    def __post_init__(self):
+        m, n = self.shape
+        if not (is_pow2(m) and is_pow2(n) and m >= ATOM_M and n >= ATOM_N):
+            raise ValueError(f"an mma accumulator must be (M, N) powers of two, M >= 16, "
+                             f"N >= 8, got {self.shape}")
+
+    @cached_property
+    def warps(self) -> tuple:
+        return mma_warps(self.shape, self.num_threads // 32)
+
+    @property
+    def warps_m(self) -> int:
+        return self.warps[0]
+
+    @property
+    def warps_n(self) -> int:
+        return self.warps[1]
+
+    @cached_property
+    def warp_tile(self) -> tuple:
+        return self.shape[0] // self.warps_m, self.shape[1] // self.warps_n
+
+    @cached_property
+    def atoms(self) -> tuple:
+        """``(am, an)``: atoms per warp along M and N."""
+        return self.warp_tile[0] // ATOM_M, self.warp_tile[1] // ATOM_N
+
+    @cached_property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @cached_property
+    def threads_used(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @cached_property
+    def elems_per_thread(self) -> int:
+        return 4 * self.atoms[0] * self.atoms[1]
+
+    def slot_coords(self, thread: int, slot: int) -> tuple:
+        """``(row, col)`` in the tile of fragment slot ``slot`` of ``thread``."""
+        w = (thread // 32) % (self.warps_m * self.warps_n)
+        lane = thread % 32
+        atom, i = divmod(slot, 4)
+        im, jn = divmod(atom, self.atoms[1])
+        row = (w // self.warps_n) * self.warp_tile[0] + im * ATOM_M + lane // 4 + 8 * (i // 2)
+        col = (w % self.warps_n) * self.warp_tile[1] + jn * ATOM_N + 2 * (lane % 4) + i % 2
+        return row, col
+
+    def linear_index(self, thread: int, slot: int) -> int:
+        """Row-major index in the tile of fragment slot ``slot`` of ``thread``."""
+        row, col = self.slot_coords(thread, slot)
+        return row * self.shape[1] + col
+
+    def describe(self) -> str:
+        return (f"mma(warps={self.warps_m}x{self.warps_n}, atoms={self.atoms[0]}x"
+                f"{self.atoms[1]}, threads={self.threads_used}/{self.num_threads})")
+
+
+@dataclass(frozen=True)
+class MmaOperandLayout:
+    """The register fragment ``ldmatrix`` gives one warp for one ``mma.sync`` operand.
+
+    ``operand`` is ``"a"`` (``16 x k`` rows of A) or ``"b"`` (``k x 8`` of B), ``k`` the
+    instruction's depth (16 for 16-bit inputs, 32 for int8, 8 for tf32): 32 bytes of K
+    per row either way. Register ``r`` of lane ``l`` packs ``4 / itemsize`` consecutive
+    K elements (PTX ISA, "Matrix Fragments for mma.m16n8k16 / m16n8k32 / m16n8k8"):
+
+    * A: row ``l // 4 + 8 (r % 2)``, K from ``(16 (r // 2) + 4 (l % 4)) / itemsize``;
+    * B: column ``l // 4``, K from ``(16 r + 4 (l % 4)) / itemsize``.
+
+    Such fragments live only inside ``mma``'s lowering (A and B are staged in shared memory
+    and read with ``ldmatrix``); no op returns a tile in this layout.
+    """
+
+    operand: str
+    itemsize: int
+
+    @property
+    def k(self) -> int:
+        return 32 // self.itemsize
+
+    @property
+    def registers(self) -> int:
+        return 4 if self.operand == "a" else 2
+
+    def element(self, lane: int, reg: int, part: int) -> tuple:
+        """``(row, k)`` (A) or ``(k, col)`` (B) of element ``part`` of register ``reg``."""
+        if self.operand == "a":
+            return lane // 4 + 8 * (reg % 2), (16 * (reg // 2) + 4 * (lane % 4)) // self.itemsize + part
+        return (16 * reg + 4 * (lane % 4)) // self.itemsize + part, lane // 4
+
+    def describe(self) -> str:
+        return f"mma_operand({self.operand}, k={self.k})"

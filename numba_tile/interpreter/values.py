@@ -409,6 +409,7 @@ class InterpTile:
     __and__, __rand__ = _op("and_")
     __or__, __ror__ = _op("or_")
     __xor__, __rxor__ = _op("xor")
+    __matmul__, __rmatmul__ = _op("matmul_operator")
     __lt__, _ = _op("lt")
     __le__, _ = _op("le")
     __gt__, _ = _op("gt")

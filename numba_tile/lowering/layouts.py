@@ -5,27 +5,23 @@ per chunk, a float32 tile 4). Before an elementwise op the right operand is move
 into the left operand's layout: every thread writes its fragment to a shared-memory
 buffer at the elements' row-major positions, the block synchronizes (``bar.sync 0``),
 and every thread reads the elements of the target layout. A leading barrier keeps a
-conversion inside a loop from overwriting a buffer still being read. Each conversion
-site has its own statically sized buffer (``.shared`` array of the tile's size).
+conversion inside a loop from overwriting a buffer still being read, and lets every
+conversion site use the one shared scratch region of the kernel (``lowering/shared.py``).
 The shape ops (reshape, broadcast, permute) use the same mechanism with a different
 source index per destination element (:func:`remap`).
 """
 
 from __future__ import annotations
 
-import itertools
-
 from llvmlite import ir
 from numba.cuda import cgutils
 
-from .. import compiler_context, dtypes
-from ..errors import TileTypingError
-from ..layout import BlockedLayout, SliceLayout
+from .. import dtypes
+from ..layout import ATOM_M, ATOM_N, BlockedLayout, MmaLayout, SliceLayout
 from ..typing.types import element_llvm_type
 from .common import const_i64, is_storing_thread, thread_index
+from .shared import pool
 
-_MAX_SHARED = 48 * 1024   # static shared memory per block without opt-in (bytes)
-_counter = itertools.count()
 
 
 def barrier(builder):
@@ -56,9 +52,6 @@ def same_distribution(a, b) -> bool:
 def convert_layout(builder, dt, src_layout, elems, dst_layout):
     """Register elements of a tile of dtype ``dt`` in ``src_layout`` -> in ``dst_layout``
     (same shape: every element keeps its row-major index).
-
-    Raises:
-        TileTypingError: the tile does not fit the 48 KB of static shared memory.
     """
     if src_layout == dst_layout or same_distribution(src_layout, dst_layout):
         return list(elems)
@@ -72,30 +65,15 @@ def stage(builder, dt, src_layout, elems):
     atomic's result is the old value only in the owning thread). Returns ``read(linear)``,
     which loads the register element at row-major index ``linear`` (an i64 value).
 
-    Raises:
-        TileTypingError: the kernel's rearrangements exceed 48 KB of static shared memory.
+    The buffer is the kernel's shared scratch region (``lowering/shared.py``): every read
+    must happen before the caller's lowering returns.
     """
     numel = src_layout.numel
     reg_ty = element_llvm_type(dt)
     smem_ty = ir.IntType(8) if dt == dtypes.bool_ else ir.IntType(8 * dtypes.itemsize(dt))
     nbytes = numel * max(dtypes.itemsize(dt), 1)
-    ctx = compiler_context.current()
-    if ctx.shared_bytes + nbytes > _MAX_SHARED:
-        raise TileTypingError(
-            f"rearranging a {src_layout.shape} tile of {dtypes.name(dt)} needs {nbytes} bytes of "
-            f"shared memory; with the kernel's other rearrangements ({ctx.shared_bytes} bytes) "
-            f"that is more than the {_MAX_SHARED} bytes of static shared memory a block has: "
-            f"use smaller tiles")
-    ctx.shared_bytes += nbytes
-    module = builder.module
-    arr_ty = ir.ArrayType(smem_ty, numel)
-    gv = ir.GlobalVariable(module, arr_ty, name=f"__numba_tile_smem_{next(_counter)}", addrspace=3)
-    gv.linkage = "internal"
-    gv.initializer = ir.Constant(arr_ty, ir.Undefined)
-    # No over-alignment: with ``align 16`` NVVM's load/store vectorizer merges the accesses
-    # into vector forms its backend then rejects ("unsupported operation", libNVVM 13.0 and
-    # 13.5, -opt >= 1).
-    base = builder.bitcast(gv, smem_ty.as_pointer(3))
+    raw = pool().scratch(builder, nbytes, f"rearranging a {src_layout.shape} tile")
+    base = builder.bitcast(raw, smem_ty.as_pointer(3))
 
     barrier(builder)
     if isinstance(src_layout, SliceLayout):
@@ -108,6 +86,13 @@ def stage(builder, dt, src_layout, elems):
         barrier(builder)
         return _reader(builder, dt, base, smem_ty, reg_ty)
     owner = is_storing_thread(builder, src_layout)
+    if isinstance(src_layout, MmaLayout):
+        with builder.if_then(owner):
+            for e, (_coords, linear) in zip(elems, mma_slots(builder, src_layout)):
+                e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
+                builder.store(e, builder.gep(base, [linear]))
+        barrier(builder)
+        return _reader(builder, dt, base, smem_ty, reg_ty)
     with builder.if_then(owner):
         k = 0
         for rep in range(src_layout.reps):
@@ -141,6 +126,8 @@ def dst_slots(builder, dst_layout):
             c[dst_layout.axis] = const_i64(0)
             out.append((c, linear_of(builder, dst_layout.shape, c)))
         return out
+    if isinstance(dst_layout, MmaLayout):
+        return mma_slots(builder, dst_layout)
     out = []
     for rep in range(dst_layout.reps):
         start = chunk_linear(builder, dst_layout, rep)
@@ -152,13 +139,43 @@ def dst_slots(builder, dst_layout):
     return out
 
 
+def warp_coords(builder, layout: MmaLayout):
+    """``(lane, warp_row, warp_col)`` of this thread in ``layout`` (i64 values; a replicating
+    warp takes the coordinates of warp ``w % (warps_m * warps_n)``)."""
+    t = thread_index(builder)
+    lane = builder.and_(t, const_i64(31))
+    w = builder.lshr(t, const_i64(5))
+    used = layout.warps_m * layout.warps_n
+    if used < layout.num_threads // 32:
+        w = builder.and_(w, const_i64(used - 1))
+    wm = builder.lshr(w, const_i64(layout.warps_n.bit_length() - 1))
+    wn = builder.and_(w, const_i64(layout.warps_n - 1))
+    return lane, wm, wn
+
+
+def mma_slots(builder, layout: MmaLayout):
+    """``([row, col], linear)`` of every fragment slot of an :class:`MmaLayout`, in fragment
+    order (``layout.slot_coords`` as i64 values)."""
+    lane, wm, wn = warp_coords(builder, layout)
+    wtm, wtn = layout.warp_tile
+    row0 = builder.add(builder.mul(wm, const_i64(wtm)), builder.lshr(lane, const_i64(2)))
+    col0 = builder.add(builder.mul(wn, const_i64(wtn)),
+                       builder.shl(builder.and_(lane, const_i64(3)), const_i64(1)))
+    am, an = layout.atoms
+    out = []
+    for im in range(am):
+        for jn in range(an):
+            for i in range(4):
+                row = builder.add(row0, const_i64(im * ATOM_M + 8 * (i // 2)))
+                col = builder.add(col0, const_i64(jn * ATOM_N + i % 2))
+                out.append(([row, col], linear_of(builder, layout.shape, [row, col])))
+    return out
+
+
 def remap(builder, dt, src_layout, elems, dst_layout, source):
     """Rearrange a tile through shared memory: the element of destination slot with
     multi-index ``coords`` and row-major index ``linear`` is the source element at
     row-major index ``source(coords, linear)`` (an i64 value).
-
-    Raises:
-        TileTypingError: the source tile does not fit the kernel's shared-memory budget.
     """
     read = stage(builder, dt, src_layout, elems)
     return [read(source(coords, linear)) for coords, linear in dst_slots(builder, dst_layout)]
@@ -183,4 +200,5 @@ def linear_of(builder, shape, coords):
     return lin
 
 
-__all__ = ["barrier", "chunk_linear", "convert_layout", "remap", "linear_of", "same_distribution"]
+__all__ = ["barrier", "chunk_linear", "convert_layout", "remap", "linear_of", "same_distribution",
+           "mma_slots", "warp_coords"]

@@ -152,16 +152,14 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
                 for i in range(res.layout.elems_per_thread)]
 
     # shared memory: partials[row * warps_per_row + warp_of_row]
-    from .layouts import _counter
+    from .shared import pool
     is_bit = isinstance(ct_ll, ir.IntType) and ct_ll.width == 1
     slot_ty = ir.IntType(8) if is_bit else ct_ll
     nslots = n_rows * warps_per_row
-    arr_ty = ir.ArrayType(slot_ty, nslots)
-    gv = ir.GlobalVariable(builder.module, arr_ty, name=f"__numba_tile_red_{next(_counter)}",
-                           addrspace=3)
-    gv.linkage = "internal"
-    gv.initializer = ir.Constant(arr_ty, ir.Undefined)
-    base = builder.bitcast(gv, slot_ty.as_pointer(3))
+    nbytes = nslots * max(1, slot_ty.width // 8 if isinstance(slot_ty, ir.IntType)
+                          else (8 if isinstance(slot_ty, ir.DoubleType) else 4))
+    base = builder.bitcast(pool().scratch(builder, nbytes, "reduction partials"),
+                           slot_ty.as_pointer(3))
     t = thread_index(builder)
     t_eff = builder.and_(t, const_i64(TU - 1)) if TU < lay.num_threads else t
     owner = is_storing_thread(builder, lay)

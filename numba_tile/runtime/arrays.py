@@ -68,6 +68,7 @@ SUPPORTED_DTYPES: dict[numpy.dtype, str] = {
     BFLOAT16: "bfloat16",
     numpy.dtype(numpy.float32): "float32",
     numpy.dtype(numpy.float64): "float64",
+    numpy.dtype(numpy.int8): "int8",
     numpy.dtype(numpy.int32): "int32",
     numpy.dtype(numpy.int64): "int64",
     numpy.dtype(numpy.bool_): "bool",
@@ -561,15 +562,11 @@ _TORCH_DTYPES: dict[object, numpy.dtype] = {}
 def _torch_dtype(tdtype: object, name: str) -> numpy.dtype:
     if not _TORCH_DTYPES:
         torch = sys.modules["torch"]
-        _TORCH_DTYPES.update({
-            torch.float16: numpy.dtype(numpy.float16),
-            torch.bfloat16: BFLOAT16,
-            torch.float32: numpy.dtype(numpy.float32),
-            torch.float64: numpy.dtype(numpy.float64),
-            torch.int32: numpy.dtype(numpy.int32),
-            torch.int64: numpy.dtype(numpy.int64),
-            torch.bool: numpy.dtype(numpy.bool_),
-        })
+        names = {"float16": numpy.float16, "bfloat16": BFLOAT16, "float32": numpy.float32,
+                 "float64": numpy.float64, "int8": numpy.int8, "int32": numpy.int32,
+                 "int64": numpy.int64, "bool": numpy.bool_}
+        _TORCH_DTYPES.update({getattr(torch, n): numpy.dtype(d) for n, d in names.items()
+                              if hasattr(torch, n)})
     try:
         return _TORCH_DTYPES[tdtype]
     except (KeyError, TypeError):

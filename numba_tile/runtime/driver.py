@@ -28,6 +28,8 @@ __all__ = [
     "pointer_device",
     "load_module",
     "get_function",
+    "max_shared_per_block_optin",
+    "set_dynamic_shared",
     "launch",
     "event_create",
     "event_record",
@@ -245,6 +247,24 @@ def get_function(module, name: str):
         CudaDriverError: ``CUDA_ERROR_NOT_FOUND`` when no such entry exists.
     """
     return _check("cuModuleGetFunction", _cu().cuModuleGetFunction(module, name.encode()))
+
+
+def max_shared_per_block_optin(device: int) -> int:
+    """Most dynamic shared memory a block of ``device`` may have with the opt-in, bytes
+    (``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``: 232448 on the H200)."""
+    cu = _cu()
+    _init()
+    dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
+    return int(_check("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev)))
+
+
+def set_dynamic_shared(func, nbytes: int) -> None:
+    """Let ``func`` launch with ``nbytes`` of dynamic shared memory (the opt-in above 48 KB,
+    ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``)."""
+    cu = _cu()
+    _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
+        func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes))
 
 
 def launch(func, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,

@@ -91,7 +91,7 @@ def dtype_arg(ty, opname: str, arg: str = "dtype"):
     else:
         dt = None
     if dt is None:
-        raise fail(opname, arg, "one of float16, bfloat16, float32, float64, int32, int64, bool",
+        raise fail(opname, arg, "one of float16, bfloat16, float32, float64, int8, int32, int64, bool",
                    ty)
     return dt
 

@@ -140,9 +140,17 @@ class TileType(types.Type):
 
     def unify(self, typingctx, other):
         """Two tiles of one dtype, shape and maskedness in different layouts (a variable
-        assigned in two branches) unify to the blocked layout (the other converts)."""
+        assigned in two branches) unify to the blocked layout (the other converts), except
+        that an ``mma`` accumulator layout wins: a K loop's accumulator, initialized by
+        ``zeros`` and updated by ``mma``, then converts once before the loop rather than
+        twice per iteration."""
         if (isinstance(other, TileType) and other.dtype == self.dtype
                 and other.shape == self.shape and other.masked == self.masked):
+            from ..layout import MmaLayout
+            for t in (self, other):
+                if isinstance(t.layout, MmaLayout):
+                    return TileType(self.dtype, self.shape, t.layout, self.masked,
+                                    min(self.align, other.align))
             from .common import make_tile
             return make_tile(self.dtype, self.shape, masked=self.masked,
                              align=min(self.align, other.align))

@@ -193,20 +193,60 @@ def test_store_at_a_hand_built_index_uses_that_index():
     assert code(reverse_tiles) != code(own_tiles)     # the store address depends on n - 1 - i
 
 
-def test_shared_memory_is_budgeted_per_kernel():
+def test_conversion_sites_share_one_scratch_buffer():
+    """Four transposes of a 16 KB tile need 16 KB of shared memory, not 64 KB: every
+    conversion site uses the one scratch region (lowering/shared.py)."""
     @nt.jit
     def four_transposes(x, z: nt.Partition[("B", "B")], B: nt.Constant):
         t = nt.load(x, (0, 0), (B, B))
         a = nt.transpose(t)
         b = nt.transpose(a)
         c = nt.transpose(b)
-        nt.store(z, nt.transpose(c))  # MARK fourth
+        nt.store(z, nt.transpose(c))
 
-    x = np.zeros((64, 64), np.float32)
-    with pytest.raises(nt.errors.TileTypingError, match="static shared memory") as info:
-        four_transposes.ptx(x, nt.partition(x.copy(), (64, 64)), 64)
-    line = next(i for i, s in enumerate(open(__file__), 1) if s.rstrip().endswith("# MARK fourth"))
+    x = np.random.default_rng().standard_normal((64, 64)).astype(np.float32)
+    ptx = four_transposes.ptx(x, nt.partition(x.copy(), (64, 64)), 64)
+    assert ptx.count("bar.sync") >= 8
+    ck = _compiled(four_transposes, x, nt.partition(x.copy(), (64, 64)), 64)
+    assert ck.shared_bytes == 64 * 64 * 4
+    assert re.search(r"\.extern \.shared \.align \d+ \.b8 __numba_tile_smem\[\]", ptx)
+    no_local_memory(ptx)
+
+
+def _compiled(kernel, *args, cc=(9, 0)):
+    values = kernel._bind(args, {})
+    from numba_tile.runtime.launch_checks import bind_arrays
+    bound = bind_arrays(kernel.__qualname__, kernel._specs(values), values, allow_host=None,
+                        call_site=None)
+    spec = kernel._signature(bound)
+    return kernel.compile(spec.key, spec.argtypes, spec.grid_param, cc)
+
+
+@nt.jit(num_warps=16)
+def big_transpose(x, z: nt.Partition[("BN", "BM")], BM: nt.Constant, BN: nt.Constant):
+    t = nt.load(x, (0, 0), (BM, BN))
+    nt.store(z, nt.transpose(t))  # MARK big
+
+
+def test_shared_memory_over_the_targets_limit_is_refused_at_its_line():
+    x = np.zeros((256, 256), np.float32)      # 256 KB through shared memory
+    with pytest.raises(nt.errors.TileTypingError, match="shared memory per block") as info:
+        big_transpose.ptx(x, nt.partition(x.copy(), (256, 256)), 256, 256)
+    assert "big_transpose" in str(info.value) and "232448" in str(info.value)
+    line = next(i for i, s in enumerate(open(__file__), 1) if s.rstrip().endswith("# MARK big"))
     assert info.value.lineno == line
+
+
+def test_shared_memory_limit_follows_the_target():
+    """128 KB of conversion: over the 48 KB without opt-in, within sm_90's 227 KB and sm_80's
+    163 KB, over sm_86's 99 KB."""
+    x = np.zeros((128, 256), np.float32)
+    z = nt.partition(np.zeros((256, 128), np.float32), (256, 128))
+    for cc in ((9, 0), (8, 0)):
+        assert _compiled(big_transpose, x, z, 128, 256, cc=cc).shared_bytes == 128 * 1024
+    with pytest.raises(nt.errors.TileTypingError, match="101376 bytes a block can have on "
+                       "compute capability 8.6"):
+        big_transpose.ptx(x, z, 128, 256, cc=(8, 6))
 
 
 def test_numpy_integers_for_grid_and_blocks():

@@ -2277,18 +2277,18 @@ def v46_partition_annotation_through_a_local_module_alias():
     return launch, check
 
 
-@nt.jit
-def over_shared_memory(x, z: nt.Partition[(128, 128)]):
-    nt.store(z, nt.transpose(nt.load(x, (0, 0), (128, 128))))  # C77
+@nt.jit(num_warps=16)
+def over_shared_memory(x, z: nt.Partition[(256, 256)]):
+    nt.store(z, nt.transpose(nt.load(x, (0, 0), (256, 256))))  # C77
 
 
-@refused("C77", errors.TileTypingError, "rearranging a (128, 128) tile of float32",
-         "65536 bytes of shared memory", "49152")
+@refused("C77", errors.TileTypingError, "rearranging a (256, 256) tile",
+         "262144 bytes", "232448 bytes a block can have on compute capability 9.0")
 def c77_refused_while_lowering_so_by_the_interpreter_too():
     """The shared-memory budget of a layout conversion is known only while lowering: the
     interpreter compiles the kernel too, so it refuses what a GPU launch would."""
-    x, z = randn(128, 128), randn(128, 128)
-    return compiled(over_shared_memory, [x, z], x, nt.partition(z, (128, 128)))
+    x, z = randn(256, 256), randn(256, 256)
+    return compiled(over_shared_memory, [x, z], x, nt.partition(z, (256, 256)))
 
 
 @nt.jit

@@ -1,0 +1,163 @@
+"""Typing rules of the matrix products: ``mma(a, b, acc)``, ``matmul(a, b)`` and ``a @ b``.
+
+The result is a tile in the accumulator layout (:class:`~numba_tile.layout.MmaLayout`),
+whatever layouts the operands come in. The dtype table and precision rules are in
+:func:`numba_tile.language.mma`'s docstring; :func:`plan` is the one place they are
+decided, for the typing, the lowering and the interpreter alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba.cuda import types
+
+from .. import compiler_context, dtypes
+from .._registry import typing_rule
+from ..errors import TileTypingError
+from ..layout import MmaLayout
+from .common import MAX_ELEMS_PER_THREAD, dtype_arg, fail, is_omitted
+from .types import TileType
+
+#: smallest M, N, K (the issue's contract; the m16n8 atom needs M >= 16, N >= 8)
+MIN_DIM = 16
+
+PRECISIONS = ("ieee", "tf32")
+
+
+@dataclass(frozen=True)
+class MmaPlan:
+    """How one matrix product is computed.
+
+    Attributes:
+        in_dtype: the dtype of ``a`` and ``b``.
+        acc_dtype: the accumulator's (and the result's) dtype.
+        kind: ``"f16"``, ``"bf16"``, ``"f16acc"`` (float16 accumulation), ``"s8"``,
+            ``"tf32"`` (tensor-core instructions) or ``"fma"`` (IEEE fused multiply-adds).
+        k_step: K of one instruction (16, 32 or 8; 1 for ``"fma"``).
+    """
+
+    in_dtype: object
+    acc_dtype: object
+    kind: str
+    k_step: int
+
+    @property
+    def tensor_cores(self) -> bool:
+        return self.kind != "fma"
+
+
+def precision_value(opname, precision) -> str:
+    if is_omitted(precision):
+        return "ieee"
+    if isinstance(precision, types.StringLiteral) and precision.literal_value in PRECISIONS:
+        return precision.literal_value
+    got = (repr(precision.literal_value) if isinstance(precision, types.StringLiteral)
+           else f"a run-time value of type {precision}")
+    raise fail(opname, "precision", 'None, "ieee" or "tf32", written in the kernel', got)
+
+
+def plan(opname: str, in_dt, acc_dt, precision: str) -> MmaPlan:
+    """The computation for inputs of ``in_dt`` accumulated in ``acc_dt``.
+
+    Raises:
+        TileTypingError: a pair the dtype table does not list, or ``"tf32"`` for inputs
+            that are not float32.
+    """
+    if precision == "tf32" and in_dt != dtypes.float32:
+        raise fail(opname, "precision", '"tf32" only with float32 inputs',
+                   f'"tf32" with {dtypes.name(in_dt)} inputs')
+    table = {
+        (dtypes.float16, dtypes.float32): ("f16", 16),
+        (dtypes.float16, dtypes.float16): ("f16acc", 16),
+        (dtypes.bfloat16, dtypes.float32): ("bf16", 16),
+        (dtypes.int8, dtypes.int32): ("s8", 32),
+        (dtypes.float32, dtypes.float32): ("tf32", 8) if precision == "tf32" else ("fma", 1),
+        (dtypes.float64, dtypes.float64): ("fma", 1),
+    }
+    hit = table.get((in_dt, acc_dt))
+    if hit is None:
+        allowed = sorted({dtypes.name(a) for (i, a) in table if i == in_dt})
+        if not allowed:
+            raise fail(opname, "a", "float16, bfloat16, int8, float32 or float64 operands",
+                       dtypes.name(in_dt))
+        raise fail(opname, "acc", f"an accumulator of {' or '.join(allowed)} for "
+                   f"{dtypes.name(in_dt)} inputs", dtypes.name(acc_dt))
+    return MmaPlan(in_dt, acc_dt, *hit)
+
+
+def default_acc_dtype(in_dt):
+    if dtypes.is_half(in_dt):
+        return dtypes.float32
+    if in_dt == dtypes.int8:
+        return dtypes.int32
+    return in_dt
+
+
+def check_operands(opname, a, b):
+    """``(M, K, N)`` of two operand tiles.
+
+    Raises:
+        TileTypingError: not 2-D tiles of one dtype with matching K, or a dimension below 16.
+    """
+    for arg, t in (("a", a), ("b", b)):
+        if not isinstance(t, TileType):
+            raise fail(opname, arg, "a tile", t)
+        if t.ndim != 2:
+            raise fail(opname, arg, "a 2-D tile (batched products: loop over the batch)",
+                       f"a tile of shape {t.shape}")
+    if a.dtype != b.dtype:
+        raise fail(opname, "b", f"a tile of a's dtype {dtypes.name(a.dtype)} (cast one "
+                   f"operand with astype)", dtypes.name(b.dtype))
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise fail(opname, "b", f"a ({k}, N) tile for a of shape {a.shape}",
+                   f"a tile of shape {b.shape}")
+    lo_k = 32 if a.dtype == dtypes.int8 else MIN_DIM
+    for what, v, lo in (("M", m, MIN_DIM), ("K", k, lo_k), ("N", n, MIN_DIM)):
+        if v < lo:
+            raise fail(opname, "a" if what != "N" else "b",
+                       f"{what} of at least {lo}", f"{what} = {v} (shapes {a.shape} @ {b.shape})")
+    return m, k, n
+
+
+def result_type(opname, dt, shape, masked=False) -> TileType:
+    ctx = compiler_context.current()
+    layout = MmaLayout(tuple(shape), ctx.num_threads)
+    if layout.elems_per_thread > MAX_ELEMS_PER_THREAD:
+        raise TileTypingError(
+            f"{opname}(): a {tuple(shape)} accumulator over {ctx.num_threads} threads puts "
+            f"{layout.elems_per_thread} elements in each thread's registers, more than "
+            f"{MAX_ELEMS_PER_THREAD}: use a smaller tile or more warps (num_warps)")
+    return TileType(dt, tuple(shape), layout, masked)
+
+
+@typing_rule("mma")
+def type_mma(a, b, acc, precision):
+    m, _k, n = check_operands("mma", a, b)
+    if not isinstance(acc, TileType):
+        raise fail("mma", "acc", "a tile (e.g. zeros((M, N), float32))", acc)
+    if acc.shape != (m, n):
+        raise fail("mma", "acc", f"a tile of shape {(m, n)} for {a.shape} @ {b.shape}",
+                   f"a tile of shape {acc.shape}")
+    plan("mma", a.dtype, acc.dtype, precision_value("mma", precision))
+    return result_type("mma", acc.dtype, (m, n), acc.masked)
+
+
+@typing_rule("matmul")
+def type_matmul(a, b, out_dtype, precision):
+    m, _k, n = check_operands("matmul", a, b)
+    dt = default_acc_dtype(a.dtype) if is_omitted(out_dtype) else \
+        dtype_arg(out_dtype, "matmul", "out_dtype")
+    plan("matmul", a.dtype, dt, precision_value("matmul", precision))
+    return result_type("matmul", dt, (m, n))
+
+
+@typing_rule("matmul_operator")
+def type_matmul_operator(a, b):
+    if not (isinstance(a, TileType) or isinstance(b, TileType)):
+        return None
+    m, _k, n = check_operands("@", a, b)
+    dt = default_acc_dtype(a.dtype)
+    plan("@", a.dtype, dt, "ieee")
+    return result_type("@", dt, (m, n))
