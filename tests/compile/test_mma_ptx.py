@@ -1,0 +1,100 @@
+"""The matrix products compile to tensor-core instructions (no GPU: libNVVM, then ptxas
+through nvJitLink where it is installed): ``mma.sync`` of the dtype's form, ``ldmatrix``
+fragments from shared memory, 16-byte shared stores, no local memory and no spills at the
+standard tile configurations, for sm_80 and sm_90; IEEE float32 never uses a tensor core."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.dtypes import BFLOAT16_NP
+from numba_tile.runtime import linker
+
+CCS = [(8, 0), (9, 0)]
+
+
+def _gemm(num_warps):
+    @nt.jit(num_warps=num_warps)
+    def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+             BK: nt.Constant, ACC: nt.Constant, PREC: nt.Constant):
+        acc = nt.zeros((BM, BN), ACC)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc, precision=PREC)
+        nt.store(c, acc)
+    return gemm
+
+
+GEMM = {w: _gemm(w) for w in (4, 8)}
+
+# (name, input dtype, acc dtype, precision, (BM, BN, BK), num_warps, instruction)
+STANDARD = [
+    ("f16-128x128x32", np.float16, np.float32, None, (128, 128, 32), 4,
+     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    ("f16-128x256x32-w8", np.float16, np.float32, None, (128, 256, 32), 8,
+     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    ("bf16-128x128x32", BFLOAT16_NP, np.float32, None, (128, 128, 32), 4,
+     "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    ("f16acc-128x128x32", np.float16, np.float16, None, (128, 128, 32), 4,
+     "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
+    ("s8-64x64x64", np.int8, np.int32, None, (64, 64, 64), 4,
+     "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+    ("tf32-64x64x32", np.float32, np.float32, "tf32", (64, 64, 32), 4,
+     "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+]
+
+
+def compile_case(case, cc):
+    _name, dt, acc, prec, (bm, bn, bk), w, _instr = case
+    a = np.zeros((1000, 704), dt)          # rows of 16-byte multiples: vector loads
+    b = np.zeros((704, 896), dt)
+    c = np.zeros((1000, 896), acc)
+    return GEMM[w].ptx(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, np.dtype(acc).name, prec,
+                       cc=cc)
+
+
+@pytest.mark.parametrize("cc", CCS, ids=lambda c: f"sm{c[0]}{c[1]}")
+@pytest.mark.parametrize("case", STANDARD, ids=[c[0] for c in STANDARD])
+def test_tensor_core_forms(case, cc):
+    ptx = compile_case(case, cc)
+    _name, _dt, _acc, _prec, (bm, bn, bk), w, instr = case
+    body = ptx[ptx.index(".entry"):]
+    k_step = 32 // np.dtype(_dt).itemsize
+    per_warp = (bm // 16) * (bn // 8) * (bk // k_step) // w    # each warp its own atoms
+    assert body.count(instr) == per_warp, (body.count(instr), per_warp)
+    assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16", body)
+    assert "st.shared.v4" in body
+    assert ".local" not in ptx
+    if _prec == "tf32":
+        assert "cvt.rna.tf32.f32" in body
+
+
+def test_ieee_float32_uses_no_tensor_core():
+    case = ("f32", np.float32, np.float32, None, (32, 32, 16), 4, None)
+    body = compile_case(case, (9, 0))
+    assert "mma.sync" not in body and "tf32" not in body
+    assert "fma.rn.f32" in body
+
+
+@pytest.fixture(scope="module")
+def nvjitlink():
+    nvj = pytest.importorskip("cuda.bindings.nvjitlink")
+    try:
+        nvj.destroy(nvj.create(1, ["-arch=sm_90"]))
+    except (nvj.nvJitLinkError, RuntimeError, OSError) as e:
+        pytest.skip(f"nvJitLink cannot create a handle: {type(e).__name__}: {e}")
+    return nvj
+
+
+@pytest.mark.parametrize("case", STANDARD, ids=[c[0] for c in STANDARD])
+def test_no_spills_on_sm90(nvjitlink, case):
+    out = linker.assemble(compile_case(case, (9, 0)), (9, 0))
+    assert out is not None
+    registers, spilled = linker.spill_report(out[1])
+    assert spilled == 0, out[1]
+    assert registers <= 255
