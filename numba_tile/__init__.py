@@ -10,7 +10,8 @@ done with it. See ``docs/`` and ``examples/``.
 Public API (everything else is private):
 
 * decorator and annotations: :func:`jit`, :class:`Tensor`, :class:`Partition`,
-  :class:`Constant`; host side: :func:`partition`, :func:`synchronize`,
+  :class:`Constant`; host side: :func:`partition` (tile orders: :func:`grouped`),
+  :func:`synchronize`,
   :func:`gpu_available`;
 * ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`tiles`,
   :func:`num_tiles`, :func:`where`, :func:`filled`,
@@ -47,7 +48,7 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
 from .runtime.driver import gpu_available
 from .runtime.inflight import synchronize_all as synchronize
-from .runtime.partition import partition
+from .runtime.partition import grouped, partition
 
 # The three rule sets of every op family; finalize() checks none is missing.
 from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
@@ -70,7 +71,8 @@ __version__ = "0.1.0"
 _PUBLIC_NOT_STARRED = (abs, max, min, sum)
 
 __all__ = [
-    "jit", "Kernel", "Tensor", "Partition", "Mutable", "Constant", "partition", "synchronize",
+    "jit", "Kernel", "Tensor", "Partition", "Mutable", "Constant", "partition", "grouped",
+    "synchronize",
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",

@@ -280,7 +280,7 @@ class Kernel:
             if b.__class__ is BoundArray:
                 a = b.array
                 key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a),
-                            b.blocks is not None))
+                            b.blocks is not None, b.order))
             elif p.role == "constant":
                 try:
                     hash(b)
@@ -307,7 +307,7 @@ class Kernel:
                     if grid_param is None:
                         grid_param = i
                     argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name,
-                                                  mapped=b.blocks is not None))
+                                                  mapped=b.blocks is not None, order=b.order))
                 else:
                     argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name,
                                                writable=b.spec.kind == "mutable"))

@@ -117,10 +117,17 @@ def tiles(z):
     """The tiles of partition ``z`` that this block owns, as branded tile indices.
 
     ``for idx in tiles(z): ... store(z, tile, idx)``. For a partition mapped onto ``B``
-    blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tiles ``b, b + B, b + 2B,
-    ...`` of the row-major tile grid, so no two blocks share a tile; for a plain partition
-    the only tile is the block's own. Each index carries the *brand* of ``z``: a store to
-    another partition refuses it.
+    blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tile numbers ``b, b + B,
+    b + 2B, ...`` of the partition's order (row-major by default; ``partition(...,
+    order=grouped(G))`` for Triton's grouped GEMM order), so no two blocks share a tile; for
+    a plain partition the only tile is the block's own. Each index carries the *brand* of
+    ``z``: a store to another partition refuses it.
+
+    ``idx[d]`` (``d`` a static int, negative counts from the end) is the tile's coordinate
+    along axis ``d`` (int64, tile units), e.g. to load the matching tiles of a GEMM's inputs:
+    ``load(a, (idx[0], k), (BM, BK))``. It is a plain integer: arithmetic on it gives plain
+    integers, and a store refuses an index rebuilt from it (``(idx[0], idx[1])`` is built by
+    hand); only ``idx`` itself stores.
 
     Args:
         z (Partition): a partition parameter.
@@ -130,8 +137,13 @@ def tiles(z):
         ``index`` of ``load`` (any tensor), ``load_like`` and ``store`` (``z`` only).
 
     Raises:
-        TileTypingError: ``z`` is not a partition parameter.
+        TileTypingError: ``z`` is not a partition parameter; ``idx[d]`` with ``d`` not a
+            static int in ``[-ndim, ndim)``.
     """
+
+
+#: ``idx[d]`` on a branded index (``PartitionIndex[z]``): its coordinate along axis ``d``
+operator_op("index_getitem", "partition", operator.getitem, 2)
 
 
 @op("partition")
@@ -638,6 +650,12 @@ def arange(n):
 @op("program")
 def bid(axis=0):
     """Index of this block along ``axis`` of the launch grid (the partition's tile grid).
+
+    With one block per tile, block ``b`` handles tile number ``b`` of the grid partition (the
+    kernel's first partition) in that partition's order, and ``bid(axis)`` is that tile's
+    coordinate: row-major by default, Triton's grouped order with ``partition(...,
+    order=grouped(G))``. For a mapped grid partition (``blocks=``) the grid is 1-D and
+    ``bid(0)`` is the block's number.
 
     Args:
         axis (int, static): grid axis, ``0 <= axis < ndim`` of the grid partition.

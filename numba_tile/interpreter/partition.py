@@ -1,13 +1,18 @@
-"""Interpreter rule of ``tiles``: the block's tiles, as branded indices."""
+"""Interpreter rules of ``tiles`` (the block's tiles, as branded indices) and ``idx[d]``.
+
+Tile number ``k`` of a partition is ``runtime/partition.tile_coords(k, grid, order)``, the
+mapping the GPU lowering computes (``lowering/partition.tile_coords``), so each block gets
+the same tiles in both.
+"""
 
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
-import numpy as np
-
 from .._registry import interp_rule
+from ..runtime.partition import tile_coords
 from .values import current_block
 
 
@@ -18,6 +23,10 @@ class InterpIndex:
     brand: str
     coords: tuple
 
+    def __getitem__(self, d):
+        from .._registry import OPS
+        return OPS["index_getitem"].interp(self, d)
+
 
 @interp_rule("tiles")
 def interp_tiles(z):
@@ -26,7 +35,13 @@ def interp_tiles(z):
     total = math.prod(grid)
     nblocks = math.prod(blk.grid)
     for lin in range(blk.linear, total, nblocks):
-        yield InterpIndex(z.name, tuple(int(i) for i in np.unravel_index(lin, grid)))
+        yield InterpIndex(z.name, tile_coords(lin, grid, z.order))
+
+
+@interp_rule("index_getitem")
+def interp_index_getitem(index, d):
+    # typing allowed only a static int axis in [-ndim, ndim) on a branded index
+    return int(index.coords[operator.index(d)])
 
 
 @interp_rule("num_tiles")

@@ -67,7 +67,7 @@ def interp_values(params, bound):
                 work = np.array(view, copy=True)
                 staged.append((view, work))
                 if b.spec.kind == "partition":
-                    out.append(InterpPartition(p.name, work, dt, b.tile_shape))
+                    out.append(InterpPartition(p.name, work, dt, b.tile_shape, b.order))
                 else:
                     out.append(InterpTensor(p.name, work, dt, writable=True))
             else:
@@ -78,13 +78,19 @@ def interp_values(params, bound):
 
 
 def run_blocks(fn, params, bound, argtypes, grid):
-    """Run ``fn`` once per block of ``grid`` (tiles per axis), in row-major block order, then
-    write the outputs back (only if every block succeeded)."""
+    """Run ``fn`` once per block of ``grid`` (tiles per axis), block 0 first, then write the
+    outputs back (only if every block succeeded). Block ``b`` handles tile number ``b`` of
+    the grid partition in its order (its ``bid``), as on the GPU."""
     if not grid or any(n == 0 for n in grid):
         return
     values, staged = interp_values(params, bound)
+    order = "row"
+    for b in bound:
+        if isinstance(b, BoundArray) and b.tile_shape is not None:   # the grid partition
+            order = b.order if b.blocks is None else "row"
+            break
     for linear in range(int(np.prod(grid))):
-        with running_block(BlockContext(linear, tuple(grid))):
+        with running_block(BlockContext(linear, tuple(grid), order)):
             fn(*values)
     for view, work in staged:
         np.copyto(view, work)

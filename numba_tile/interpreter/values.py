@@ -16,20 +16,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
+from ..runtime.partition import tile_coords
 
 _BLOCK: contextvars.ContextVar = contextvars.ContextVar("numba_tile_block", default=None)
 
 
 @dataclass(frozen=True)
 class BlockContext:
-    """The block being interpreted: its linear id and the launch grid (tiles per axis)."""
+    """The block being interpreted: its linear id, the launch grid (tiles per axis) and the
+    grid partition's tile order (``"row"`` or ``("grouped", GROUP)``; row for a mapped or
+    explicit grid): block ``linear`` handles tile number ``linear`` in that order."""
 
     linear: int
     grid: tuple
+    order: object = "row"
 
     @property
     def index(self) -> tuple:
-        return tuple(int(i) for i in np.unravel_index(self.linear, self.grid))
+        """The block's coordinates on the grid: its own tile of the grid partition (``bid``)."""
+        return self.coords(self.linear)
+
+    def coords(self, linear: int) -> tuple:
+        """Grid coordinates of block ``linear`` (in the grid partition's order)."""
+        return tile_coords(linear, self.grid, self.order)
 
 
 def current_block() -> BlockContext:
@@ -77,8 +86,8 @@ for _other in ("write", "read", "atomic", "cta_atomic"):
     _WHY_AND_FIX[frozenset(["cta_atomic", _other])] = _CTA
 
 
-def _block_name(linear: int, grid: tuple) -> str:
-    return f"block {tuple(int(i) for i in np.unravel_index(linear, grid))} (linear {linear})"
+def _block_name(linear: int, blk: BlockContext) -> str:
+    return f"block {blk.coords(linear)} (linear {linear})"
 
 
 def _race_error(name: str, element: tuple, other: int, other_kind: str, blk: BlockContext,
@@ -91,8 +100,8 @@ def _race_error(name: str, element: tuple, other: int, other_kind: str, blk: Blo
     site = user_call_site() or (None, None)
     return DataRaceError(
         f"data race on '{name}', element {element}: {_PAST[other_kind]} by "
-        f"{_block_name(other, blk.grid)} and {_PAST[kind]} by "
-        f"{_block_name(blk.linear, blk.grid)} with {op}(); the blocks of one launch run "
+        f"{_block_name(other, blk)} and {_PAST[kind]} by "
+        f"{_block_name(blk.linear, blk)} with {op}(); the blocks of one launch run "
         f"concurrently on the GPU, in no fixed order, {why}. {fix}",
         filename=site[0], lineno=site[1])
 
@@ -296,7 +305,7 @@ def duplicate_error(name: str, shape: tuple, coords: tuple, positions: np.ndarra
     site = user_call_site() or (None, None)
     return DataRaceError(
         f"data race on '{name}', element {element}: written twice by one {op}() of "
-        f"{_block_name(blk.linear, blk.grid)}, from positions {at[0]} and {at[1]} of its "
+        f"{_block_name(blk.linear, blk)}, from positions {at[0]} and {at[1]} of its "
         f"index tiles; on the GPU two threads write it, in no fixed order. Make the indices "
         f"of one {op} distinct (mask the repeats off), or combine the values with an atomic "
         f"(atomic_add, atomic_max, atomic_min, atomic_xchg).",
@@ -347,15 +356,18 @@ class InterpTensor:
 
 class InterpPartition(InterpTensor):
     """A mutable partition parameter: the block's own tile of ``array``, always writable
-    (its accesses are recorded for the race detector)."""
+    (its accesses are recorded for the race detector). ``order`` is its tile order
+    (``"row"`` or ``("grouped", GROUP)``): block ``b`` owns tile number ``b`` in it."""
 
-    def __init__(self, name: str, array: np.ndarray, dtype, tile_shape: tuple):
+    def __init__(self, name: str, array: np.ndarray, dtype, tile_shape: tuple,
+                 order="row"):
         super().__init__(name, array, dtype, writable=True)
         self.tile_shape = tuple(tile_shape)
+        self.order = order
 
     def own_index(self) -> tuple:
         grid = tuple(-(-s // t) for s, t in zip(self.array.shape, self.tile_shape))
-        return tuple(int(i) for i in np.unravel_index(current_block().linear, grid))
+        return tile_coords(current_block().linear, grid, self.order)
 
 
 class InterpTile:

@@ -83,17 +83,13 @@ def tile_grid(builder, view: ArrayView, tile_shape):
 
 
 def own_tile_index(builder, view: ArrayView, tile_shape):
-    """The block's tile of a partition: ``ctaid.x`` unravelled row-major over its grid."""
+    """The block's tile of a partition: tile number ``ctaid.x`` in the partition's order
+    (row-major, or grouped: ``partition.tile_coords``)."""
     lin = block_index(builder)
     if view.ty.ndim == 1:
         return [lin]
-    grid = tile_grid(builder, view, tile_shape)
-    idx = []
-    for n in reversed(grid[1:]):
-        idx.append(builder.urem(lin, n))
-        lin = builder.udiv(lin, n)
-    idx.append(lin)
-    return list(reversed(idx))
+    from .partition import tile_coords   # late: lowering/partition.py imports this module
+    return tile_coords(builder, view, tile_shape, view.ty.order, lin)
 
 
 def order_access(builder, ty):

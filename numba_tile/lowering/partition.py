@@ -1,21 +1,74 @@
-"""Lowering of ``tiles``: a strided loop over the partition's row-major tile grid.
+"""Lowering of ``tiles``: a strided loop over the partition's tiles in its declared order.
 
 ``getiter`` starts at ``ctaid.x`` and steps by ``nctaid.x`` up to the number of tiles;
-``iternext`` yields the tile's coordinates, unravelled over the tile grid. With one block
-per tile (a plain partition) that is exactly the block's own tile.
+``iternext`` yields the coordinates of tile number ``k`` in the partition's order
+(:func:`tile_coords`). With one block per tile (a plain partition) that is exactly the
+block's own tile (``memory.own_tile_index`` calls the same function). ``idx[d]`` on a
+branded index reads one of its coordinates.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
-from numba.cuda import cgutils, nvvmutils
+from numba.cuda import cgutils, nvvmutils, types
 from numba.cuda.core.imputils import RefType, impl_ret_untracked, iternext_impl
 from numba.cuda.cudaimpl import registry
 
-from .._registry import lowering_rule
+from .._registry import OPS, lowering_rule
 from ..typing.types import PartitionIndexType, TilesIterable, TilesIterator
-from .common import I64, block_index
+from .common import I1, I64, block_index, const_i64, umin
 from .memory import ArrayView, tile_grid
+
+
+def _row_major(builder, grid, linear) -> list:
+    """``linear`` unravelled row-major over ``grid`` (i64 values; unsigned division)."""
+    coords = []
+    for n in reversed(grid[1:]):
+        coords.append(builder.urem(linear, n))
+        linear = builder.udiv(linear, n)
+    coords.append(linear)
+    return coords[::-1]
+
+
+def tile_coords(builder, view: ArrayView, tile_shape, order, linear) -> list:
+    """Coordinates (i64, tile units) of the tile numbered ``linear`` in ``order``.
+
+    The one place the GPU maps a tile number to a tile: the block's own tile
+    (``memory.own_tile_index``, ``bid``) and the tiles ``tiles(z)`` hands out. The
+    interpreter computes the same mapping with ``runtime/partition.tile_coords``.
+
+    Args:
+        view: the partition's unpacked parameter (its extents give the tile grid).
+        tile_shape: the static tile shape.
+        order: ``"row"`` or ``("grouped", GROUP)`` (``PartitionType.order``).
+        linear: the tile number (i64), below the number of tiles.
+
+    Returns:
+        list of i64 values, one per axis. Row-major: ``urem``/``udiv`` by the tiles per axis.
+        Grouped: Triton's formula over the last two axes (``urem``/``udiv`` by
+        ``group * num_pid_n`` and by the band's height), the leading axes row-major over
+        ``linear // (num_pid_m * num_pid_n)``. The group is first clamped to ``num_pid_m``,
+        which changes no tile (a group of ``num_pid_m`` rows or more is one band) and keeps
+        ``group * num_pid_n`` at most the tile count, so it cannot wrap.
+    """
+    grid = tile_grid(builder, view, tile_shape)
+    if order == "row" or len(grid) < 2:
+        return _row_major(builder, grid, linear)
+    m, n = grid[-2], grid[-1]
+    pid = linear
+    lead = []
+    if len(grid) > 2:
+        mn = builder.mul(m, n)
+        lead = _row_major(builder, grid[:-2], builder.udiv(linear, mn))
+        pid = builder.urem(linear, mn)
+    group = umin(builder, const_i64(order[1]), m)
+    in_group = builder.mul(group, n)
+    first_m = builder.mul(builder.udiv(pid, in_group), group)
+    size_m = umin(builder, builder.sub(m, first_m), group)
+    rest = builder.urem(pid, in_group)
+    pid_m = builder.add(first_m, builder.urem(rest, size_m))
+    pid_n = builder.udiv(rest, size_m)
+    return lead + [pid_m, pid_n]
 
 
 @lowering_rule("tiles")
@@ -55,15 +108,10 @@ def iternext_tiles(context, builder, sig, args, result):
     with builder.if_then(valid):
         ptype = it_ty.ptype
         view = ArrayView(context, builder, ptype, it.part)
-        grid = tile_grid(builder, view, ptype.tile_shape)
-        coords, lin = [], cur
-        for n in reversed(grid[1:]):
-            coords.append(builder.urem(lin, n))
-            lin = builder.udiv(lin, n)
-        coords.append(lin)
+        coords = tile_coords(builder, view, ptype.tile_shape, ptype.order, cur)
         idx = cgutils.create_struct_proxy(PartitionIndexType(ptype.param, ptype.ndim))(
             context, builder)
-        idx.coords = context.make_tuple(builder, _coords_type(ptype.ndim), list(reversed(coords)))
+        idx.coords = context.make_tuple(builder, _coords_type(ptype.ndim), coords)
         idx.valid = ir.Constant(ir.IntType(1), 1)
         result.yield_(idx._getvalue())
         builder.store(builder.add(cur, it.step), it.next)
@@ -83,3 +131,20 @@ def lower_num_tiles(context, builder, sig, args):
     (tile,) = static_shape(tty, "num_tiles", "tile")
     view = ArrayView(context, builder, xty, args[0])
     return tile_grid(builder, view, (1,) * axis + (tile,) + (1,) * (xty.ndim - axis - 1))[axis]
+
+
+OPS["index_getitem"].lower_types = ((PartitionIndexType, types.Integer),)
+
+
+@lowering_rule("index_getitem")
+def lower_index_getitem(context, builder, sig, args):
+    """``idx[d]``: coordinate ``d`` of a branded index (int64); -1 for an index variable no
+    ``tiles()`` loop assigned (its validity flag is clear), as loads and stores see it."""
+    from ..typing.common import literal_int
+    ity, dty = sig.args
+    d = literal_int(dty)
+    d = d + ity.ndim if d < 0 else d
+    idx = cgutils.create_struct_proxy(ity)(context, builder, value=args[0])
+    coord = cgutils.unpack_tuple(builder, idx.coords, ity.ndim)[d]
+    valid = builder.trunc(idx.valid, I1) if idx.valid.type != I1 else idx.valid
+    return builder.select(valid, coord, const_i64(-1))

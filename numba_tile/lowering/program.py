@@ -1,8 +1,9 @@
 """Lowering of the program ops: bid, num_blocks.
 
-The launch grid is one-dimensional: block ``ctaid.x`` handles the tile of the grid
-partition (the kernel's first partition parameter) at the row-major unravelling of
-``ctaid.x`` over that partition's tile grid. ``bid``/``num_blocks`` read that
+The launch grid is one-dimensional: block ``ctaid.x`` handles tile number ``ctaid.x`` of
+the grid partition (the kernel's first partition parameter) in that partition's order
+(row-major unless ``partition(..., order=)`` says otherwise: ``partition.tile_coords``), and
+``bid(axis)`` is that tile's coordinate along ``axis``. ``bid``/``num_blocks`` read that
 parameter's extents from the kernel's own arguments. When the grid partition is mapped
 onto a fixed number of blocks, the grid is those blocks: ``bid(0)`` is ``ctaid.x`` and
 ``num_blocks(0)`` is ``nctaid.x``.

@@ -83,17 +83,21 @@ class BoundArray:
         array: the argument's description (address, shape, byte strides, dtype, device).
         tile_shape: the partition's tile shape for partition parameters; None for tensors.
         blocks: the blocks a mapped partition is mapped onto; None otherwise.
+        order: a partition's tile order (``"row"`` or ``("grouped", GROUP)``,
+            ``partition.normalize_order``); None for tensors.
     """
 
     spec: ParamSpec
     array: ArrayArg
     tile_shape: tuple[int, ...] | None
     blocks: int | None
+    order: object
 
     def __init__(self, spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...] | None,
-                 blocks: int | None = None):
-        # One dict update instead of four object.__setattr__ calls (launch path).
-        self.__dict__.update(spec=spec, array=array, tile_shape=tile_shape, blocks=blocks)
+                 blocks: int | None = None, order: object = None):
+        # One dict update instead of five object.__setattr__ calls (launch path).
+        self.__dict__.update(spec=spec, array=array, tile_shape=tile_shape, blocks=blocks,
+                             order=order)
 
     @property
     def mutable(self) -> bool:
@@ -210,14 +214,14 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
                       f"read-only parameter '{spec.name}' received a partition {value!r}; pass the "
                       f"array itself (only parameters the kernel declares mutable take a "
                       f"partition)")
-        target, tile_shape, blocks = value, None, None
+        target, tile_shape, blocks, order = value, None, None, None
     elif kind == "partition":
         if type(value) is not Partition:
             raise err(MissingPartitionError,
                       f"mutable parameter '{spec.name}' received a plain {type_name(value)}; "
                       f"pass partition(array, tile_shape) so that each tile block owns one tile")
         try:
-            target, tile_shape, blocks = launch_fields(value, spec.name)
+            target, tile_shape, blocks, order = launch_fields(value, spec.name)
         except TileArgumentError as exc:
             raise err(TileArgumentError, exc.message) from None
     elif kind == "mutable":
@@ -225,7 +229,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
             raise err(UnexpectedPartitionError,
                       f"Mutable parameter '{spec.name}' received a partition {value!r}; an "
                       f"unchecked kernel's Mutable parameter takes the whole array")
-        target, tile_shape, blocks = value, None, None
+        target, tile_shape, blocks, order = value, None, None, None
     elif kind == "constant" or kind == "scalar":
         if type(value) is Partition:
             raise err(TileArgumentError,
@@ -258,7 +262,9 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
         _check_partition(spec, array, tile_shape, target, err)
     elif kind == "mutable":
         _check_writable(spec, array, target, err)
-    return BoundArray(spec, array, tile_shape, blocks if tile_shape is not None else None)
+    if tile_shape is None:
+        return BoundArray(spec, array, None)
+    return BoundArray(spec, array, tile_shape, blocks, order)
 
 
 def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...],

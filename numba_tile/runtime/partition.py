@@ -15,9 +15,16 @@ import numpy
 from numba_tile.errors import TileArgumentError, shown
 from numba_tile.runtime.arrays import ZERO_D_MESSAGE
 
-__all__ = ["Partition", "partition", "normalize_tile_shape", "launch_fields"]
+__all__ = ["Partition", "partition", "grouped", "normalize_tile_shape", "normalize_order",
+           "launch_fields", "tile_coords", "ROW"]
 
 _MAX_BLOCKS = 2**31 - 1
+#: the largest group of a grouped order (a larger one would act as the whole tile grid anyway)
+_MAX_GROUP = 2**31 - 1
+#: the row-major order of a partition's tiles (the default)
+ROW = "row"
+_ORDER_EXPECTED = ("None or 'row' (row-major), or numba_tile.grouped(GROUP), which is "
+                   "('grouped', GROUP) with GROUP an int from 1 to 2**31 - 1")
 
 
 def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[int, ...]:
@@ -59,6 +66,130 @@ def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[
     return tuple(out)
 
 
+def _group_value(group: object) -> int | None:
+    """``group`` as an int when it is a valid group of a grouped order (an int or NumPy
+    integer from 1 to 2**31 - 1; bools refused), else None."""
+    if isinstance(group, (bool, numpy.bool_)) or not isinstance(group, (int, numpy.integer)):
+        return None
+    value = int(group)
+    return value if 1 <= value <= _MAX_GROUP else None
+
+
+def grouped(group: int) -> tuple[str, int]:
+    """Triton's *grouped* order of a partition's tiles, for ``partition(..., order=...)``.
+
+    The tile grid's last two axes (``num_pid_m`` rows by ``num_pid_n`` columns of tiles) are
+    walked in bands of ``group`` tile rows: the linear tile number ``pid`` of the band goes
+    down the band's rows first, then to the next column, so consecutive blocks of a GEMM reuse
+    the same rows of A and columns of B from L2::
+
+        num_pid_in_group = group * num_pid_n
+        group_id = pid // num_pid_in_group
+        first_pid_m = group_id * group
+        group_size_m = min(num_pid_m - first_pid_m, group)
+        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+        pid_n = (pid % num_pid_in_group) // group_size_m
+
+    Leading axes (a batch of matrices) are walked row-major, outermost, one whole
+    ``num_pid_m`` by ``num_pid_n`` grid at a time. The order is a bijection of the tile
+    grid: each tile still has exactly one block. A ``group`` above ``num_pid_m`` orders the
+    tiles as ``group = num_pid_m`` does (one band; column-major over the last two axes);
+    ``grouped(1)`` is row-major.
+
+    Args:
+        group (int): tile rows per band, from 1 to 2**31 - 1 (NumPy integers are converted;
+            bools and floats are refused).
+
+    Returns:
+        tuple: ``("grouped", group)``, the value ``order=`` takes (the tuple may also be
+        written directly).
+
+    Raises:
+        TileArgumentError: ``group`` is not an int from 1 to 2**31 - 1.
+
+    Examples:
+        >>> c = partition(out, (128, 128), order=grouped(8))   # doctest: +SKIP
+    """
+    value = _group_value(group)
+    if value is None:
+        raise _at_user_line(f"argument 'group': expected a positive int (from 1 to 2**31 - 1), "
+                            f"got {shown(group, with_type=True, qualified=False)}")
+    return ("grouped", value)
+
+
+def normalize_order(order: object, tile_shape: tuple[int, ...]) -> str | tuple[str, int]:
+    """Checks the traversal order of a partition's tiles and returns its canonical form.
+
+    Args:
+        order: None or ``"row"`` (row-major), or ``("grouped", GROUP)`` (a tuple or list, as
+            :func:`grouped` returns it).
+        tile_shape: the partition's checked tile shape (a grouped order needs rank 2 or more).
+
+    Returns:
+        ``"row"`` or ``("grouped", GROUP)`` with GROUP an exact int.
+
+    Raises:
+        TileArgumentError: anything else (naming the argument ``order``, what it expects and
+            what it got), or a grouped order for a rank-1 tile shape.
+    """
+    if order is None or (type(order) is str and order == ROW):
+        return ROW
+    if (type(order) in (tuple, list) and len(order) == 2 and type(order[0]) is str
+            and order[0] == "grouped"):
+        value = _group_value(order[1])
+        if value is None:
+            raise TileArgumentError(
+                f"argument 'order': the group of a grouped order must be a positive int (from 1 "
+                f"to 2**31 - 1), got {shown(order[1], with_type=True, qualified=False)}")
+        if len(tile_shape) < 2:
+            raise TileArgumentError(
+                f"argument 'order': a grouped order groups the last two axes of the tile grid, "
+                f"so it needs a tile shape of rank 2 or more, got tile_shape {tile_shape}")
+        return ("grouped", value)
+    raise TileArgumentError(f"argument 'order': expected {_ORDER_EXPECTED}, got "
+                            f"{shown(order, with_type=True, qualified=False)}")
+
+
+def _row_major(linear: int, grid) -> list:
+    out = []
+    for n in reversed(grid[1:]):
+        linear, r = divmod(linear, n)
+        out.append(r)
+    out.append(linear)
+    return out[::-1]
+
+
+def tile_coords(linear: int, grid: tuple[int, ...], order) -> tuple[int, ...]:
+    """Coordinates (tile units) of the tile numbered ``linear`` in ``order`` over ``grid``.
+
+    The host's statement of the mapping the GPU lowering computes
+    (``lowering/partition.tile_coords``): the interpreter uses it, so both give each block
+    the same tiles.
+
+    Args:
+        linear: the tile number, ``0 <= linear < prod(grid)``.
+        grid: tiles per axis.
+        order: ``"row"`` or ``("grouped", GROUP)`` (canonical, see :func:`normalize_order`).
+
+    Returns:
+        tuple[int, ...]: one coordinate per axis.
+    """
+    linear = int(linear)
+    grid = tuple(int(n) for n in grid)
+    if order == ROW or len(grid) < 2:
+        return tuple(_row_major(linear, grid))
+    m, n = grid[-2], grid[-1]
+    lead, pid = divmod(linear, m * n)
+    group = min(order[1], m)          # a larger group orders the tiles as this one does
+    num_pid_in_group = group * n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * group
+    group_size_m = min(m - first_pid_m, group)
+    pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    return tuple(_row_major(lead, grid[:-2]) if len(grid) > 2 else ()) + (pid_m, pid_n)
+
+
 @dataclass(frozen=True)
 class PartitionAnnotation:
     """``Partition[...]`` in a kernel signature: a mutable parameter with a declared tile shape.
@@ -82,7 +213,13 @@ class Partition:
     of tiles per axis (:meth:`grid`). Edge tiles are partial and masked in the kernel. A partition
     *mapped* onto ``blocks`` blocks (persistent kernels) launches that many blocks instead, and
     each block iterates the tiles ``tiles(z)`` hands it: tiles ``b, b + blocks, b + 2 * blocks,
-    ...`` in row-major order for block ``b``, so no two blocks share a tile.
+    ...`` of the partition's order for block ``b``, so no two blocks share a tile.
+
+    ``order`` is the traversal order of the tiles: which tile block ``b`` (or the ``k``-th tile
+    number of a mapped partition) is. Row-major by default; :func:`grouped` gives Triton's
+    grouped order for GEMM schedules. Any order is a bijection of the tile grid, so each tile
+    still has exactly one block. The order is static: each order compiles its own
+    specialization.
 
     A partition is immutable (assignment raises :class:`~numba_tile.errors.TileArgumentError`);
     a launch checks its fields again (:func:`launch_fields`).
@@ -91,9 +228,10 @@ class Partition:
         array: the user's array object, unchanged (converted at launch).
         tile_shape: tile extents per axis, each a positive power of two.
         blocks: blocks the partition is mapped onto, or None (one block per tile).
+        order: ``"row"`` or ``("grouped", GROUP)`` (see :func:`grouped`).
     """
 
-    __slots__ = ("array", "tile_shape", "blocks")
+    __slots__ = ("array", "tile_shape", "blocks", "order")
 
     def __class_getitem__(cls, shape) -> PartitionAnnotation:
         """``Partition[...]``: the declared tile shape of a mutable parameter.
@@ -137,7 +275,8 @@ class Partition:
             out.append(s)
         return PartitionAnnotation(tuple(out))
 
-    def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None):
+    def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None,
+                 order: object = None):
         if isinstance(tile_shape, (tuple, list)) and not tile_shape and _is_0d(array):
             raise TileArgumentError(f"argument 'array': {ZERO_D_MESSAGE}")
         tile_shape = normalize_tile_shape(tile_shape)
@@ -147,10 +286,12 @@ class Partition:
                                    or not 1 <= blocks <= _MAX_BLOCKS):
             raise TileArgumentError(f"argument 'blocks': expected a number of blocks from 1 to "
                                     f"2**31 - 1, or None, got {blocks!r}")
+        order = normalize_order(order, tile_shape)
         setattr_ = object.__setattr__
         setattr_(self, "array", array)
         setattr_(self, "tile_shape", tile_shape)
         setattr_(self, "blocks", blocks)
+        setattr_(self, "order", order)
 
     def __setattr__(self, attr: str, value: object) -> None:
         raise _at_user_line(f"Partition is immutable: cannot set '{attr}'; make a new one with "
@@ -162,7 +303,7 @@ class Partition:
 
     def __reduce__(self):
         # copy and pickle rebuild through __init__ (the default would set the slots one by one)
-        return (Partition, (self.array, self.tile_shape, self.blocks))
+        return (Partition, (self.array, self.tile_shape, self.blocks, self.order))
 
     def grid(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Number of tiles per axis for an array of ``shape``: ``ceil(shape[i] / tile_shape[i])``.
@@ -188,7 +329,10 @@ class Partition:
         tile_shape = getattr(self, "tile_shape", "<unset>")
         blocks = getattr(self, "blocks", None)
         mapped = f", blocks={blocks!r}" if blocks is not None else ""
-        return f"Partition({t.__module__}.{t.__qualname__}, tile_shape={tile_shape!r}{mapped})"
+        order = getattr(self, "order", ROW)
+        ordered = "" if type(order) is str and order == ROW else f", order={shown(order)}"
+        return (f"Partition({t.__module__}.{t.__qualname__}, tile_shape={tile_shape!r}{mapped}"
+                f"{ordered})")
 
 
 
@@ -215,8 +359,8 @@ def _is_0d(array: object) -> bool:
         return False
 
 
-def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int | None]:
-    """``(array, tile_shape, blocks)`` of a partition, checked again for the launch.
+def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int | None, object]:
+    """``(array, tile_shape, blocks, order)`` of a partition, checked again for the launch.
 
     ``Partition`` refuses assignment, but ``object.__setattr__`` (or ``__delattr__``) bypasses that,
     so a launch does not trust the values :func:`partition` checked: it checks them again here,
@@ -228,13 +372,15 @@ def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int
 
     Returns:
         tuple: the array (checked later, as any array argument), the tile shape (positive powers
-        of two, exact ints) and the block count (None, or an exact int from 1 to 2**31 - 1).
+        of two, exact ints), the block count (None, or an exact int from 1 to 2**31 - 1) and
+        the order (the str ``"row"``, or the tuple ``("grouped", GROUP)`` with GROUP an exact
+        int from 1 to 2**31 - 1, for a tile shape of rank 2 or more).
 
     Raises:
         TileArgumentError: a field is missing or no longer holds what :func:`partition` checked.
     """
     try:
-        array, tile_shape, blocks = p.array, p.tile_shape, p.blocks
+        array, tile_shape, blocks, order = p.array, p.tile_shape, p.blocks, p.order
     except AttributeError as exc:
         raise TileArgumentError(
             f"argument '{name}': the partition has lost a field ({exc}); make a new one with "
@@ -244,20 +390,29 @@ def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int
             if type(t) is not int or t <= 0 or t & (t - 1):
                 break
         else:
-            if blocks is None or (type(blocks) is int and 1 <= blocks <= _MAX_BLOCKS):
-                return array, tile_shape, blocks
+            if not (blocks is None or (type(blocks) is int and 1 <= blocks <= _MAX_BLOCKS)):
+                raise TileArgumentError(
+                    f"argument '{name}': the partition's blocks was changed after "
+                    f"numba_tile.partition() checked it: expected None or an int from 1 to "
+                    f"2**31 - 1, got {blocks!r}; make a new partition")
+            if (type(order) is str and order == ROW) or (
+                    type(order) is tuple and len(order) == 2 and type(order[0]) is str
+                    and order[0] == "grouped" and type(order[1]) is int
+                    and 1 <= order[1] <= _MAX_GROUP and len(tile_shape) >= 2):
+                return array, tile_shape, blocks, order
             raise TileArgumentError(
-                f"argument '{name}': the partition's blocks was changed after "
-                f"numba_tile.partition() checked it: expected None or an int from 1 to "
-                f"2**31 - 1, got {blocks!r}; make a new partition")
+                f"argument '{name}': the partition's order was changed after "
+                f"numba_tile.partition() checked it: expected 'row' or ('grouped', GROUP) with "
+                f"GROUP an int from 1 to 2**31 - 1 (for a tile shape of rank 2 or more), got "
+                f"{shown(order, with_type=True, qualified=False)}; make a new partition")
     raise TileArgumentError(
         f"argument '{name}': the partition's tile_shape was changed after numba_tile.partition() "
         f"checked it: expected a non-empty tuple of positive powers of two (ints), got "
         f"{tile_shape!r}; make a new partition")
 
 
-def partition(array: object, tile_shape: int | tuple[int, ...],
-              blocks: int | None = None) -> Partition:
+def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | None = None,
+              order: object = None) -> Partition:
     """Splits ``array`` into disjoint tiles, to pass it to a mutable kernel parameter.
 
     Args:
@@ -267,21 +422,33 @@ def partition(array: object, tile_shape: int | tuple[int, ...],
         blocks: map the partition onto this many blocks (a persistent kernel, e.g. one block per
             multiprocessor): the kernel then iterates ``for idx in tiles(z)`` and stores with
             ``store(z, tile, idx)``. None (default): one block per tile.
+        order: the traversal order of the tiles, i.e. which tile is tile number ``k``: block
+            ``k``'s own tile (what ``load(z)``, ``store(z, t)`` and ``bid(axis)`` use), or for
+            a mapped partition the ``k``-th tile ``tiles(z)`` hands out (block ``b`` gets
+            numbers ``b, b + blocks, ...``). None or ``"row"`` (default): row-major over the
+            tile grid. :func:`grouped` ``(GROUP)``, i.e. ``("grouped", GROUP)``: Triton's grouped
+            order over the last two axes of the tile grid (bands of GROUP tile rows, for L2
+            reuse in a GEMM), leading axes row-major outermost; needs rank 2 or more. Every
+            order is a bijection of the tile grid, so each tile has exactly one block; the
+            order is static (part of the kernel's specialization).
 
     Returns:
-        Partition: holds ``array``, the tile shape and the block count.
+        Partition: holds ``array``, the tile shape, the block count and the order.
 
     Raises:
-        TileArgumentError: ``tile_shape`` is not a tuple of positive powers of two, or ``blocks``
-            is not a positive int; ``tile_shape`` is ``()`` for a 0-d array (the message says
-            what to pass instead).
+        TileArgumentError: ``tile_shape`` is not a tuple of positive powers of two, ``blocks``
+            is not a positive int, or ``order`` is none of the above (a group that is not an
+            int from 1 to 2**31 - 1: bools, floats, 0 and negative numbers are refused; a
+            grouped order for a 1-D tile shape); ``tile_shape`` is ``()`` for a 0-d array (the
+            message says what to pass instead).
 
     Examples:
         >>> z = partition(out, (64, 64))   # doctest: +SKIP
         >>> kernel(x, y, z)                # doctest: +SKIP
+        >>> c = partition(c_out, (128, 128), order=grouped(8))   # GEMM, grouped tiles  # doctest: +SKIP
     """
     try:
-        return Partition(array, tile_shape, blocks)
+        return Partition(array, tile_shape, blocks, order)
     except TileArgumentError as exc:
         if exc.lineno is not None:
             raise

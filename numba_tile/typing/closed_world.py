@@ -597,6 +597,9 @@ def _check_plumbing(inst, typemap):
         if expr.op in _CONTAINER_OPS and isinstance(typemap.get(expr.value.name),
                                                      (types.BaseTuple, types.List)):
             return
+        if expr.op in _INDEX_ITEM_OPS and isinstance(typemap.get(expr.value.name),
+                                                     PartitionIndexType):
+            return          # idx[d]: numba_tile's op, checked by _check_index_item
         if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), TilesIterable):
             return
         if expr.op == "iternext" and isinstance(typemap.get(expr.value.name), TilesIterator):
@@ -619,6 +622,56 @@ def _check_plumbing(inst, typemap):
     raise UnanalyzedCallError(
         f"parameter(s) {names} used in a {what}, which numba_tile cannot check; tensors and "
         f"partitions can only be given to numba_tile ops", **_loc(inst))
+
+
+#: expressions that read an item of a value: on a branded index, ``idx[d]`` (numba_tile's op
+#: ``index_getitem``, keyed by ``operator.getitem``)
+_INDEX_ITEM_OPS = ("static_getitem", "getitem")
+
+
+def _check_index_item(inst, expr, typemap, calltypes) -> None:
+    """``idx[d]`` on a branded index must be numba_tile's ``index_getitem``: typed by its own
+    rule (Numba types ``static_getitem`` through ``operator.getitem``'s templates only when no
+    ``"static_getitem"`` template claims the type, so a claim by other code leaves no
+    signature here) and lowered by its own lowering, with no ``"static_getitem"`` lowering
+    for the type (Numba would try that one first)."""
+    from numba.cuda.descriptor import cuda_target
+    from .._registry import OPS
+    d = OPS["index_getitem"]
+    sig = calltypes.get(expr)
+    argtys = list(sig.args) if sig is not None else [typemap.get(expr.value.name)]
+    _check_op(inst, d, sig, argtys, typemap.get(inst.target.name))
+    chosen = _chosen_lowering(cuda_target.typing_context.resolve_value_type(operator.getitem),
+                              sig)
+    if chosen is None:               # no single lowering: another one matches as well
+        raise UnanalyzedCallError(
+            f"index_getitem() on {argtys[0]} has no single lowering: a lowering of "
+            f"operator.getitem registered outside numba_tile matches it as well as numba_tile's, "
+            f"which numba_tile cannot check", **_loc(inst))
+    if chosen is not d.lower:        # a more specific lowering of operator.getitem
+        where = _untrusted_file(chosen) or getattr(chosen, "__module__", None) or repr(chosen)
+        raise UnanalyzedCallError(
+            f"index_getitem() on {argtys[0]} would be lowered by "
+            f"{getattr(chosen, '__qualname__', chosen)} (in {where}), not by numba_tile, which "
+            f"cannot check it", **_loc(inst))
+    if expr.op != "static_getitem":
+        return
+    selector = cuda_target.target_context._defns.get("static_getitem")
+    try:
+        index_ty = types.literal(expr.index)
+    except Exception:  # noqa: BLE001 - as Numba's lowering: an index with no literal type
+        index_ty = types.Omitted(expr.index)
+    try:
+        impl = selector.find((argtys[0], index_ty)) if selector is not None else None
+    except Exception:  # noqa: BLE001 - none for these types: Numba falls back on getitem
+        impl = None
+    if impl is not None:
+        where = _untrusted_file(impl) or getattr(impl, "__module__", None) or repr(impl)
+        raise UnanalyzedCallError(
+            f"index_getitem() on {argtys[0]} has a 'static_getitem' lowering registered "
+            f"outside numba_tile ({getattr(impl, '__qualname__', impl)} in {where}), which "
+            f"numba_tile cannot check; numba_tile's ops are lowered only by numba_tile",
+            **_loc(inst))
 
 
 def _first_use(func_ir, name):
@@ -666,6 +719,9 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
                     _check_operator_lowering(inst, value, sig)
             elif isinstance(value, ir.Expr) and value.op == "getattr":
                 _check_getattr_lowering(inst, value, typemap)
+            elif (isinstance(value, ir.Expr) and value.op in _INDEX_ITEM_OPS
+                    and isinstance(typemap.get(value.value.name), PartitionIndexType)):
+                _check_index_item(inst, value, typemap, calltypes)
             if unchecked:
                 continue
             ty = typemap.get(inst.target.name)

@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from .._registry import typing_rule
 from .common import fail, is_array_param, literal_int, static_shape
-from .types import PartitionType, TilesIterable
+from .types import PartitionIndexType, PartitionType, TilesIterable
 
 
 @typing_rule("tiles")
@@ -25,4 +25,18 @@ def type_num_tiles(x, axis, tile):
     if not isinstance(a, int) or not 0 <= a < x.ndim:
         raise fail("num_tiles", "axis", f"a static integer in [0, {x.ndim})", axis)
     static_shape(tile, "num_tiles", "tile")
+    return types.int64
+
+
+@typing_rule("index_getitem")
+def type_index_getitem(index, d):
+    """``idx[d]`` on a branded index: its coordinate along axis ``d`` (a static int, negative
+    from the end), a plain int64. Other receivers are not this op's (tuples keep Numba's
+    rule)."""
+    if not isinstance(index, PartitionIndexType):
+        return None
+    axis = literal_int(d)
+    if not isinstance(axis, int) or not -index.ndim <= axis < index.ndim:
+        raise fail("getitem", "d", f"a static integer axis in [{-index.ndim}, {index.ndim}) "
+                   f"of the {index.ndim}-d tile index {index}", d)
     return types.int64

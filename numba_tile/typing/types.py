@@ -71,24 +71,32 @@ class PartitionType(_ArrayParam):
         tile_shape: static tile shape (powers of two), one entry per axis.
         mapped: the partition is mapped onto a fixed number of blocks (persistent kernels):
             a block owns the tiles ``tiles(z)`` hands it, not one tile.
+        order: the static traversal order of the tiles (``runtime/partition.normalize_order``):
+            ``"row"`` (row-major) or ``("grouped", GROUP)``; which tile block ``b`` owns, or
+            which tile is the ``k``-th ``tiles(z)`` hands out (``lowering/partition.tile_coords``).
+            Part of the type's name, so each order is its own specialization.
     """
 
     mutable = True
 
     def __init__(self, dtype, ndim: int, tile_shape: tuple, vec16: bool, param: str,
-                 mapped: bool = False):
+                 mapped: bool = False, order="row"):
         self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
         self.tile_shape = tuple(tile_shape)
         self.mapped = mapped
+        self.order = order if order == "row" else (str(order[0]), int(order[1]))
+        shown_order = "" if self.order == "row" else f", {self.order[0]}({self.order[1]})"
         super().__init__(
             name=f"Partition[{dtypes.name(dtype)}, tile={self.tile_shape}"
-                 f"{', vec16' if vec16 else ''}{', mapped' if mapped else ''}, param={param}]")
+                 f"{', vec16' if vec16 else ''}{', mapped' if mapped else ''}{shown_order}, "
+                 f"param={param}]")
 
 
 class PartitionIndexType(types.Type):
     """A tile index minted by ``tiles(z)``: it carries the *brand* of partition ``z`` (its
     parameter name), and only a store to ``z`` accepts it. Its value is the tile's
-    coordinates (int64, tile units), usable as the index of any load."""
+    coordinates (int64, tile units), usable as the index of any load; ``idx[d]`` (a static
+    axis) gives one of them as a plain int64, which no store accepts as an index."""
 
     def __init__(self, brand: str, ndim: int):
         self.brand, self.ndim = brand, ndim
