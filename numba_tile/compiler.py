@@ -302,7 +302,8 @@ def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
 def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
                    cc: tuple = (9, 0), lineinfo: bool = False,
                    unchecked: bool = False,
-                   min_blocks_per_sm: int | None = None) -> CompiledKernel:
+                   min_blocks_per_sm: int | None = None,
+                   num_stages: int = 1) -> CompiledKernel:
     """Compile ``pyfunc`` for ``argtypes`` to PTX.
 
     Args:
@@ -325,6 +326,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
 
     ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     ctx.cc = tuple(cc)
+    ctx.num_stages = num_stages
     with compiler_context.compiling(ctx):
         try:
             cres = _run(pyfunc, argtypes, ctx, typing_only=False, cc=cc, lineinfo=lineinfo)

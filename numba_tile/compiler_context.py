@@ -29,6 +29,7 @@ class CompileContext:
         smem: the kernel's shared-memory pool (``lowering/shared.SharedPool``), made by the
             first op that needs shared memory; None when none does.
         cc: the compute capability being compiled for.
+        num_stages: pipeline stages of staged loads (``typing/pipeline.py``; 1: none).
         ordered_partitions: names of the partition parameters whose accesses (loads and
             stores of the block's own or branded tiles) the lowering must order with a
             block barrier (``bar.sync 0``) before each one: a partition the kernel
@@ -49,6 +50,7 @@ class CompileContext:
     unchecked: bool = False
     smem: object = None
     cc: tuple = (9, 0)
+    num_stages: int = 1
     ordered_partitions: frozenset | None = None
     errors: list = field(default_factory=list)
 

@@ -129,12 +129,13 @@ class Kernel:
         num_warps: warps per block (threads = 32 * num_warps).
         min_blocks_per_sm: blocks the compiler must fit on one multiprocessor (None: no
             requirement).
+        num_stages: software-pipeline stages of the loads that feed matrix products in loops.
         interpret: run in the interpreter by default.
     """
 
     def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
                  unchecked: bool = False, min_blocks_per_sm: int | None = None,
-                 _caller_locals: dict | None = None):
+                 num_stages: int = 1, _caller_locals: dict | None = None):
         """Checks the function and the options, and reads the parameters' roles.
 
         Raises:
@@ -147,8 +148,9 @@ class Kernel:
             raise _arg_error(f"numba_tile.jit: {fn.__qualname__!r} is already a numba_tile kernel; "
                              f"apply numba_tile.jit once (its options go in that one call)")
         check_kernel_function(fn)
-        _check_options(num_warps, interpret, unchecked, min_blocks_per_sm)
+        _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages)
         self.fn = fn
+        self.num_stages = num_stages
         self.num_warps = num_warps
         self.min_blocks_per_sm = min_blocks_per_sm
         self.unchecked = unchecked
@@ -346,6 +348,7 @@ class Kernel:
                     snap = self.snapshot(key)
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
                                "min_blocks_per_sm": self.min_blocks_per_sm,
+                               "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}
                     digest = cache.entry_key(snap, key, options, cc)
                     ck = cache.load(digest) if digest else None
@@ -353,6 +356,7 @@ class Kernel:
                         try:
                             ck = compile_kernel(snap.fn, argtypes, num_warps=self.num_warps,
                                                 min_blocks_per_sm=self.min_blocks_per_sm,
+                                                num_stages=self.num_stages,
                                                 grid_param=grid_param, cc=cc,
                                                 unchecked=self.unchecked)
                         except Exception:
@@ -571,7 +575,10 @@ class Kernel:
 
 
 
-def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm) -> None:
+def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages=1) -> None:
+    if type(num_stages) is not int or not 1 <= num_stages <= 8:
+        raise _arg_error(f"numba_tile.jit: num_stages: expected an int from 1 to 8, got "
+                         f"{shown(num_stages, with_type=True, qualified=False)}")
     """The options of :func:`jit`, with exact types (a bool is an int to Python, not here)."""
     if type(num_warps) is not int or not (is_pow2(num_warps) and num_warps <= 32):
         raise _arg_error(f"numba_tile.jit: num_warps: expected a power of two from 1 to 32 (an "
@@ -590,7 +597,7 @@ def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm) -> None:
 
 
 def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False,
-        min_blocks_per_sm: int | None = None):
+        min_blocks_per_sm: int | None = None, num_stages: int = 1):
     """Decorate a tile kernel.
 
     Args:
@@ -602,6 +609,11 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
             num_warps)`` (Hopper's 64K registers). A request, not a demand: where ptxas
             would have to spill registers to meet it, numba_tile assembles the kernel
             without it (``runtime/linker.py``). None (default): no request.
+        num_stages: software-pipeline the loads that feed matrix products in ``for k in
+            range(n)`` loops over this many stages of ``cp.async`` copies into shared memory
+            (1 to 8, as Triton's ``num_stages``; default 1: no pipelining). Which loads
+            qualify: ``typing/pipeline.py``. Each stage holds one tile per staged load, so
+            shared memory grows with it (a compile error names the limit).
         interpret: run in the interpreter by default (CPU, NumPy).
         unchecked: mark the kernel unchecked: it may use atomics, scatter/gather, stores at
             any tile index and ``Mutable`` parameters, which numba_tile does not check; every
@@ -629,9 +641,10 @@ def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool
         # the decorating scope's locals: string annotations (``from __future__ import
         # annotations``) may name a module imported there
         return Kernel(f, num_warps=num_warps, interpret=interpret, unchecked=unchecked,
-                      min_blocks_per_sm=min_blocks_per_sm, _caller_locals=caller.f_locals)
+                      min_blocks_per_sm=min_blocks_per_sm, num_stages=num_stages,
+                      _caller_locals=caller.f_locals)
 
-    _check_options(num_warps, interpret, unchecked, min_blocks_per_sm)
+    _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages)
     if fn is None:
         return lambda f: deco(f, sys._getframe(1))
     return deco(fn, sys._getframe(1))

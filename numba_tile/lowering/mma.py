@@ -272,22 +272,38 @@ def _fma_product(context, builder, p, layout: MmaLayout, sa: Staged, sb: Staged,
     return [builder.load(cell) for cell in cells]
 
 
-def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precision: str):
-    """Register elements (``res.layout`` order) of ``acc + a @ b``; ``acc`` in that layout."""
+def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precision: str,
+                  staged=None):
+    """Register elements (``res.layout`` order) of ``acc + a @ b``; ``acc`` in that layout.
+    ``staged``: ``{operand: key}`` of operands a staged load already put in shared memory
+    (``lowering/pipeline.py``)."""
+    from .pipeline import staged_operand
+    staged = staged or {}
     p = plan("mma", aty.dtype, res.dtype, precision)
     layout = res.layout
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
     transpose_b = p.kind in ("s8", "tf32")
     a_bytes = m * k * isz
-    base = pool().scratch(builder, a_bytes + k * n * isz, f"mma operands {aty.shape} @ {bty.shape}")
-    sa = Staged(base, m, k, isz)
-    sb_base = builder.gep(base, [const_i64(a_bytes)])
-    sb = Staged(sb_base, n, k, isz) if transpose_b else Staged(sb_base, k, n, isz)
-    barrier(builder)
-    _store_operand(builder, aty, a, sa, False, p.kind == "tf32")
-    _store_operand(builder, bty, b, sb, transpose_b, p.kind == "tf32")
-    barrier(builder)
+    if len(staged) < 2:
+        base = pool().scratch(builder, a_bytes + k * n * isz,
+                              f"mma operands {aty.shape} @ {bty.shape}")
+        sb_base = builder.gep(base, [const_i64(a_bytes)])
+    if 0 in staged:
+        sa = Staged(staged_operand(staged[0]), m, k, isz)
+    else:
+        sa = Staged(base, m, k, isz)
+    if 1 in staged:
+        sb = Staged(staged_operand(staged[1]), k, n, isz)
+    else:
+        sb = Staged(sb_base, n, k, isz) if transpose_b else Staged(sb_base, k, n, isz)
+    if len(staged) < 2:
+        barrier(builder)
+        if 0 not in staged:
+            _store_operand(builder, aty, a, sa, False, p.kind == "tf32")
+        if 1 not in staged:
+            _store_operand(builder, bty, b, sb, transpose_b, p.kind == "tf32")
+        barrier(builder)
     if p.kind == "fma":
         return _fma_product(context, builder, p, layout, sa, sb, acc, k)
     return _tensor_core_product(builder, p, layout, sa, sb, acc, k)
@@ -308,7 +324,7 @@ def lower_mma(context, builder, sig, args):
     res = sig.return_type
     acc = _acc_elements(builder, accty, args[2], res)
     out = lower_product(context, builder, aty, args[0], bty, args[1], res, acc,
-                        precision_value("mma", prec))
+                        precision_value("mma", prec), getattr(sig, "operands", None))
     return make_fragment(builder, res, out,
                          tile_extents(builder, accty, args[2]) if res.masked else None)
 
@@ -318,7 +334,7 @@ def lower_matmul(context, builder, sig, args):
     aty, bty, _dt, prec = sig.args
     res = sig.return_type
     out = lower_product(context, builder, aty, args[0], bty, args[1], res, _zeros(res),
-                        precision_value("matmul", prec))
+                        precision_value("matmul", prec), getattr(sig, "operands", None))
     return make_fragment(builder, res, out)
 
 
@@ -330,5 +346,6 @@ def lower_matmul_operator(context, builder, sig, args):
     aty, bty = sig.args
     res = sig.return_type
     assert res.dtype == default_acc_dtype(aty.dtype)
-    out = lower_product(context, builder, aty, args[0], bty, args[1], res, _zeros(res), "ieee")
+    out = lower_product(context, builder, aty, args[0], bty, args[1], res, _zeros(res), "ieee",
+                        getattr(sig, "operands", None))
     return make_fragment(builder, res, out)

@@ -255,4 +255,8 @@ class OwnershipPass(AnalysisPass):
         # each function's partitions stay ordered
         ctx.ordered_partitions = (ctx.ordered_partitions or frozenset()) | partition_access_facts(
             state.func_ir, state.typemap, state.calltypes)
+        if not ctx.unchecked:
+            # after every check: staging changes how checked loads travel, not what they read
+            from .pipeline import mark_staged_loads
+            mark_staged_loads(state.func_ir, state.typemap, state.calltypes, ctx.num_stages)
         return False

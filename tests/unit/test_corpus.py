@@ -821,7 +821,8 @@ def c24_index_laundered_through_arithmetic():
     return compiled(c_index_mirror, [x, z], x, nt.partition(z, 16))
 
 
-@refused("C25", errors.TileTypingError, "getitem(PartitionIndex[z, 1d]")
+@refused("C25", errors.ForeignTileStoreError, "store() to partition 'z'",
+         "built by hand (UniTuple(int64 x 1))")
 def c25_index_rebuilt_from_its_component():
     x, z = randn(40), randn(40)
     return compiled(c_index_component, [x, z], x, nt.partition(z, 16, blocks=2))
@@ -3924,6 +3925,228 @@ def l79_stream_that_is_no_stream_in_the_interpreter():
     def launch():
         add_1d(x, x, nt.partition(z, 128), 128, interpret=True, stream="x")  # L79
     return Refusal(launch, [x, z])
+
+
+# ------------------------------------------- declared tile orders and idx[d] (grouped GEMM order)
+# A partition may declare the traversal order of its tiles: partition(z, tile_shape,
+# order=nt.grouped(G)) gives Triton's grouped order over the last two axes of the tile grid
+# (runtime/partition.py: grouped, normalize_order, tile_coords; lowering/partition.py:
+# tile_coords, which memory.own_tile_index, bid() and tiles() use). Every order is a bijection of
+# the tile grid, so each tile still has exactly one block. A branded index gives its coordinates
+# as plain int64 values, idx[d] (numba_tile's op index_getitem, keyed by operator.getitem; the
+# closed-world pass accepts a getitem on a PartitionIndex only when that op's own rule typed it
+# and no other lowering can run for it: closed_world._check_index_item). C87-C90 are refused,
+# L80-L81 are refused at the launch line, V73-V75 are legal neighbours.
+#
+# Paste this block anywhere after the helpers of tests/unit/test_corpus.py (e.g. after the
+# "persistent and branded" section).
+#
+# C25 changes with this feature: (idx[0],) now types (a tuple of plain int64 values) and the
+# store refuses it as an index built by hand. Replace its decorator by:
+#
+#     @refused("C25", errors.ForeignTileStoreError, "store() to partition 'z'",
+#              "built by hand (UniTuple(int64 x 1))")
+#
+# (the marked line, the kernel and the build function stay as they are; docs/safety.md R4 says
+# so now).
+from numba.cuda.typing.templates import AbstractTemplate as _GroupedAbstractTemplate  # noqa: E402
+from numba.cuda.typing.templates import infer as _grouped_infer  # noqa: E402
+from numba.cuda.typing.templates import signature as _grouped_signature  # noqa: E402
+
+from numba_tile.typing.types import PartitionIndexType as _GroupedIndexType  # noqa: E402
+
+
+@nt.jit
+def g_store_at_rebuilt_coordinates(x, z: nt.Partition):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx), (idx[0], idx[1]))  # C87
+
+
+@refused("C87", errors.ForeignTileStoreError, "store() to partition 'z'",
+         "built by hand (UniTuple(int64 x 2))", "tiles(z)")
+def c87_index_rebuilt_from_the_coordinates_of_a_grouped_index():
+    x, z = randn(37, 53), randn(37, 53)
+    return compiled(g_store_at_rebuilt_coordinates, [x, z], x,
+                    nt.partition(z, (8, 8), blocks=4, order=nt.grouped(3)))
+
+
+@_grouped_infer
+class _RebrandStaticItem(_GroupedAbstractTemplate):
+    """A user "static_getitem" rule: item 99 of an index of partition 'w' typed as an index of
+    partition 'z' (with a lowering, it would let w's tiles be stored into z)."""
+
+    key = "static_getitem"
+
+    def generic(self, args, kws):
+        index, item = args
+        if isinstance(index, _GroupedIndexType) and index.brand == "w" and item == 99:
+            return _grouped_signature(_GroupedIndexType("z", index.ndim), *args)
+        return None
+
+
+@lower_builtin("static_getitem", _GroupedIndexType("w", 2), types.IntegerLiteral(99))
+def _rebrand_static_item_lowering(context, builder, sig, args):
+    """... and its lowering: the index of 'w' itself, now typed as one of 'z'."""
+    return args[0]
+
+
+@nt.jit
+def g_index_rebranded_by_a_static_getitem_rule(x, z: nt.Partition, w: nt.Partition):
+    for iw in nt.tiles(w):
+        nt.store(z, nt.load(x, iw, (8, 8)), iw[99])  # C88
+
+
+@refused("C88", errors.UnanalyzedCallError, "index_getitem() was typed by a rule registered "
+         "outside numba_tile", "PartitionIndex[w, 2d]")
+def c88_user_static_getitem_rule_rebrands_an_index():
+    x, z, w = randn(37, 53), randn(37, 53), randn(37, 53)
+    return compiled(g_index_rebranded_by_a_static_getitem_rule, [x, z, w], x,
+                    nt.partition(z, (8, 8), blocks=4, order=nt.grouped(3)),
+                    nt.partition(w, (8, 8), blocks=4, order=nt.grouped(3)))
+
+
+def _rebrand_getitem_typer(index, item):
+    """A user rule for ``operator.getitem``: item 98 of an index of partition 'w' typed as an
+    index of partition 'z' (numba_tile's own rule refuses the axis, so Numba tries this one)."""
+    if isinstance(index, _GroupedIndexType) and index.brand == "w" \
+            and isinstance(item, types.IntegerLiteral) and item.literal_value == 98:
+        return _GroupedIndexType("z", index.ndim)
+    return None
+
+
+type_callable(operator.getitem)(lambda context: _rebrand_getitem_typer)
+
+
+@nt.jit
+def g_index_rebranded_by_a_getitem_rule(x, z: nt.Partition, w: nt.Partition):
+    for iw in nt.tiles(w):
+        nt.store(z, nt.load(x, iw, (8, 8)), iw[98])  # C89
+
+
+@refused("C89", errors.UnanalyzedCallError, "index_getitem() was typed by a rule registered "
+         "outside numba_tile", "PartitionIndex[w, 2d]")
+def c89_user_getitem_rule_rebrands_an_index():
+    x, z, w = randn(37, 53), randn(37, 53), randn(37, 53)
+    return compiled(g_index_rebranded_by_a_getitem_rule, [x, z, w], x,
+                    nt.partition(z, (8, 8), blocks=4, order=nt.grouped(8)),
+                    nt.partition(w, (8, 8), blocks=4, order=nt.grouped(8)))
+
+
+@lower_builtin("static_getitem", _GroupedIndexType("zs", 1), types.IntegerLiteral(0))
+def _foreign_static_item_lowering(context, builder, sig, args):
+    """A user lowering Numba would run for ``idx[0]`` of partition 'zs' instead of numba_tile's
+    (registered for that one index type only: a wider one would refuse every idx[d] of this
+    process, which tests/unit/test_tile_order.py checks in a child process)."""
+    raise AssertionError("never lowered")
+
+
+@nt.jit
+def g_item_with_a_foreign_static_getitem_lowering(x, zs: nt.Partition):
+    for idx in nt.tiles(zs):
+        t = nt.load(x, (idx[0],), (16,))  # C90
+        nt.store(zs, t, idx)
+
+
+@refused("C90", errors.UnanalyzedCallError, "'static_getitem' lowering registered outside "
+         "numba_tile", "_foreign_static_item_lowering")
+def c90_foreign_static_getitem_lowering_of_an_index():
+    x, zs = randn(40), randn(40)
+    return compiled(g_item_with_a_foreign_static_getitem_lowering, [x, zs], x,
+                    nt.partition(zs, 16, blocks=2))
+
+
+@refused("L80", errors.TileArgumentError, "argument 'z'", "order was changed after "
+         "numba_tile.partition() checked it", "got ('grouped', 0) (tuple)")
+def l80_order_of_a_partition_changed_behind_the_guard():
+    x, z = randn(37, 53), randn(37, 53)
+    p = nt.partition(z, (8, 8), order=nt.grouped(3))
+    object.__setattr__(p, "order", ("grouped", 0))      # a group of 0: a division by zero
+
+    def launch():
+        add_2d(x, x, p, 8, 8, interpret=True)  # L80
+    return Refusal(launch, [x, z])
+
+
+@refused("L81", errors.TileArgumentError, "argument 'order'", "the group of a grouped order must "
+         "be a positive int", "got True (bool)")
+def l81_grouped_order_with_a_bool_group():
+    z = randn(37, 53)
+
+    def launch():
+        nt.partition(z, (8, 8), order=("grouped", True))  # L81
+    return Refusal(launch, [z])
+
+
+@nt.jit
+def v_grouped_gemm_shaped(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
+                          BN: nt.Constant, BK: nt.Constant):
+    for idx in nt.tiles(c):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            ta = nt.load(a, (idx[0], k), (BM, BK), padding=0.0)
+            tb = nt.load(b, (k, idx[-1]), (BK, BN), padding=0.0)
+            acc = acc + nt.sum(ta, 1, keepdims=True) * nt.sum(tb, 0, keepdims=True)
+        nt.store(c, acc, idx)
+
+
+def _outer_sums(a, b, bk):
+    out = np.zeros((a.shape[0], b.shape[1]))
+    for k in range(0, a.shape[1], bk):
+        out += f64(a[:, k:k + bk]).sum(1, keepdims=True) * f64(b[k:k + bk, :]).sum(0, keepdims=True)
+    return out
+
+
+@valid("V73")
+def v73_persistent_gemm_shaped_kernel_in_grouped_order_loads_at_idx_items():
+    a, b, c = randn(37, 45), randn(45, 53), nans(37, 53)
+
+    def launch():
+        v_grouped_gemm_shaped(a, b, nt.partition(c, (8, 8), blocks=4, order=nt.grouped(3)),
+                              8, 8, 16, interpret=True)
+
+    def check():
+        close(c, _outer_sums(a, b, 16), rtol=1e-4, atol=1e-4)
+    return launch, check
+
+
+@nt.jit
+def v_grouped_own_tile_at_bids(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
+                               BN: nt.Constant, BK: nt.Constant):
+    acc = nt.zeros((BM, BN), nt.float32)
+    for k in range(nt.num_tiles(a, 1, BK)):
+        ta = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0.0)
+        tb = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0.0)
+        acc = acc + nt.sum(ta, 1, keepdims=True) * nt.sum(tb, 0, keepdims=True)
+    nt.store(c, acc)
+
+
+@valid("V74")
+def v74_one_block_per_tile_in_grouped_order_loads_at_its_bids():
+    a, b, c = randn(37, 45), randn(45, 53), nans(37, 53)
+
+    def launch():
+        v_grouped_own_tile_at_bids(a, b, nt.partition(c, (8, 8), order=nt.grouped(8)), 8, 8, 16,
+                                   interpret=True)
+
+    def check():
+        close(c, _outer_sums(a, b, 16), rtol=1e-4, atol=1e-4)
+    return launch, check
+
+
+@valid("V75")
+def v75_two_partitions_of_one_grid_in_different_orders():
+    """Block b owns tile b of z1's order and tile b of z2's: two bijections, each partition
+    still has one writer per tile (two_out: z1 = x + 1, z2 = 3x, each at its own tile)."""
+    x, z1, z2 = randn(37, 53), nans(37, 53), nans(37, 53)
+
+    def launch():
+        two_out(x, nt.partition(z1, (8, 8), order=nt.grouped(3)), nt.partition(z2, (8, 8)),
+                interpret=True)
+
+    def check():
+        close(z1, f64(x) + 1.0)
+        close(z2, 3 * f64(x))
+    return launch, check
 
 
 # ============================================================================= tests

@@ -1,0 +1,296 @@
+"""Which loads a kernel's loops software-pipeline (``num_stages > 1``): an analysis of the
+typed IR that marks the calls the lowering then emits as ``cp.async`` stages.
+
+A load is *staged* when all of these hold (anything else is lowered as an ordinary load):
+
+* it is ``load(t, index, shape[, padding=0])`` of a read-only tensor parameter ``t`` whose
+  specialization allows 16-byte vector accesses (``vec16``), of float16 or bfloat16, with no
+  padding or a literal zero padding;
+* it sits in a ``for k in range(n)`` loop (start 0, step 1), in a block that runs on every
+  iteration (it dominates the loop's back edges) and not in a nested loop;
+* its index is a tuple whose components are ``k`` itself on exactly one axis and values that
+  do not change within the loop on the others (defined before the loop, constants, or
+  ``bid``/``num_blocks``/``num_tiles`` of such values and integer arithmetic on them);
+* its tile is used once, as operand ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the
+  same block.
+
+The load's and the product's call signatures are replaced by :class:`StagedSignature`
+copies carrying the facts the lowering needs (``lowering/pipeline.py``). Staging changes
+where the tile's bytes travel (global memory to shared memory, no registers), never which
+bytes are read: the same bounds, the same zero fill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from numba.cuda import types
+from numba.cuda.core import ir
+from numba.cuda.typing.templates import Signature
+
+from .. import dtypes
+from .._registry import op_for_key
+from .types import TensorType, TileType
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """Facts of one staged load.
+
+    Attributes:
+        key: identifies the load in this compilation (its product refers to it).
+        loop: identifies the loop; ``count``: staged loads in it, ``order``: this load's
+            position among them (program order).
+        axis: the index axis that is the loop's induction variable.
+        stages: ``num_stages``.
+    """
+
+    key: int
+    loop: int
+    count: int
+    order: int
+    axis: int
+    stages: int
+
+
+class StagedSignature(Signature):
+    """A call signature with the pipelining facts of its call (``stage``: a
+    :class:`StageInfo` for a staged load; ``operands``: ``{0: key, 1: key}`` for a product
+    fed by staged loads)."""
+
+    __slots__ = ("stage", "operands")
+
+    @classmethod
+    def of(cls, sig, stage=None, operands=None):
+        new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
+        new.stage, new.operands = stage, operands or {}
+        return new
+
+
+_PURE_INT_OPS = ("bid", "num_blocks", "num_tiles")
+
+
+def _op(typemap, expr):
+    if not (isinstance(expr, ir.Expr) and expr.op == "call"):
+        return None
+    return op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
+
+
+def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
+    """Mark the staged loads of ``func_ir`` (see the module docstring); returns how many."""
+    if num_stages < 2:
+        return 0
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+    blocks = func_ir.blocks
+    cfg = compute_cfg_from_blocks(blocks)
+    doms = cfg.dominators()
+    defs = {}
+    for label, blk in blocks.items():
+        for st in blk.body:
+            if isinstance(st, ir.Assign):
+                defs.setdefault(st.target.name, []).append((label, st.value))
+    uses = {}
+    for label, blk in blocks.items():
+        for st in blk.body:
+            for v in st.list_vars():
+                if not (isinstance(st, ir.Assign) and v.name == st.target.name):
+                    uses.setdefault(v.name, []).append((label, st))
+    marked = 0
+    loops = cfg.loops()
+    for loop_id, (header, loop) in enumerate(sorted(loops.items())):
+        induction = _induction_variable(blocks, loop, defs)
+        if induction is None:
+            continue
+        inner = set()
+        for other, lp in loops.items():
+            if other != header and lp.body < loop.body:
+                inner |= lp.body
+        every = [lb for lb in loop.body if lb not in inner
+                 and all(lb in doms[latch] for latch in _latches(cfg, loop))]
+        found = []
+        for label in sorted(every):
+            for st in blocks[label].body:
+                if not isinstance(st, ir.Assign):
+                    continue
+                info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
+                                    uses, blocks)
+                if info is not None:
+                    found.append(info)
+        for order, (st, axis, product, operand) in enumerate(found):
+            key = id(st.value)
+            stage = StageInfo(key, loop_id, len(found), order, axis, num_stages)
+            # calltypes refuses a second assignment: replace through dict's own method
+            dict.__setitem__(calltypes, st.value, StagedSignature.of(calltypes[st.value], stage=stage))
+            psig = calltypes[product]
+            ops = dict(getattr(psig, "operands", None) or {})
+            ops[operand] = key
+            dict.__setitem__(calltypes, product, StagedSignature.of(psig, operands=ops))
+            marked += 1
+    return marked
+
+
+def _latches(cfg, loop):
+    return [src for src, _ in cfg.predecessors(loop.header) if src in loop.body]
+
+
+def _induction_variable(blocks, loop, defs):
+    """Names bound to ``k`` of ``for k in range(n)`` (start 0, step 1), or None."""
+    hdr = blocks[loop.header]
+    first = None
+    for st in hdr.body:
+        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
+                st.value.op == "iternext":
+            it = st.value.value.name
+            if not _is_plain_range(it, defs):
+                return None
+        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
+                st.value.op == "pair_first":
+            first = st.target.name
+    if first is None:
+        return None
+    names = {first}
+    changed = True
+    while changed:
+        changed = False
+        for name, ds in defs.items():
+            if name not in names and len(ds) == 1 and isinstance(ds[0][1], ir.Var) \
+                    and ds[0][1].name in names:
+                names.add(name)
+                changed = True
+    return names
+
+
+def _single_def(name, defs):
+    ds = defs.get(name, [])
+    return ds[0][1] if len(ds) == 1 else None
+
+
+def _is_plain_range(iter_name, defs):
+    seen = set()
+    v = _single_def(iter_name, defs)
+    while isinstance(v, ir.Var) and v.name not in seen:
+        seen.add(v.name)
+        v = _single_def(v.name, defs)
+    if not (isinstance(v, ir.Expr) and v.op == "getiter"):
+        return False
+    call = _single_def(v.value.name, defs)
+    if not (isinstance(call, ir.Expr) and call.op == "call") or call.kws or call.vararg:
+        return False
+    fn = _single_def(call.func.name, defs)
+    if not (isinstance(fn, ir.Global) and fn.value is range):
+        return False
+    if len(call.args) == 1:
+        return True
+    if len(call.args) == 2:
+        start = _single_def(call.args[0].name, defs)
+        return isinstance(start, ir.Const) and start.value == 0
+    return False
+
+
+def _invariant(name, loop, defs, typemap, depth=0):
+    """``name`` has one value throughout the loop."""
+    ds = defs.get(name)
+    if ds is None:
+        return True                      # an argument
+    if len(ds) != 1 or depth > 16:
+        return False
+    label, v = ds[0]
+    if label not in loop.body:
+        return True
+    if isinstance(v, (ir.Const, ir.FreeVar, ir.Global)):
+        return True
+    if isinstance(v, ir.Var):
+        return _invariant(v.name, loop, defs, typemap, depth + 1)
+    if isinstance(v, ir.Expr):
+        if v.op == "binop" and v.fn in _INT_BINOPS:
+            return all(_invariant(x.name, loop, defs, typemap, depth + 1)
+                       for x in (v.lhs, v.rhs))
+        if v.op == "call":
+            d = op_for_key(getattr(typemap.get(v.func.name), "typing_key", None))
+            if d is not None and d.name in _PURE_INT_OPS and not v.kws and not v.vararg:
+                return all(_invariant(x.name, loop, defs, typemap, depth + 1) for x in v.args)
+        if v.op == "getattr":
+            return _invariant(v.value.name, loop, defs, typemap, depth + 1)
+    return False
+
+
+import operator as _operator  # noqa: E402
+
+_INT_BINOPS = (_operator.add, _operator.sub, _operator.mul, _operator.floordiv)
+
+
+def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks):
+    expr = st.value
+    d = _op(typemap, expr)
+    if d is None or d.name != "load":
+        return None
+    sig = calltypes.get(expr)
+    if sig is None or len(sig.args) != 4:
+        return None
+    tty, ity, _sty, pty = sig.args
+    res = sig.return_type
+    if not (isinstance(tty, TensorType) and not tty.writable and tty.vec16
+            and tty.dtype in (dtypes.float16, dtypes.bfloat16) and isinstance(res, TileType)
+            and res.ndim == 2 and tty.ndim == 2):
+        return None
+    no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
+                                                      and pty.value is None)
+    if not (no_padding or _zero_padding(pty)):
+        return None
+    args = _bound_args(expr)
+    if args is None:
+        return None
+    tensor, index = args
+    if not _invariant(tensor.name, loop, defs, typemap):
+        return None
+    tup = _single_def(index.name, defs)
+    if not (isinstance(tup, ir.Expr) and tup.op == "build_tuple" and len(tup.items) == 2):
+        return None
+    axes = [i for i, v in enumerate(tup.items) if v.name in induction]
+    if len(axes) != 1:
+        return None
+    if not all(_invariant(v.name, loop, defs, typemap) for i, v in enumerate(tup.items)
+               if i != axes[0]):
+        return None
+    users = uses.get(st.target.name, [])
+    if len(users) != 1 or users[0][0] != label:
+        return None
+    user = users[0][1]
+    if not (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)):
+        return None
+    prod = user.value
+    pd = _op(typemap, prod) if prod.op == "call" else None
+    if prod.op == "binop" and prod.fn is _operator.matmul:
+        operands = [prod.lhs, prod.rhs]
+    elif pd is not None and pd.name in ("mma", "matmul") and not prod.vararg:
+        operands = list(prod.args[:2])
+    else:
+        return None
+    hits = [i for i, v in enumerate(operands) if v.name == st.target.name]
+    if len(hits) != 1 or prod not in calltypes:
+        return None
+    psig = calltypes[prod]
+    if psig.args[0].dtype not in (dtypes.float16, dtypes.bfloat16):
+        return None
+    return st, axes[0], prod, hits[0]
+
+
+def _zero_padding(pty):
+    lit = getattr(pty, "literal_value", None) if isinstance(pty, types.Literal) else None
+    return lit is not None and not isinstance(lit, bool) and lit == 0
+
+
+def _bound_args(expr):
+    """``(tensor, index)`` variables of a ``load`` call, or None (keywords other than
+    ``padding``/``shape``/``index``, or star arguments, are not analysed)."""
+    if expr.vararg or expr.varkwarg:
+        return None
+    names = ["x", "index", "shape", "padding"]
+    bound = dict(zip(names, expr.args))
+    for k, v in expr.kws:
+        if k not in names or k in bound:
+            return None
+        bound[k] = v
+    if "x" not in bound or "index" not in bound:
+        return None
+    return bound["x"], bound["index"]
