@@ -273,12 +273,12 @@ def _fma_product(context, builder, p, layout: MmaLayout, sa: Staged, sb: Staged,
 
 
 def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precision: str,
-                  staged=None):
+                  sig=None):
     """Register elements (``res.layout`` order) of ``acc + a @ b``; ``acc`` in that layout.
-    ``staged``: ``{operand: key}`` of operands a staged load already put in shared memory
-    (``lowering/pipeline.py``)."""
+    ``sig``: the call's signature; a ``typing/pipeline.StagedSignature`` names the operands a
+    staged load already put in shared memory (``lowering/pipeline.py``)."""
     from .pipeline import staged_operand
-    staged = staged or {}
+    staged = getattr(sig, "operands", None) or {}
     p = plan("mma", aty.dtype, res.dtype, precision)
     layout = res.layout
     (m, k), n = aty.shape, bty.shape[1]
@@ -297,6 +297,8 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
         sb = Staged(staged_operand(staged[1]), k, n, isz)
     else:
         sb = Staged(sb_base, n, k, isz) if transpose_b else Staged(sb_base, k, n, isz)
+    from .pipeline import await_operands
+    await_operands(builder, sig)
     if len(staged) < 2:
         barrier(builder)
         if 0 not in staged:
@@ -324,7 +326,7 @@ def lower_mma(context, builder, sig, args):
     res = sig.return_type
     acc = _acc_elements(builder, accty, args[2], res)
     out = lower_product(context, builder, aty, args[0], bty, args[1], res, acc,
-                        precision_value("mma", prec), getattr(sig, "operands", None))
+                        precision_value("mma", prec), sig)
     return make_fragment(builder, res, out,
                          tile_extents(builder, accty, args[2]) if res.masked else None)
 
@@ -334,7 +336,7 @@ def lower_matmul(context, builder, sig, args):
     aty, bty, _dt, prec = sig.args
     res = sig.return_type
     out = lower_product(context, builder, aty, args[0], bty, args[1], res, _zeros(res),
-                        precision_value("matmul", prec), getattr(sig, "operands", None))
+                        precision_value("matmul", prec), sig)
     return make_fragment(builder, res, out)
 
 
@@ -346,6 +348,5 @@ def lower_matmul_operator(context, builder, sig, args):
     aty, bty = sig.args
     res = sig.return_type
     assert res.dtype == default_acc_dtype(aty.dtype)
-    out = lower_product(context, builder, aty, args[0], bty, args[1], res, _zeros(res), "ieee",
-                        getattr(sig, "operands", None))
+    out = lower_product(context, builder, aty, args[0], bty, args[1], res, _zeros(res), "ieee", sig)
     return make_fragment(builder, res, out)

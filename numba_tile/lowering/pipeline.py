@@ -2,24 +2,29 @@
 
 ``typing/pipeline.py`` marks the loads of a ``for k in range(n)`` loop that feed a matrix
 product. Each gets a ring of ``S = num_stages`` tile-sized slots in shared memory (a
-persistent region of the kernel's pool) and, at iteration ``k``:
+persistent region of the kernel's pool); tile ``t`` lives in slot ``t mod S``. At iteration
+``k`` each staged load
 
-1. on the first iteration (``k == 0``): ``cp.async.wait_all`` (copies a previous run of the
-   loop left in flight, past its end, complete before their slots are reused), then the
-   copies of tiles ``0 .. S-2`` into slots ``0 .. S-2``, one commit group per tile;
-2. ``cp.async.wait_group N``: tile ``k`` of this load has landed (``N = S - 2`` until the
-   pipeline is full, then ``n (S - 1) - 1`` with ``n`` staged loads in the loop: the groups
-   committed after tile ``k``'s, see the derivation in the docstring of
-   :func:`wait_depth`), and the block barrier, which makes every thread's copies visible and
-   guarantees every thread is done reading the slot of tile ``k - 1``;
-3. the copies of tile ``k + S - 1`` into that slot (``(k - 1) mod S``), one commit group.
+1. on the first iteration (``k == 0``): the loop's first staged load waits for every copy
+   still in flight (``cp.async.wait_all``: a previous run of the loop left copies past its
+   end, which must land before their slots are reused) and passes the block barrier (that
+   run's last product read the slots after its last barrier), then each load copies tiles
+   ``0 .. S-3``, one commit group per tile;
+2. copies tile ``k + S - 2`` into slot ``(k - 2) mod S``, one commit group: that slot was
+   last read by the product of iteration ``k - 2``, and every thread has passed iteration
+   ``k - 1``'s barrier since;
 
-The product then reads slot ``k mod S`` with ``ldmatrix`` (``lowering/mma.py``); the tile
-never passes through registers. Each thread copies 16-byte chunks (``cp.async.cg ... 16``)
-of the tile's rows into the swizzled layout ``mma`` reads; a chunk outside the array, or of
-a tile index outside the tile grid, copies zero bytes and is zero-filled (``src-size`` 0):
-the bounds are the load's. Tiles past the loop's end are fetched that way: zeros, no
-memory traffic.
+and the product, before it reads, waits until tile ``k`` of its operands has landed
+(``cp.async.wait_group N``: ``N`` from ``typing/pipeline.wait_depth`` once the pipeline is
+full, ``S - 2`` before) and passes the block barrier (every thread's copies visible). One
+barrier per iteration, ``S - 2`` tiles in flight while a product computes.
+
+The product reads slot ``k mod S`` with ``ldmatrix`` (``lowering/mma.py``); the tile never
+passes through registers. Each thread copies 16-byte chunks (``cp.async.cg ... 16``) of the
+tile's rows into the swizzled layout ``mma`` reads; a chunk outside the array, or of a tile
+index outside the tile grid, copies zero bytes and is zero-filled (``src-size`` 0): the
+bounds are the load's. Tiles past the loop's end are fetched that way: zeros, no memory
+traffic.
 """
 
 from __future__ import annotations
@@ -44,19 +49,6 @@ def commit(builder):
 
 def wait_group(builder, n: int):
     _asm(builder, f"cp.async.wait_group {n};")
-
-
-def wait_depth(count: int, stages: int) -> int:
-    """Groups that may stay pending once tile ``k`` of a load has landed, pipeline full.
-
-    Every iteration commits one group per staged load, in program order; tile ``k`` of load
-    ``j`` was committed ``S - 1`` iterations earlier, after which the other ``n - 1`` loads
-    of that iteration and ``n`` loads of each of the ``S - 2`` iterations in between
-    committed theirs: ``n (S - 1) - 1``. Before the pipeline is full (``k < S - 1``) at
-    least ``S - 2`` groups follow it (the load's own later prologue tiles), which is what
-    is waited for then; a smaller depth only waits longer.
-    """
-    return count * (stages - 1) - 1
 
 
 class Ring:
@@ -118,9 +110,19 @@ def _issue(builder, view, ring: Ring, index, axis, kk, grid):
             _asm(builder, body, "r,l,r", (dst, src, size), (I32, I64, I32))
 
 
+def _restart(builder):
+    """Before a run of the loop fills its slots: this thread's copies still in flight land
+    (``cp.async.wait_all``), and the block barrier: the last product of a previous run of the
+    loop read its slots after that run's last barrier, so without this one a fast warp's
+    first copies could overwrite a slot a slow warp is still reading (a loop inside another
+    loop, a persistent kernel's tile loop)."""
+    _asm(builder, "cp.async.wait_all;")
+    barrier(builder)
+
+
 def lower_staged_load(context, builder, sig, view, index, tile):
     """Emit a staged load's step of the pipeline; returns the tile value (its elements are
-    never read: the product reads the slot, ``staged_operand``)."""
+    never read: the product reads the slot, :func:`staged_operand`)."""
     from .memory import tile_grid
     info = sig.stage
     ctx = compiler_context.current()
@@ -128,24 +130,21 @@ def lower_staged_load(context, builder, sig, view, index, tile):
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
     grid = tile_grid(builder, view, tile.shape)
     k = index[info.axis]
-    first = builder.icmp_unsigned("==", k, const_i64(0))
-    with builder.if_then(first):
-        _asm(builder, "cp.async.wait_all;")
-        for j in range(S - 1):
-            _issue(builder, view, ring, index, info.axis, builder.add(k, const_i64(j)), grid)
-            commit(builder)
-    full = builder.icmp_unsigned(">=", k, const_i64(S - 1))
-    with builder.if_else(full) as (then, otherwise):
-        with then:
-            wait_group(builder, wait_depth(info.count, S))
-        with otherwise:
-            wait_group(builder, max(S - 2, 0))
-    barrier(builder)
-    _issue(builder, view, ring, index, info.axis, builder.add(k, const_i64(S - 1)), grid)
+    if S > 2:
+        with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+            if info.order == 0:
+                _restart(builder)
+            for j in range(S - 2):
+                _issue(builder, view, ring, index, info.axis, builder.add(k, const_i64(j)), grid)
+                commit(builder)
+    elif info.order == 0:
+        with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+            _restart(builder)
+    _issue(builder, view, ring, index, info.axis, builder.add(k, const_i64(S - 2)), grid)
     commit(builder)
-    ctx.__dict__.setdefault("staged", {})[info.key] = ring.slot(builder, k)
-    from .common import make_fragment
+    ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S)
     from ..typing.types import element_llvm_type
+    from .common import make_fragment
     arr = ir.Constant(ir.ArrayType(element_llvm_type(tile.dtype), tile.layout.elems_per_thread),
                       ir.Undefined)
     elems = [builder.extract_value(arr, i) for i in range(tile.layout.elems_per_thread)]
@@ -153,9 +152,32 @@ def lower_staged_load(context, builder, sig, view, index, tile):
                          [const_i64(s) for s in tile.shape] if tile.masked else None)
 
 
+def await_operands(builder, sig):
+    """Before a product reads staged operands: wait until their tile ``k`` has landed
+    (``typing/pipeline.wait_depth`` groups may stay pending once the pipeline is full,
+    ``S - 2`` before: a load's own later prologue copies follow its tile ``k``), then the block
+    barrier (every thread's copies visible; the slot refilled next iteration, ``k - 1``'s, is
+    read by nobody after it)."""
+    keys = list((getattr(sig, "operands", None) or {}).values())
+    if not keys:
+        return
+    _slot, k, S = compiler_context.current().__dict__["staged"][keys[0]]
+    _last, depth = sig.wait
+    early = min(depth, S - 2)
+    if early == depth:
+        wait_group(builder, depth)
+    else:
+        with builder.if_else(builder.icmp_unsigned(">=", k, const_i64(S - 2))) as (full, fill):
+            with full:
+                wait_group(builder, depth)
+            with fill:
+                wait_group(builder, early)
+    barrier(builder)
+
+
 def staged_operand(key):
     """The slot (``i8 addrspace(3)*``) the staged load ``key`` filled this iteration."""
-    return compiler_context.current().__dict__["staged"][key]
+    return compiler_context.current().__dict__["staged"][key][0]
 
 
-__all__ = ["lower_staged_load", "staged_operand", "wait_depth"]
+__all__ = ["await_operands", "lower_staged_load", "staged_operand"]

@@ -161,3 +161,61 @@ def type_matmul_operator(a, b):
     dt = default_acc_dtype(a.dtype)
     plan("@", a.dtype, dt, "ieee")
     return result_type("@", dt, (m, n))
+
+
+def place_constant_accumulators(func_ir, typemap, calltypes) -> int:
+    """Create ``zeros``/``full`` tiles directly in the accumulator layout they flow into.
+
+    ``acc = zeros((BM, BN), float32)`` before a K loop is typed in the blocked layout, and the
+    loop's accumulator (``acc = mma(x, y, acc)``) in :class:`MmaLayout`: the assignment would
+    convert the constant tile through shared memory (as much as the whole accumulator, which
+    then bounds the kernel's occupancy). A constant tile holds the same value in every slot of
+    any layout, so when every use of such a tile is an assignment or loop phi into a variable
+    of the same tile type in an mma layout, the call is retyped to produce that layout and no
+    conversion remains. Returns how many calls were retyped.
+    """
+    from numba.cuda.core import ir
+
+    from .._registry import op_for_key
+    defs, uses = {}, {}
+    for blk in func_ir.blocks.values():
+        for st in blk.body:
+            if isinstance(st, ir.Assign):
+                defs.setdefault(st.target.name, []).append(st)
+            for v in st.list_vars():
+                if not (isinstance(st, ir.Assign) and v.name == st.target.name):
+                    uses.setdefault(v.name, []).append(st)
+    count = 0
+    for name, ds in defs.items():
+        if len(ds) != 1:
+            continue
+        st = ds[0]
+        expr = st.value
+        if not (isinstance(expr, ir.Expr) and expr.op == "call"):
+            continue
+        d = op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
+        ty = typemap.get(name)
+        if d is None or d.name not in ("zeros", "full") or not isinstance(ty, TileType) \
+                or isinstance(ty.layout, MmaLayout):
+            continue
+        targets = set()
+        for use in uses.get(name, []):
+            if not isinstance(use, ir.Assign):
+                break
+            v = use.value
+            if isinstance(v, ir.Var) or (isinstance(v, ir.Expr) and v.op == "phi"):
+                targets.add(typemap.get(use.target.name))
+            else:
+                break
+        else:
+            if len(targets) == 1:
+                (t,) = targets
+                if (isinstance(t, TileType) and isinstance(t.layout, MmaLayout)
+                        and t.dtype == ty.dtype and t.shape == ty.shape
+                        and t.masked == ty.masked):
+                    typemap.pop(name)
+                    typemap[name] = t
+                    sig = calltypes[expr]
+                    dict.__setitem__(calltypes, expr, sig.replace(return_type=t))
+                    count += 1
+    return count

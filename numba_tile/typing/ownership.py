@@ -259,4 +259,6 @@ class OwnershipPass(AnalysisPass):
             # after every check: staging changes how checked loads travel, not what they read
             from .pipeline import mark_staged_loads
             mark_staged_loads(state.func_ir, state.typemap, state.calltypes, ctx.num_stages)
+        from .mma import place_constant_accumulators
+        place_constant_accumulators(state.func_ir, state.typemap, state.calltypes)
         return False

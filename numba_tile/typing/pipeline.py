@@ -56,15 +56,28 @@ class StageInfo:
 class StagedSignature(Signature):
     """A call signature with the pipelining facts of its call (``stage``: a
     :class:`StageInfo` for a staged load; ``operands``: ``{0: key, 1: key}`` for a product
-    fed by staged loads)."""
+    fed by staged loads, ``wait``: ``(last operand order, wait depth)``)."""
 
-    __slots__ = ("stage", "operands")
+    __slots__ = ("stage", "operands", "wait")
 
     @classmethod
-    def of(cls, sig, stage=None, operands=None):
+    def of(cls, sig, stage=None, operands=None, wait=None):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
-        new.stage, new.operands = stage, operands or {}
+        new.stage, new.operands, new.wait = stage, operands or {}, wait
         return new
+
+
+def wait_depth(count: int, last: int, before: int, stages: int) -> int:
+    """Copy groups that may stay pending when a product reads tile ``k`` of its operands, once
+    the pipeline is full (``lowering/pipeline.py``).
+
+    Each iteration commits one group per staged load, in program order, each for the tile
+    ``S - 2`` iterations ahead. Tile ``k`` of the last operand load (order ``last``) was
+    committed in iteration ``k - S + 2``; after it came the ``count - 1 - last`` later loads of
+    that iteration, ``count`` loads in each of the ``S - 3`` iterations in between, and the
+    ``before`` loads of this iteration that precede the product.
+    """
+    return max(0, (count - 1 - last) + count * (stages - 3) + before)
 
 
 _PURE_INT_OPS = ("bid", "num_blocks", "num_tiles")
@@ -115,16 +128,24 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
                 info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
                                     uses, blocks)
                 if info is not None:
-                    found.append(info)
-        for order, (st, axis, product, operand) in enumerate(found):
+                    prod = info[2]
+                    ppos = next((label, i) for i, s2 in enumerate(blocks[label].body)
+                                if isinstance(s2, ir.Assign) and s2.value is prod)
+                    found.append(info + ((label, blocks[label].body.index(st)), ppos))
+        n = len(found)
+        positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
+        for order, (st, axis, product, operand, _pos, ppos) in enumerate(found):
             key = id(st.value)
-            stage = StageInfo(key, loop_id, len(found), order, axis, num_stages)
+            stage = StageInfo(key, loop_id, n, order, axis, num_stages)
             # calltypes refuses a second assignment: replace through dict's own method
             dict.__setitem__(calltypes, st.value, StagedSignature.of(calltypes[st.value], stage=stage))
             psig = calltypes[product]
             ops = dict(getattr(psig, "operands", None) or {})
             ops[operand] = key
-            dict.__setitem__(calltypes, product, StagedSignature.of(psig, operands=ops))
+            last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
+            before = sum(1 for q in positions if q < ppos)
+            dict.__setitem__(calltypes, product, StagedSignature.of(
+                psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages))))
             marked += 1
     return marked
 

@@ -98,3 +98,49 @@ def test_no_spills_on_sm90(nvjitlink, case):
     registers, spilled = linker.spill_report(out[1])
     assert spilled == 0, out[1]
     assert registers <= 255
+
+
+@nt.jit(num_stages=3)
+def rerun_pipeline(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                   BK: nt.Constant):
+    acc = nt.zeros((BM, BN), nt.float32)
+    for i in range(2):
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (i, k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+    nt.store(c, acc)
+
+
+@pytest.mark.parametrize("cc", CCS, ids=lambda c: f"sm{c[0]}{c[1]}")
+def test_pipelined_loads_use_cp_async_and_one_barrier_per_iteration(cc):
+    a = np.zeros((1024, 512), np.float16)
+    b = np.zeros((512, 1024), np.float16)
+    c = np.zeros((1024, 1024), np.float32)
+    body = GEMM_STAGED.ptx(a, b, nt.partition(c, (128, 128)), 128, 128, 32, "float32", None,
+                           cc=cc)
+    body = body[body.index(".entry"):]
+    # 128x32 and 32x128 float16 tiles: 4 chunks of 16 bytes per thread each, copied for the
+    # prologue (S - 2 = 1 tile) and for every iteration
+    assert body.count("cp.async.cg.shared.global") == 2 * 4 * 2
+    assert "cp.async.commit_group" in body and "cp.async.wait_group" in body
+    assert ".local" not in body
+    # the operands never pass through registers: no 16-byte shared stores before the products
+    assert "st.shared.v4" not in body.split("mma.sync")[0]
+
+
+GEMM_STAGED = nt.jit(num_stages=3)(GEMM[4].__wrapped__)
+
+
+def test_a_rerun_pipeline_passes_a_barrier_before_refilling_its_slots():
+    """Red-team finding: a pipelined loop entered again (inside another loop) refilled its
+    slots while a slow warp could still read them after the previous run's last barrier; each
+    run now starts with wait_all and bar.sync before its first copies."""
+    a = np.zeros((256, 512), np.float16)
+    b = np.zeros((512, 256), np.float16)
+    ptx = rerun_pipeline.ptx(a, b, nt.partition(np.zeros((64, 256), np.float32), (64, 64)), 64,
+                             64, 32, cc=(9, 0))
+    body = ptx[ptx.index(".entry"):]
+    start = body.index("cp.async.wait_all")
+    first_copy = body.index("cp.async.cg", start)
+    assert "bar.sync" in body[start:first_copy]

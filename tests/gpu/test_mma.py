@@ -248,3 +248,29 @@ def test_pipelined_persistent_gemm(tile_backend):
         raise
     np.testing.assert_array_equal(tile_backend.to_numpy(c).astype(np.float64),
                                   ah.astype(np.float64) @ bh.astype(np.float64))
+
+
+@nt.jit(num_stages=3)
+def rerun_pipeline(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                   BK: nt.Constant, R: nt.Constant):
+    """The pipelined K loop inside another loop: every run refills the slots the previous
+    run's last product read (red-team finding: a barrier must come first)."""
+    acc = nt.zeros((BM, BN), nt.float32)
+    for r in range(R):
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0) + r * 0, k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+    nt.store(c, acc)
+
+
+def test_pipelined_loop_run_again(tile_backend):
+    rng = np.random.default_rng()
+    m, n, k = 256, 192, 264
+    ah = rng.integers(-3, 4, (m, k)).astype(np.float16)
+    bh = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    c = tile_backend.asarray(np.zeros((m, n), np.float32))
+    tile_backend.run(rerun_pipeline, tile_backend.asarray(ah), tile_backend.asarray(bh),
+                     nt.partition(c, (64, 64)), 64, 64, 32, 3)
+    np.testing.assert_array_equal(tile_backend.to_numpy(c).astype(np.float64),
+                                  3 * (ah.astype(np.float64) @ bh.astype(np.float64)))
