@@ -98,8 +98,8 @@ FLUSH_BYTES = 256 * 2**20     # written before each timed launch: past the 60 MB
 
 #: numba_tile configurations tried from 256 rows of C: (BM, BN, BK, num_warps, num_stages).
 #: 128 x 128 x 64 takes 8 warps: with 4 and 2 or 3 stages ptxas spills (255 registers).
-LARGE_M_CONFIGS = ((128, 128, 32, 4, 3), (128, 256, 32, 8, 3), (128, 128, 64, 8, 3),
-                   (64, 128, 32, 4, 4))
+LARGE_M_CONFIGS = ((128, 128, 32, 4, 4), (128, 128, 32, 4, 3), (128, 256, 32, 8, 4),
+                   (256, 128, 32, 8, 4), (128, 128, 64, 8, 3))
 #: ... from 65 to 255 rows
 MEDIUM_M_CONFIGS = ((64, 64, 64, 4, 3), (64, 128, 32, 4, 4), (128, 128, 32, 4, 3))
 #: ... up to 64 rows (BM = the rows' next power of two, at least 16, and 64)

@@ -69,45 +69,90 @@ class Ring:
         return builder.gep(self.base, [builder.mul(s, const_i64(self.tile_bytes))])
 
 
-def _issue(builder, view, ring: Ring, index, axis, kk, grid):
-    """Copies of the tile at ``index`` with ``index[axis] = kk`` into its slot."""
-    from .mma import Staged
-    ctx = compiler_context.current()
-    chunks_per_row = ring.cols * ring.itemsize // 16
-    chunks = ring.rows * chunks_per_row
-    threads = ctx.num_threads
-    idx = list(index)
-    idx[axis] = kk
-    tile_ok = None
-    for d in range(2):
-        ok = builder.icmp_unsigned("<", idx[d], grid[d])
-        tile_ok = ok if tile_ok is None else builder.and_(tile_ok, ok)
-    slot = Staged(ring.slot(builder, kk), ring.rows, ring.cols, ring.itemsize)
-    base_row = builder.mul(idx[0], const_i64(ring.rows))
-    base_col = builder.mul(idx[1], const_i64(ring.cols))
-    t = thread_index(builder)
-    for rep in range((chunks + threads - 1) // threads):
-        c = builder.add(t, const_i64(rep * threads))
-        r = builder.udiv(c, const_i64(chunks_per_row)) if chunks_per_row & (chunks_per_row - 1) \
-            else builder.lshr(c, const_i64(chunks_per_row.bit_length() - 1))
-        q = builder.and_(c, const_i64(chunks_per_row - 1))
-        gr = builder.add(base_row, r)
-        gc = builder.add(base_col, builder.mul(q, const_i64(8)))
-        ok = builder.and_(tile_ok, builder.and_(
-            builder.icmp_unsigned("<", gr, view.shape[0]),
-            builder.icmp_unsigned("<", gc, view.shape[1])))
-        offset = builder.add(builder.mul(gr, view.strides[0]), gc)
-        offset = builder.select(ok, offset, const_i64(0))
-        src = builder.ptrtoint(view.global_ptr(builder, offset, 1), I64)
-        size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
-        dst = slot.address(builder, builder.trunc(r, I32),
-                           builder.trunc(builder.mul(q, const_i64(16)), I32))
-        body = "cp.async.cg.shared.global [$0], [$1], 16, $2;"
-        if chunks % threads and rep == chunks // threads:
-            with builder.if_then(builder.icmp_unsigned("<", c, const_i64(chunks))):
-                _asm(builder, body, "r,l,r", (dst, src, size), (I32, I64, I32))
-        else:
-            _asm(builder, body, "r,l,r", (dst, src, size), (I32, I64, I32))
+class ChunkPlan:
+    """What a thread copies of every tile of one staged load, computed once per run of the
+    loop (at ``k == 0``) and carried across iterations (entry-block cells that become loop
+    phis), so an iteration's copies cost an add, a compare and the ``cp.async`` per chunk:
+    per chunk the destination offset in a slot (swizzled), the source element offset of the
+    tile at ``k = 0``, whether the chunk lies inside the array along the other axis, and its
+    coordinate along the loop's axis at ``k = 0``."""
+
+    def __init__(self, builder, view, ring: Ring, index, axis: int):
+        from .mma import Staged
+        ctx = compiler_context.current()
+        self.axis = axis
+        per_row = ring.cols * ring.itemsize // 16
+        chunks = ring.rows * per_row
+        self.threads = ctx.num_threads
+        self.partial = chunks % self.threads != 0
+        self.reps = (chunks + self.threads - 1) // self.threads
+        self.chunks = chunks
+        tile_k = ring.rows if axis == 0 else ring.cols
+        other = 1 - axis
+        tile_o = ring.rows if other == 0 else ring.cols
+        stride_k = view.strides[0] if axis == 0 else const_i64(1)
+        #: elements between tile k and tile k + 1 along the loop's axis
+        self.step = builder.mul(stride_k, const_i64(tile_k))
+        self.tile_k = tile_k
+        self.extent_k = view.shape[axis]
+        grid_o = builder.lshr(builder.add(view.shape[other], const_i64(tile_o - 1)),
+                              const_i64(tile_o.bit_length() - 1))
+        other_in_grid = builder.icmp_unsigned("<", index[other], grid_o)
+        layout = Staged(ring.base, ring.rows, ring.cols, ring.itemsize)
+        t = thread_index(builder)
+        self.cells = []
+        for rep in range(self.reps):
+            c = builder.add(t, const_i64(rep * self.threads))
+            r = builder.lshr(c, const_i64(per_row.bit_length() - 1))
+            q = builder.and_(c, const_i64(per_row - 1))
+            local = (r, builder.mul(q, const_i64(8)))          # (row, col) in the tile
+            coord = [None, None]
+            coord[axis] = local[axis]                           # + k * tile_k
+            coord[other] = builder.add(builder.mul(index[other], const_i64(tile_o)), local[other])
+            row0 = coord[0]
+            col0 = coord[1]
+            src0 = builder.add(builder.mul(row0, view.strides[0]), col0)
+            ok_o = builder.and_(other_in_grid,
+                                builder.icmp_unsigned("<", coord[other], view.shape[other]))
+            if self.partial and rep == self.reps - 1:
+                ok_o = builder.and_(ok_o, builder.icmp_unsigned("<", c, const_i64(chunks)))
+            dst = layout.offset(builder, builder.trunc(r, I32),
+                                builder.trunc(builder.mul(q, const_i64(16)), I32))
+            self.cells.append((dst, src0, ok_o, coord[axis]))
+
+    def issue(self, builder, view, ring: Ring, kk):
+        """The copies of tile ``kk`` (i64) along the loop's axis into its slot."""
+        slot32 = address32(builder, ring.slot(builder, kk))
+        # the tile-grid comparison first: kk * tile_k must not wrap (a loop bound is any int)
+        in_grid = builder.icmp_unsigned("<", kk, builder.lshr(
+            builder.add(self.extent_k, const_i64(self.tile_k - 1)),
+            const_i64(self.tile_k.bit_length() - 1)))
+        shift = builder.mul(kk, self.step)
+        base_k = builder.mul(kk, const_i64(self.tile_k))
+        for dst, src0, ok_o, coord_k in self.cells:
+            ok = builder.and_(builder.and_(in_grid, ok_o), builder.icmp_unsigned(
+                "<", builder.add(base_k, coord_k), self.extent_k))
+            offset = builder.select(ok, builder.add(src0, shift), const_i64(0))
+            src = builder.ptrtoint(view.global_ptr(builder, offset, 1), I64)
+            size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
+            _asm(builder, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r",
+                 (builder.add(slot32, dst), src, size), (I32, I64, I32))
+
+    def carry(self, builder):
+        """Cells holding the plan across iterations: store now (at ``k == 0``)."""
+        from numba.cuda import cgutils
+        self._slots = []
+        for values in self.cells:
+            slots = []
+            for v in values:
+                cell = cgutils.alloca_once(builder, v.type)
+                builder.store(v, cell)
+                slots.append(cell)
+            self._slots.append(slots)
+
+    def reload(self, builder):
+        """The plan's values in any iteration (after the ``k == 0`` branch)."""
+        self.cells = [tuple(builder.load(c) for c in slots) for slots in self._slots]
 
 
 def _restart(builder):
@@ -123,24 +168,26 @@ def _restart(builder):
 def lower_staged_load(context, builder, sig, view, index, tile):
     """Emit a staged load's step of the pipeline; returns the tile value (its elements are
     never read: the product reads the slot, :func:`staged_operand`)."""
-    from .memory import tile_grid
     info = sig.stage
     ctx = compiler_context.current()
     S = info.stages
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
-    grid = tile_grid(builder, view, tile.shape)
     k = index[info.axis]
-    if S > 2:
-        with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
-            if info.order == 0:
-                _restart(builder)
-            for j in range(S - 2):
-                _issue(builder, view, ring, index, info.axis, builder.add(k, const_i64(j)), grid)
-                commit(builder)
-    elif info.order == 0:
-        with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+    plan = None
+    with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+        if info.order == 0:
             _restart(builder)
-    _issue(builder, view, ring, index, info.axis, builder.add(k, const_i64(S - 2)), grid)
+        plan = ChunkPlan(builder, view, ring, index, info.axis)
+        for j in range(S - 2):
+            plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
+            commit(builder)
+        plan.carry(builder)
+    plan.reload(builder)
+    # step, extent and tile are recomputed outside the branch (loop-invariant arithmetic)
+    plan.step = builder.mul(view.strides[0] if info.axis == 0 else const_i64(1),
+                            const_i64(plan.tile_k))
+    plan.extent_k = view.shape[info.axis]
+    plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)))
     commit(builder)
     ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S)
     from ..typing.types import element_llvm_type

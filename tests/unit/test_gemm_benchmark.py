@@ -71,8 +71,9 @@ def test_bad_options_are_refused(bench, argv, capsys):
 def test_sweep_configs(bench):
     large, medium, small = bench.sweep_configs(4096), bench.sweep_configs(128), \
         bench.sweep_configs(16)
-    assert [(c.bm, c.bn, c.bk, c.num_warps) for c in large] == \
-        [(128, 128, 32, 4), (128, 256, 32, 8), (128, 128, 64, 8), (64, 128, 32, 4)]
+    assert [(c.bm, c.bn, c.bk, c.num_warps, c.num_stages) for c in large] == \
+        [tuple(c) for c in bench.LARGE_M_CONFIGS]
+    assert all(c.num_stages > 1 for c in large)
     assert (64, 64, 64, 4) in [(c.bm, c.bn, c.bk, c.num_warps) for c in medium]
     assert {c.bm for c in small} == {16, 64}
     assert {c.bm for c in bench.sweep_configs(40)} == {64}       # next power of two of 40
