@@ -141,12 +141,15 @@ def _owner(builder, layout):
     return is_storing_thread(builder, layout)
 
 
-def _ldmatrix(builder, addr, count: int, trans: bool):
+def _ldmatrix(builder, addr, count: int, trans: bool, imm: int = 0):
+    """``ldmatrix`` of ``count`` 8x8 matrices from ``[addr + imm]`` (``imm``: a constant byte
+    offset, folded into the instruction's address)."""
     regs = ",".join(f"${i}" for i in range(count))
+    off = f"+{imm}" if imm else ""
     asm = ir.InlineAsm(
         ir.FunctionType(ir.LiteralStructType([I32] * count), [I32]),
         f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 "
-        f"{{{regs}}}, [${count}];",
+        f"{{{regs}}}, [${count}{off}];",
         ",".join(["=r"] * count) + ",r,~{memory}", side_effect=True)
     out = builder.call(asm, [addr])
     return [builder.extract_value(out, i) for i in range(count)]
@@ -206,29 +209,38 @@ def _tensor_core_product(builder, p, layout: MmaLayout, sa: Staged, sb: Staged, 
               _pack_half2(builder, acc[4 * t + 2], acc[4 * t + 3])] for t in range(am * an)]
     else:
         c = [acc[4 * t:4 * t + 4] for t in range(am * an)]
+    # The swizzle's phase repeats every 8 rows (``Staged.offset``), so moving by a multiple of
+    # 8 rows moves the address by a constant: one swizzled address per K step for A (its 16-row
+    # atoms at immediate offsets) and, for B, one per pair of 8-column atoms (its K steps at
+    # immediate offsets) or per K step (transposed B: its atoms at immediate offsets).
+    b_pairs = list(range(0, an, 2))
+    if trans_b:
+        krow = builder.add(builder.mul(j_lo, _c32(8)), r8)
+        b_base = []
+        for jn in b_pairs:
+            ncol = builder.add(col_n, _c32(jn * 8))
+            if an - jn >= 2:
+                ncol = builder.add(ncol, builder.mul(j_hi, _c32(8)))
+            b_base.append(sb.address(builder, krow, builder.mul(ncol, _c32(isz))))
+    else:
+        nrow = builder.add(col_n, r8)
+        if an >= 2:
+            nrow = builder.add(nrow, builder.mul(j_hi, _c32(8)))
     for ks in range(k // p.k_step):
         kb = ks * 32                                        # byte column of this K step
-        a_frag = []
-        for im in range(am):
-            row = builder.add(row_a, _c32(im * 16))
-            col = builder.add(_c32(kb), builder.mul(j_hi, _c32(16)))
-            a_frag.append(_ldmatrix(builder, sa.address(builder, row, col), 4, False))
+        a_addr = sa.address(builder, row_a, builder.add(_c32(kb), builder.mul(j_hi, _c32(16))))
+        a_frag = [_ldmatrix(builder, a_addr, 4, False, im * 16 * sa.row_bytes)
+                  for im in range(am)]
+        if not trans_b:
+            b_addr = sb.address(builder, nrow, builder.add(_c32(kb), builder.mul(j_lo, _c32(16))))
         b_frag = []
-        for jn in range(0, an, 2):
+        for i, jn in enumerate(b_pairs):
             pair = an - jn >= 2
             if trans_b:        # sb: K rows of N (16-bit); .trans gives the col-major fragment
-                krow = builder.add(builder.add(_c32(ks * p.k_step), builder.mul(j_lo, _c32(8))), r8)
-                ncol = builder.add(col_n, _c32(jn * 8))
-                if pair:
-                    ncol = builder.add(ncol, builder.mul(j_hi, _c32(8)))
-                regs = _ldmatrix(builder, sb.address(builder, krow, builder.mul(ncol, _c32(isz))),
-                                 4 if pair else 2, True)
+                regs = _ldmatrix(builder, b_base[i], 4 if pair else 2, True,
+                                 ks * p.k_step * sb.row_bytes)
             else:              # sb: N rows of K
-                nrow = builder.add(builder.add(col_n, _c32(jn * 8)), r8)
-                if pair:
-                    nrow = builder.add(nrow, builder.mul(j_hi, _c32(8)))
-                col = builder.add(_c32(kb), builder.mul(j_lo, _c32(16)))
-                regs = _ldmatrix(builder, sb.address(builder, nrow, col), 4 if pair else 2, False)
+                regs = _ldmatrix(builder, b_addr, 4 if pair else 2, False, jn * 8 * sb.row_bytes)
             b_frag.append(regs[0:2])
             if pair:
                 b_frag.append(regs[2:4])

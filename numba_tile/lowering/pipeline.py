@@ -72,10 +72,14 @@ class Ring:
 class ChunkPlan:
     """What a thread copies of every tile of one staged load, computed once per run of the
     loop (at ``k == 0``) and carried across iterations (entry-block cells that become loop
-    phis), so an iteration's copies cost an add, a compare and the ``cp.async`` per chunk:
-    per chunk the destination offset in a slot (swizzled), the source element offset of the
-    tile at ``k = 0``, whether the chunk lies inside the array along the other axis, and its
-    coordinate along the loop's axis at ``k = 0``."""
+    phis). Per chunk: its destination offset in a slot (swizzled), the global byte address of
+    its source in tile ``k = 0``, and ``limit``: the chunk lies inside the array exactly in the
+    tiles ``k < limit`` (0 when it lies outside along the other axis). An iteration's copy of
+    a chunk is then a compare, an add, two selects and the ``cp.async``.
+
+    ``k < limit`` also keeps ``k * tile`` from wrapping (a loop bound is any int):
+    ``limit <= ceil(extent / tile)``, the tile grid along the loop's axis.
+    """
 
     def __init__(self, builder, view, ring: Ring, index, axis: int):
         from .mma import Staged
@@ -83,57 +87,54 @@ class ChunkPlan:
         self.axis = axis
         per_row = ring.cols * ring.itemsize // 16
         chunks = ring.rows * per_row
-        self.threads = ctx.num_threads
-        self.partial = chunks % self.threads != 0
-        self.reps = (chunks + self.threads - 1) // self.threads
-        self.chunks = chunks
+        threads = ctx.num_threads
+        reps = (chunks + threads - 1) // threads
         tile_k = ring.rows if axis == 0 else ring.cols
         other = 1 - axis
         tile_o = ring.rows if other == 0 else ring.cols
-        stride_k = view.strides[0] if axis == 0 else const_i64(1)
-        #: elements between tile k and tile k + 1 along the loop's axis
-        self.step = builder.mul(stride_k, const_i64(tile_k))
-        self.tile_k = tile_k
-        self.extent_k = view.shape[axis]
+        extent_k = view.shape[axis]
         grid_o = builder.lshr(builder.add(view.shape[other], const_i64(tile_o - 1)),
                               const_i64(tile_o.bit_length() - 1))
         other_in_grid = builder.icmp_unsigned("<", index[other], grid_o)
         layout = Staged(ring.base, ring.rows, ring.cols, ring.itemsize)
+        self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
         t = thread_index(builder)
         self.cells = []
-        for rep in range(self.reps):
-            c = builder.add(t, const_i64(rep * self.threads))
+        for rep in range(reps):
+            c = builder.add(t, const_i64(rep * threads))
             r = builder.lshr(c, const_i64(per_row.bit_length() - 1))
             q = builder.and_(c, const_i64(per_row - 1))
             local = (r, builder.mul(q, const_i64(8)))          # (row, col) in the tile
             coord = [None, None]
             coord[axis] = local[axis]                           # + k * tile_k
             coord[other] = builder.add(builder.mul(index[other], const_i64(tile_o)), local[other])
-            row0 = coord[0]
-            col0 = coord[1]
-            src0 = builder.add(builder.mul(row0, view.strides[0]), col0)
-            ok_o = builder.and_(other_in_grid,
-                                builder.icmp_unsigned("<", coord[other], view.shape[other]))
-            if self.partial and rep == self.reps - 1:
-                ok_o = builder.and_(ok_o, builder.icmp_unsigned("<", c, const_i64(chunks)))
+            src0 = builder.add(builder.mul(coord[0], view.strides[0]), coord[1])
+            src0 = builder.add(self.base, builder.mul(src0, const_i64(ring.itemsize)))
+            ok = builder.and_(other_in_grid,
+                              builder.icmp_unsigned("<", coord[other], view.shape[other]))
+            if chunks % threads and rep == reps - 1:
+                ok = builder.and_(ok, builder.icmp_unsigned("<", c, const_i64(chunks)))
+            inside = builder.icmp_unsigned("<", coord[axis], extent_k)
+            tiles = builder.lshr(builder.add(builder.sub(extent_k, coord[axis]),
+                                             const_i64(tile_k - 1)),
+                                 const_i64(tile_k.bit_length() - 1))
+            limit = builder.select(builder.and_(ok, inside), tiles, const_i64(0))
             dst = layout.offset(builder, builder.trunc(r, I32),
                                 builder.trunc(builder.mul(q, const_i64(16)), I32))
-            self.cells.append((dst, src0, ok_o, coord[axis]))
+            self.cells.append((dst, src0, limit))
+        self.tile_k = tile_k
+
+    def step_bytes(self, view, builder, itemsize):
+        stride = view.strides[0] if self.axis == 0 else const_i64(1)
+        return builder.mul(stride, const_i64(self.tile_k * itemsize))
 
     def issue(self, builder, view, ring: Ring, kk):
         """The copies of tile ``kk`` (i64) along the loop's axis into its slot."""
         slot32 = address32(builder, ring.slot(builder, kk))
-        # the tile-grid comparison first: kk * tile_k must not wrap (a loop bound is any int)
-        in_grid = builder.icmp_unsigned("<", kk, builder.lshr(
-            builder.add(self.extent_k, const_i64(self.tile_k - 1)),
-            const_i64(self.tile_k.bit_length() - 1)))
-        shift = builder.mul(kk, self.step)
-        base_k = builder.mul(kk, const_i64(self.tile_k))
-        for dst, src0, ok_o, coord_k in self.cells:
-            ok = builder.and_(builder.and_(in_grid, ok_o), builder.icmp_unsigned(
-                "<", builder.add(base_k, coord_k), self.extent_k))
-            offset = builder.select(ok, builder.add(src0, shift), const_i64(0))
-            src = builder.ptrtoint(view.global_ptr(builder, offset, 1), I64)
+        shift = builder.mul(kk, self.step_bytes(view, builder, ring.itemsize))
+        for dst, src0, limit in self.cells:
+            ok = builder.icmp_unsigned("<", kk, limit)
+            src = builder.select(ok, builder.add(src0, shift), self.base)
             size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
             _asm(builder, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r",
                  (builder.add(slot32, dst), src, size), (I32, I64, I32))
@@ -150,9 +151,10 @@ class ChunkPlan:
                 slots.append(cell)
             self._slots.append(slots)
 
-    def reload(self, builder):
+    def reload(self, builder, view):
         """The plan's values in any iteration (after the ``k == 0`` branch)."""
         self.cells = [tuple(builder.load(c) for c in slots) for slots in self._slots]
+        self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
 
 
 def _restart(builder):
@@ -182,11 +184,7 @@ def lower_staged_load(context, builder, sig, view, index, tile):
             plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
             commit(builder)
         plan.carry(builder)
-    plan.reload(builder)
-    # step, extent and tile are recomputed outside the branch (loop-invariant arithmetic)
-    plan.step = builder.mul(view.strides[0] if info.axis == 0 else const_i64(1),
-                            const_i64(plan.tile_k))
-    plan.extent_k = view.shape[info.axis]
+    plan.reload(builder, view)
     plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)))
     commit(builder)
     ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S)
