@@ -335,6 +335,9 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
             kernel = lib.get_function(cres.fndesc.llvm_func_name)
             lib._entry_name = cres.fndesc.llvm_func_name
             kernel_fixup(kernel, False)
+            if getattr(ctx, "staged", None):
+                from .lowering.pipeline import drain_at_exit
+                drain_at_exit(kernel)
             nvvm.set_launch_bounds(kernel, ctx.num_threads if min_blocks_per_sm is None
                                    else (ctx.num_threads, min_blocks_per_sm))
             kinds = tuple(_param_kind(a.type) for a in kernel.args)

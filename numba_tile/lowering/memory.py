@@ -327,7 +327,7 @@ def lower_load(context, builder, sig, args):
         index = _index_values(context, builder, idxty, idx, xty.ndim)
         if getattr(sig, "stage", None) is not None:     # typing/pipeline.py
             from .pipeline import lower_staged_load
-            return lower_staged_load(context, builder, sig, view, index, tile)
+            return lower_staged_load(context, builder, sig, view, index, tile, padty, pad)
         in_grid = tile_in_grid(builder, view, index, tile.shape,
                                hand_built_axes(idxty, xty.ndim, tile.shape))
     padv = padding_element(context, builder, padty, pad, tile.dtype)

@@ -56,8 +56,9 @@ class Ring:
 
     def __init__(self, builder, tile, stages: int, what: str):
         from .mma import Staged
+        from .. import dtypes
         self.rows, self.cols = tile.shape
-        self.itemsize = 2
+        self.itemsize = dtypes.itemsize(tile.dtype)
         self.tile_bytes = self.rows * self.cols * self.itemsize
         self.stages = stages
         self.base = pool().allocate(builder, stages * self.tile_bytes, what)
@@ -104,7 +105,7 @@ class ChunkPlan:
             c = builder.add(t, const_i64(rep * threads))
             r = builder.lshr(c, const_i64(per_row.bit_length() - 1))
             q = builder.and_(c, const_i64(per_row - 1))
-            local = (r, builder.mul(q, const_i64(8)))          # (row, col) in the tile
+            local = (r, builder.mul(q, const_i64(16 // ring.itemsize)))   # (row, col) in the tile
             coord = [None, None]
             coord[axis] = local[axis]                           # + k * tile_k
             coord[other] = builder.add(builder.mul(index[other], const_i64(tile_o)), local[other])
@@ -167,7 +168,7 @@ def _restart(builder):
     barrier(builder)
 
 
-def lower_staged_load(context, builder, sig, view, index, tile):
+def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=None):
     """Emit a staged load's step of the pipeline; returns the tile value (its elements are
     never read: the product reads the slot, :func:`staged_operand`)."""
     info = sig.stage
@@ -188,6 +189,9 @@ def lower_staged_load(context, builder, sig, view, index, tile):
     plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)))
     commit(builder)
     ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S)
+    if info.mode == "registers":
+        _await(builder, k, S, sig.wait[1])
+        return _read_back(context, builder, view, index, tile, ring, k, padty, pad)
     from ..typing.types import element_llvm_type
     from .common import make_fragment
     arr = ir.Constant(ir.ArrayType(element_llvm_type(tile.dtype), tile.layout.elems_per_thread),
@@ -195,6 +199,67 @@ def lower_staged_load(context, builder, sig, view, index, tile):
     elems = [builder.extract_value(arr, i) for i in range(tile.layout.elems_per_thread)]
     return make_fragment(builder, tile, elems,
                          [const_i64(s) for s in tile.shape] if tile.masked else None)
+
+
+def _await(builder, k, S, depth):
+    """``cp.async.wait_group``: ``depth`` groups may stay pending once the pipeline is full
+    (``k >= S - 2``), ``min(depth, S - 2)`` before; then the block barrier."""
+    early = min(depth, S - 2) if S > 2 else depth
+    if early == depth:
+        wait_group(builder, depth)
+    else:
+        with builder.if_else(builder.icmp_unsigned(">=", k, const_i64(S - 2))) as (full, fill):
+            with full:
+                wait_group(builder, depth)
+            with fill:
+                wait_group(builder, early)
+    barrier(builder)
+
+
+def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
+    """The tile of slot ``k mod S`` in its blocked layout's registers: one 16-byte
+    ``ld.shared`` per chunk of the layout (element loads for chunks narrower than 16 bytes);
+    where the array ends, the padding (the copies zero-filled it) and, for a masked tile,
+    the ordinary load's valid extents."""
+    from .common import chunk_coords, make_fragment, padding_element, valid_bits
+    from .memory import _storage_to_reg, load_extents, tile_in_grid
+    from .mma import Staged
+    from numba.cuda import types as ntypes
+    layout, dt = tile.layout, tile.dtype
+    slot = Staged(ring.slot(builder, k), ring.rows, ring.cols, ring.itemsize)
+    storage = ir.IntType(8 * ring.itemsize)
+    elems = []
+    for rep in range(layout.reps):
+        r, c = chunk_coords(builder, layout, rep)
+        r32 = builder.trunc(r, I32)
+        col_bytes = builder.trunc(builder.mul(c, const_i64(ring.itemsize)), I32)
+        if layout.vec * ring.itemsize == 16:
+            vty = ir.VectorType(storage, layout.vec)
+            ptr = slot.pointer(builder, r32, col_bytes, vty)
+            vec = builder.load(ptr, align=16)
+            elems += [_storage_to_reg(builder, builder.extract_element(vec, ir.Constant(I32, v)), dt)
+                      for v in range(layout.vec)]
+        else:
+            for v in range(layout.vec):
+                ptr = slot.pointer(builder, r32, builder.add(col_bytes, ir.Constant(
+                    I32, v * ring.itemsize)), storage)
+                elems.append(_storage_to_reg(builder, builder.load(ptr), dt))
+    axes = [True, True]
+    in_grid = tile_in_grid(builder, view, index, tile.shape, axes)
+    extents = load_extents(builder, view, index, tile.shape, in_grid)
+    zero = padty is None or isinstance(padty, ntypes.NoneType) or (
+        isinstance(padty, ntypes.Omitted) and padty.value is None)
+    if not zero:
+        padv = padding_element(context, builder, padty, pad, dt)
+        out, i = [], 0
+        for rep in range(layout.reps):
+            r, c = chunk_coords(builder, layout, rep)
+            for v in range(layout.vec):
+                ok = valid_bits(builder, [r, builder.add(c, const_i64(v))], extents)
+                out.append(builder.select(ok, elems[i], padv))
+                i += 1
+        elems = out
+    return make_fragment(builder, tile, elems, extents if tile.masked else None)
 
 
 def await_operands(builder, sig):
@@ -220,9 +285,22 @@ def await_operands(builder, sig):
     barrier(builder)
 
 
+def drain_at_exit(kernel) -> None:
+    """``cp.async.wait_all`` before every return of ``kernel`` (an ``llvmlite.ir`` function)
+    that stages loads: the copies a loop issues past its end (zero fills), or after a
+    ``break``, land before the block exits, so none writes shared memory the next block on
+    the multiprocessor may already use."""
+    for block in kernel.blocks:
+        term = block.terminator
+        if isinstance(term, ir.Ret):
+            b = ir.IRBuilder(block)
+            b.position_before(term)
+            _asm(b, "cp.async.wait_all;")
+
+
 def staged_operand(key):
     """The slot (``i8 addrspace(3)*``) the staged load ``key`` filled this iteration."""
     return compiler_context.current().__dict__["staged"][key][0]
 
 
-__all__ = ["await_operands", "lower_staged_load", "staged_operand"]
+__all__ = ["await_operands", "drain_at_exit", "lower_staged_load", "staged_operand"]

@@ -3,16 +3,18 @@ typed IR that marks the calls the lowering then emits as ``cp.async`` stages.
 
 A load is *staged* when all of these hold (anything else is lowered as an ordinary load):
 
-* it is ``load(t, index, shape[, padding=0])`` of a read-only tensor parameter ``t`` whose
-  specialization allows 16-byte vector accesses (``vec16``), of float16 or bfloat16, with no
-  padding or a literal zero padding;
+* it is ``load(t, index, shape[, padding])`` of a read-only 2-D tensor parameter ``t`` whose
+  specialization allows 16-byte vector accesses (``vec16``), of float16, bfloat16, float32,
+  float64, int8, int32 or int64, with rows of 16 bytes or more;
 * it sits in a ``for k in range(n)`` loop (start 0, step 1), in a block that runs on every
   iteration (it dominates the loop's back edges) and not in a nested loop;
 * its index is a tuple whose components are ``k`` itself on exactly one axis and values that
   do not change within the loop on the others (defined before the loop, constants, or
   ``bid``/``num_blocks``/``num_tiles`` of such values and integer arithmetic on them);
-* its tile is used once, as operand ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the
-  same block.
+* if its tile (16-bit floats, no padding or a literal zero) is used once, as operand ``a`` or
+  ``b`` of an ``mma``/``matmul``/``@`` in the same block, the product reads the slot itself;
+  any other use gets the tile read back into registers from the slot (padding applied there,
+  the same valid extents as the ordinary load).
 
 The load's and the product's call signatures are replaced by :class:`StagedSignature`
 copies carrying the facts the lowering needs (``lowering/pipeline.py``). Staging changes
@@ -51,6 +53,9 @@ class StageInfo:
     order: int
     axis: int
     stages: int
+    #: ``"shared"``: the product reads the slot; ``"registers"``: the load reads it back into
+    #: the tile's registers itself
+    mode: str = "shared"
 
 
 class StagedSignature(Signature):
@@ -78,6 +83,14 @@ def wait_depth(count: int, last: int, before: int, stages: int) -> int:
     ``before`` loads of this iteration that precede the product.
     """
     return max(0, (count - 1 - last) + count * (stages - 3) + before)
+
+
+def count_after_own(count: int, stages: int) -> int:
+    """Groups that may stay pending when a load that reads its slot back into registers waits
+    for its tile ``k``, right after committing tile ``k + S - 2``: the other loads' of the
+    iteration it was committed in and of the ``S - 3`` between, and this iteration's up to
+    itself: ``count (S - 2)`` (see :func:`wait_depth`)."""
+    return count * (stages - 2)
 
 
 _PURE_INT_OPS = ("bid", "num_blocks", "num_tiles")
@@ -111,13 +124,13 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
     marked = 0
     loops = cfg.loops()
     for loop_id, (header, loop) in enumerate(sorted(loops.items())):
-        induction = _induction_variable(blocks, loop, defs)
-        if induction is None:
-            continue
         inner = set()
         for other, lp in loops.items():
             if other != header and lp.body < loop.body:
                 inner |= lp.body
+        induction = _induction_variable(blocks, loop, defs, inner)
+        if induction is None:
+            continue
         every = [lb for lb in loop.body if lb not in inner
                  and all(lb in doms[latch] for latch in _latches(cfg, loop))]
         found = []
@@ -129,16 +142,25 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
                                     uses, blocks)
                 if info is not None:
                     prod = info[2]
-                    ppos = next((label, i) for i, s2 in enumerate(blocks[label].body)
-                                if isinstance(s2, ir.Assign) and s2.value is prod)
+                    ppos = None if prod is None else next(
+                        (label, i) for i, s2 in enumerate(blocks[label].body)
+                        if isinstance(s2, ir.Assign) and s2.value is prod)
                     found.append(info + ((label, blocks[label].body.index(st)), ppos))
         n = len(found)
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
+        # (label, statement) positions compare in program order only within one block; the
+        # loads of a loop run in label order, which Numba gives in program order
         for order, (st, axis, product, operand, _pos, ppos) in enumerate(found):
             key = id(st.value)
-            stage = StageInfo(key, loop_id, n, order, axis, num_stages)
+            stage = StageInfo(key, loop_id, n, order, axis, num_stages,
+                              "shared" if product is not None else "registers")
             # calltypes refuses a second assignment: replace through dict's own method
-            dict.__setitem__(calltypes, st.value, StagedSignature.of(calltypes[st.value], stage=stage))
+            dict.__setitem__(calltypes, st.value, StagedSignature.of(
+                calltypes[st.value], stage=stage,
+                wait=None if product is not None else (order, count_after_own(n, num_stages))))
+            marked += 1
+            if product is None:
+                continue
             psig = calltypes[product]
             ops = dict(getattr(psig, "operands", None) or {})
             ops[operand] = key
@@ -146,7 +168,6 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
             before = sum(1 for q in positions if q < ppos)
             dict.__setitem__(calltypes, product, StagedSignature.of(
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages))))
-            marked += 1
     return marked
 
 
@@ -154,11 +175,17 @@ def _latches(cfg, loop):
     return [src for src, _ in cfg.predecessors(loop.header) if src in loop.body]
 
 
-def _induction_variable(blocks, loop, defs):
-    """Names bound to ``k`` of ``for k in range(n)`` (start 0, step 1), or None."""
-    hdr = blocks[loop.header]
+def _induction_variable(blocks, loop, defs, inner=frozenset()):
+    """Names bound to ``k`` of ``for k in range(n)`` (start 0, step 1), or None: the loop's
+    one ``iternext`` (in its header or the block after a header of phis; not in an inner
+    loop)."""
+    own = [lb for lb in sorted(loop.body) if lb not in inner and any(
+        isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "iternext"
+        for st in blocks[lb].body)]
+    if len(own) != 1:
+        return None
     first = None
-    for st in hdr.body:
+    for st in blocks[own[0]].body:
         if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
                 st.value.op == "iternext":
             it = st.value.value.name
@@ -251,13 +278,13 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     tty, ity, _sty, pty = sig.args
     res = sig.return_type
     if not (isinstance(tty, TensorType) and not tty.writable and tty.vec16
-            and tty.dtype in (dtypes.float16, dtypes.bfloat16) and isinstance(res, TileType)
-            and res.ndim == 2 and tty.ndim == 2):
+            and tty.dtype in REGISTER_DTYPES and isinstance(res, TileType)
+            and res.ndim == 2 and tty.ndim == 2
+            and res.shape[1] * dtypes.itemsize(tty.dtype) >= 16):
         return None
     no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
                                                       and pty.value is None)
-    if not (no_padding or _zero_padding(pty)):
-        return None
+    zero = no_padding or _zero_padding(pty)
     args = _bound_args(expr)
     if args is None:
         return None
@@ -273,6 +300,20 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     if not all(_invariant(v.name, loop, defs, typemap) for i, v in enumerate(tup.items)
                if i != axes[0]):
         return None
+    product = _single_product_use(st, label, typemap, calltypes, uses)
+    if product is not None and zero and tty.dtype in (dtypes.float16, dtypes.bfloat16):
+        return (st, axes[0]) + product
+    return st, axes[0], None, None        # read back into registers by the load itself
+
+
+#: dtypes a staged load reads back into registers (16-byte copies of any of them)
+REGISTER_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
+                   dtypes.int8, dtypes.int32, dtypes.int64)
+
+
+def _single_product_use(st, label, typemap, calltypes, uses):
+    """``(product expr, operand index)`` when the load's tile is used once, as operand a or b
+    of an mma/matmul/@ in the same block; else None."""
     users = uses.get(st.target.name, [])
     if len(users) != 1 or users[0][0] != label:
         return None
@@ -290,10 +331,9 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     hits = [i for i, v in enumerate(operands) if v.name == st.target.name]
     if len(hits) != 1 or prod not in calltypes:
         return None
-    psig = calltypes[prod]
-    if psig.args[0].dtype not in (dtypes.float16, dtypes.bfloat16):
+    if calltypes[prod].args[0].dtype not in (dtypes.float16, dtypes.bfloat16):
         return None
-    return st, axes[0], prod, hits[0]
+    return prod, hits[0]
 
 
 def _zero_padding(pty):

@@ -144,3 +144,16 @@ def test_a_rerun_pipeline_passes_a_barrier_before_refilling_its_slots():
     start = body.index("cp.async.wait_all")
     first_copy = body.index("cp.async.cg", start)
     assert "bar.sync" in body[start:first_copy]
+
+
+def test_a_kernel_with_pipelined_loads_drains_its_copies_before_it_returns():
+    """Copies issued past the loop's end (zero fills) land before the block exits."""
+    a = np.zeros((1024, 512), np.float16)
+    b = np.zeros((512, 1024), np.float16)
+    body = GEMM_STAGED.ptx(a, b, nt.partition(np.zeros((1024, 1024), np.float32), (128, 128)),
+                           128, 128, 32, "float32", None, cc=(9, 0))
+    body = body[body.index(".entry"):]
+    for ret in [m.start() for m in re.finditer(r"\bret;", body)]:
+        before = body[:ret]
+        assert before.rfind("cp.async.wait_all") > max(before.rfind("cp.async.cg"),
+                                                       before.rfind("cp.async.commit_group"))
