@@ -438,7 +438,8 @@ def run_gpu(args) -> bool:
 
     versions = [f"torch {torch.__version__}", f"numba {numba.__version__}",
                 f"numba-cuda {_dist_version('numba-cuda')}", f"numba_tile {nt.__version__}"]
-    impls = {"numba_tile": {op: numba_tile_impl(op, fn, stream=torch.cuda.current_stream())
+    impls = {"numba_tile": {op: numba_tile_impl(op, fn, stream=torch.cuda.current_stream(),
+                                                variant=args.variant)
                             for op, fn in load_numba_tile(args.ops).items()},
              "torch": torch_impls(torch)}
     try:
@@ -559,6 +560,9 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=0.5,
                    help="seconds of timed launches per cell and implementation (fewer reps "
                         f"when exceeded, at least {MIN_REPS})")
+    p.add_argument("--variant", default="auto", choices=("auto", "registers", "looped"),
+                   help="numba_tile's kernels: whole rows in registers, loops over column tiles "
+                        "with pipelined loads (examples/long_rows.py), or the examples' choice")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
     p.add_argument("--interpret", action="store_true",
                    help="numba_tile only, in the interpreter on the CPU, checks only")

@@ -19,9 +19,11 @@ import numpy as np
 import numba_tile as nt
 
 try:
+    import long_rows
     from _common import check_result, check_rows, pick_backend
     from softmax import kernel_for, min_blocks, row_config
 except ImportError:
+    from examples import long_rows
     from examples._common import check_result, check_rows, pick_backend
     from examples.softmax import kernel_for, min_blocks, row_config
 
@@ -38,7 +40,7 @@ def layer_norm_rows(x, weight, bias, y: nt.Partition[("BM", "BN")], n_cols, eps,
     nt.store(y, nt.astype(d * nt.rsqrt(var + eps) * w + b, DT))
 
 
-def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False):
+def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False, variant="auto"):
     """Launch ``y = layer_norm(x, eps) * weight + bias`` along axis 1.
 
     Args:
@@ -49,6 +51,8 @@ def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False):
         eps: added to the variance (PyTorch's default 1e-5).
         stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
         interpret: run in the numba_tile interpreter.
+        variant: ``"registers"`` (whole rows in registers), ``"looped"`` (column tiles,
+            pipelined loads: ``long_rows.py``) or ``"auto"`` (``long_rows.LOOPED_AT``).
 
     Returns:
         The launch handle (``.sync()`` waits).
@@ -59,6 +63,10 @@ def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False):
     dt = check_rows("layer_norm", x, y, weight=weight, bias=bias)
     n = x.shape[1]
     itemsize = 4 if dt == "float32" else 2
+    if long_rows.use_looped("layernorm", n, itemsize, variant):
+        part, bc = long_rows.row_partition(y, n, itemsize)
+        return long_rows.kernel(long_rows.layer_norm_looped, itemsize)(
+            x, weight, bias, part, n, float(eps), 1, bc, dt, stream=stream, interpret=interpret)
     bm, bn, num_warps = row_config(n, itemsize, "layernorm")
     kernel = kernel_for(layer_norm_rows, num_warps, min_blocks(n, itemsize, "layernorm"))
     return kernel(x, weight, bias, nt.partition(y, (bm, bn)), n, float(eps), bm, bn, dt,

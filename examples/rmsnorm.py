@@ -16,9 +16,11 @@ import numpy as np
 import numba_tile as nt
 
 try:
+    import long_rows
     from _common import check_result, check_rows, pick_backend
     from softmax import kernel_for, min_blocks, row_config
 except ImportError:
+    from examples import long_rows
     from examples._common import check_result, check_rows, pick_backend
     from examples.softmax import kernel_for, min_blocks, row_config
 
@@ -32,7 +34,7 @@ def rms_norm_rows(x, weight, y: nt.Partition[("BM", "BN")], n_cols, eps,
     nt.store(y, nt.astype(t * nt.rsqrt(ms + eps) * w, DT))
 
 
-def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False):
+def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False, variant="auto"):
     """Launch ``y = x / sqrt(mean(x**2, axis=1) + eps) * weight``.
 
     Args:
@@ -43,6 +45,8 @@ def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False):
         eps: added to the mean of squares.
         stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
         interpret: run in the numba_tile interpreter.
+        variant: ``"registers"`` (whole rows in registers), ``"looped"`` (column tiles,
+            pipelined loads: ``long_rows.py``) or ``"auto"`` (``long_rows.LOOPED_AT``).
 
     Returns:
         The launch handle (``.sync()`` waits).
@@ -53,6 +57,10 @@ def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False):
     dt = check_rows("rms_norm", x, y, weight=weight)
     n = x.shape[1]
     itemsize = 4 if dt == "float32" else 2
+    if long_rows.use_looped("rmsnorm", n, itemsize, variant):
+        part, bc = long_rows.row_partition(y, n, itemsize)
+        return long_rows.kernel(long_rows.rms_norm_looped, itemsize)(
+            x, weight, part, n, float(eps), 1, bc, dt, stream=stream, interpret=interpret)
     bm, bn, num_warps = row_config(n, itemsize, "layernorm")
     kernel = kernel_for(rms_norm_rows, num_warps, min_blocks(n, itemsize, "layernorm"))
     return kernel(x, weight, nt.partition(y, (bm, bn)), n, float(eps), bm, bn, dt,

@@ -18,8 +18,10 @@ import numpy as np
 import numba_tile as nt
 
 try:
+    import long_rows
     from _common import check_result, check_rows, pick_backend
 except ImportError:
+    from examples import long_rows
     from examples._common import check_result, check_rows, pick_backend
 
 
@@ -90,7 +92,7 @@ def kernel_for(fn, num_warps: int, min_blocks_per_sm: int | None = None):
     return _KERNELS[key]
 
 
-def softmax(x, y, *, stream=None, interpret=False):
+def softmax(x, y, *, stream=None, interpret=False, variant="auto"):
     """Launch ``y = softmax(x, axis=1)``.
 
     Args:
@@ -99,6 +101,8 @@ def softmax(x, y, *, stream=None, interpret=False):
         y: (M, N) array of x's dtype, written.
         stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
         interpret: run in the numba_tile interpreter.
+        variant: ``"registers"`` (whole rows in registers), ``"looped"`` (column tiles,
+            pipelined loads: ``long_rows.py``) or ``"auto"`` (``long_rows.LOOPED_AT``).
 
     Returns:
         The launch handle (``.sync()`` waits).
@@ -108,6 +112,10 @@ def softmax(x, y, *, stream=None, interpret=False):
     """
     dt = check_rows("softmax", x, y)
     itemsize = 4 if dt == "float32" else 2
+    if long_rows.use_looped("softmax", x.shape[1], itemsize, variant):
+        part, bc = long_rows.row_partition(y, x.shape[1], itemsize)
+        return long_rows.kernel(long_rows.softmax_looped, itemsize)(
+            x, part, 1, bc, dt, stream=stream, interpret=interpret)
     bm, bn, num_warps = row_config(x.shape[1], itemsize)
     kernel = kernel_for(softmax_rows, num_warps, min_blocks(x.shape[1], itemsize))
     return kernel(x, nt.partition(y, (bm, bn)), bm, bn, dt, stream=stream, interpret=interpret)
