@@ -2,7 +2,7 @@
 # One visit to the GPU machine: GPU tests, examples, benchmarks; logs under $OUT.
 # Usage (from the repository root, on the GPU machine, with the NumPy 2.4 wheel in .whl/):
 #   bash benchmarks/gpu_session.sh [elementwise benchmark args...]
-# Environment: SKIP_TESTS=1, SKIP_NORMS=1, SKIP_BENCH=1 leave parts out; NORMS_ARGS are
+# Environment: SKIP_TESTS=1, SKIP_NORMS=1, SKIP_GEMM=1, SKIP_BENCH=1 leave parts out; NORMS_ARGS are
 # passed to benchmarks/norms.py; PROBE_ARGS runs elementwise.py a second time with them.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
@@ -14,12 +14,15 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/tests.log" | tail -25
   python3 examples/vecadd.py 2>&1 | tee "$OUT/examples.log"
   python3 examples/saxpy.py 2>&1 | tee -a "$OUT/examples.log"
-  for ex in persistent histogram scatter_add softmax layernorm rmsnorm; do
+  for ex in persistent histogram scatter_add softmax layernorm rmsnorm gemm gemm_persistent; do
     python3 examples/$ex.py 2>&1 | tee -a "$OUT/examples.log"
   done
 fi
 if [ "${SKIP_NORMS:-0}" != 1 ]; then
   python3 benchmarks/norms.py --markdown ${NORMS_ARGS:-} 2>&1 | tee "$OUT/norms.log"
+fi
+if [ "${SKIP_GEMM:-0}" != 1 ]; then
+  python3 benchmarks/gemm.py --markdown --out "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.log"
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   python3 benchmarks/elementwise.py "$@" 2>&1 | tee "$OUT/bench.log"
