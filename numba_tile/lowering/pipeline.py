@@ -272,17 +272,7 @@ def await_operands(builder, sig):
     if not keys:
         return
     _slot, k, S = compiler_context.current().__dict__["staged"][keys[0]]
-    _last, depth = sig.wait
-    early = min(depth, S - 2)
-    if early == depth:
-        wait_group(builder, depth)
-    else:
-        with builder.if_else(builder.icmp_unsigned(">=", k, const_i64(S - 2))) as (full, fill):
-            with full:
-                wait_group(builder, depth)
-            with fill:
-                wait_group(builder, early)
-    barrier(builder)
+    _await(builder, k, S, sig.wait[1])
 
 
 def drain_at_exit(kernel) -> None:
