@@ -52,6 +52,10 @@ class CompiledKernel:
     shared_bytes: int = 0
 
 
+#: the oldest target numba_tile compiles for (DESIGN.md: Ampere, sm_80, and later)
+MIN_CC = (8, 0)
+
+
 def _make_compiler(typing_only: bool):
     from numba.cuda.compiler import CUDACompiler
 
@@ -324,6 +328,11 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     from numba.cuda.compiler import kernel_fixup
     from numba.cuda.cudadrv import nvvm
 
+    if tuple(cc) < MIN_CC:
+        raise TileTypingError(
+            f"kernel '{pyfunc.__qualname__}': numba_tile compiles for compute capability "
+            f"{MIN_CC[0]}.{MIN_CC[1]} or newer (Ampere, Hopper and later: cp.async, ldmatrix, "
+            f"mma.sync m16n8k16, bf16 conversions), got {cc[0]}.{cc[1]}")
     ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     ctx.cc = tuple(cc)
     ctx.num_stages = num_stages

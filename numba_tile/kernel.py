@@ -564,7 +564,12 @@ class Kernel:
         """PTX of the specialization these arguments select (compiles, launches nothing).
 
         Arguments may be device arrays, host arrays or fake ``__cuda_array_interface__``
-        objects: only their dtype, rank, alignment and strides matter.
+        objects: only their dtype, rank, alignment and strides matter. ``cc``: the target
+        compute capability ``(major, minor)``, 8.0 or newer (default 9.0, the H200's); the
+        shared-memory limit checked is that target's.
+
+        Raises:
+            TileTypingError: as a launch, and for a ``cc`` below 8.0.
         """
         values = self._bind(args, kwargs)
         specs = self._specs(values)

@@ -110,11 +110,13 @@ class SharedPool:
             parts = ([f"{self.scratch_bytes} bytes of scratch for layout conversions, "
                       f"reductions and mma operands"] if self.scratch_bytes else [])
             parts += [f"{n} bytes for {w}" for _o, n, w in self.persistent]
+            so_far = f" ({', '.join(parts)})" if len(parts) > 1 else ""
             raise TileTypingError(
                 f"kernel '{compiler_context.current().kernel_name}': {what} takes its shared "
-                f"memory per block to {self.total} bytes ({', '.join(parts)}), more than the "
-                f"{lim} bytes a block can have on compute capability {cc[0]}.{cc[1]}: use "
-                f"smaller tiles or fewer pipeline stages (num_stages)")
+                f"memory per block to at least {self.total} bytes{so_far}, more than the "
+                f"{lim} bytes a block can have on compute capability {cc[0]}.{cc[1]} (the "
+                f"interpreter checks 9.0's): use smaller tiles or fewer pipeline stages "
+                f"(num_stages)")
 
     def finish(self, cc) -> int:
         """Place the persistent regions after the scratch region; return the total bytes."""

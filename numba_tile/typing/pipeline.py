@@ -9,8 +9,9 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
 * it sits in a ``for k in range(n)`` loop (start 0, step 1), in a block that runs on every
   iteration (it dominates the loop's back edges) and not in a nested loop;
 * its index is a tuple whose components are ``k`` itself on exactly one axis and values that
-  do not change within the loop on the others (defined before the loop, constants, or
-  ``bid``/``num_blocks``/``num_tiles`` of such values and integer arithmetic on them);
+  do not change within the loop on the others (defined before the loop, constants,
+  ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index defined before
+  the loop, and integer arithmetic on them);
 * if its tile (16-bit floats, no padding or a literal zero) is used once, as operand ``a`` or
   ``b`` of an ``mma``/``matmul``/``@`` in the same block, the product reads the slot itself;
   any other use gets the tile read back into registers from the slot (padding applied there,
@@ -259,6 +260,11 @@ def _invariant(name, loop, defs, typemap, depth=0):
                 return all(_invariant(x.name, loop, defs, typemap, depth + 1) for x in v.args)
         if v.op == "getattr":
             return _invariant(v.value.name, loop, defs, typemap, depth + 1)
+        if v.op == "static_getitem":       # idx[0] of a branded index from an outer loop
+            return _invariant(v.value.name, loop, defs, typemap, depth + 1)
+        if v.op == "getitem":
+            return all(_invariant(x.name, loop, defs, typemap, depth + 1)
+                       for x in (v.value, v.index))
     return False
 
 

@@ -157,3 +157,34 @@ def test_a_kernel_with_pipelined_loads_drains_its_copies_before_it_returns():
         before = body[:ret]
         assert before.rfind("cp.async.wait_all") > max(before.rfind("cp.async.cg"),
                                                        before.rfind("cp.async.commit_group"))
+
+
+def test_targets_below_sm80_are_refused():
+    a = np.zeros((256, 256), np.float16)
+    with pytest.raises(nt.errors.TileTypingError, match=r"compute capability 8\.0 or newer.*"
+                                                        r"got 7\.5"):
+        GEMM_STAGED.ptx(a, a, nt.partition(np.zeros((256, 256), np.float32), (64, 64)), 64, 64,
+                        32, "float32", None, cc=(7, 5))
+
+
+@nt.jit(num_stages=3)
+def persistent_idx_in_loop(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
+                           BN: nt.Constant, BK: nt.Constant):
+    for idx in nt.tiles(c):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            acc = nt.mma(nt.load(a, (idx[0], k), (BM, BK)), nt.load(b, (k, idx[1]), (BK, BN)),
+                         acc)
+        nt.store(c, nt.astype(acc, nt.float16), idx)
+
+
+def test_branded_index_coordinates_in_the_k_loop_are_pipelined():
+    """New-user review: idx[0] / idx[1] of the tiles() index, read inside the K loop, are
+    loop-invariant there; the loads are staged (cp.async) as when read before the loop."""
+    a = np.zeros((512, 256), np.float16)
+    c = np.zeros((512, 512), np.float16)
+    body = persistent_idx_in_loop.ptx(a, a.T.copy(), nt.partition(c, (128, 128), blocks=3,
+                                                                order=nt.grouped(8)),
+                                      128, 128, 32, cc=(9, 0))
+    assert body.count("cp.async.cg.shared.global") > 0
+    assert ".local" not in body
