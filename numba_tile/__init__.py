@@ -38,6 +38,7 @@ from __future__ import annotations
 from . import errors
 from ._registry import finalize as _finalize
 from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int32, int64
+from .autotune import Config, autotune
 from .kernel import Constant, Kernel, Mutable, Partition, Tensor, jit
 from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, atomic_cas,
                        atomic_max, cumsum,
@@ -71,7 +72,7 @@ __version__ = "0.1.0"
 _PUBLIC_NOT_STARRED = (abs, max, min, sum)
 
 __all__ = [
-    "jit", "Kernel", "Tensor", "Partition", "Mutable", "Constant", "partition", "grouped",
+    "jit", "Kernel", "autotune", "Config", "Tensor", "Partition", "Mutable", "Constant", "partition", "grouped",
     "synchronize",
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",

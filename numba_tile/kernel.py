@@ -180,6 +180,25 @@ class Kernel:
     def __repr__(self):
         return f"<numba_tile kernel {self.__qualname__} num_warps={self.num_warps}>"
 
+    def with_options(self, *, num_warps: int | None = None,
+                     num_stages: int | None = None) -> "Kernel":
+        """This kernel with other ``num_warps`` / ``num_stages`` (the autotuner's variants):
+        the same function and parameters, its own compiled specializations.
+
+        Raises:
+            TileArgumentError: an option out of range (as :func:`jit`).
+        """
+        import copy
+        nw = self.num_warps if num_warps is None else num_warps
+        ns = self.num_stages if num_stages is None else num_stages
+        _check_options(nw, self.interpret, self.unchecked, self.min_blocks_per_sm, ns)
+        k = copy.copy(self)
+        k.num_warps, k.num_stages = nw, ns
+        k._compiled, k._checked, k._snapshots = {}, set(), {}
+        k._signatures, k._spec_cache = {}, {}
+        k._lock = threading.Lock()
+        return k
+
     # -- argument binding -----------------------------------------------------------------
 
     def _bind(self, args, kwargs):

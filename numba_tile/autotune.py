@@ -1,0 +1,352 @@
+"""Autotuning over kernel configurations, safe for kernels that write their arguments in place.
+
+``@numba_tile.autotune(configs=[...], key=[...])`` over a ``@numba_tile.jit`` kernel picks,
+per tuning key, the fastest of several configurations (values of ``Constant`` parameters,
+``num_warps``, ``num_stages``, and how each raw array given for a ``Partition`` parameter is
+partitioned) and launches it.
+
+What a call does, the first time for a key:
+
+1. every configuration is compiled for the call's arguments; one that does not compile (a
+   tile over the register or shared-memory budget, a shape the op refuses) is pruned, with
+   the reason in :attr:`Autotuned.trials`;
+2. each surviving configuration runs ``warmup`` times and then ``reps`` timed times on
+   **scratch copies** of the mutable (partition) arguments, never on the caller's arrays: an
+   in-place kernel (``z = z + x``) is applied to the caller's data exactly once per call,
+   unlike a tuner that re-runs it on the user's data (Triton's autotuner without
+   ``restore_value``). Read-only arguments are shared (nothing writes them);
+3. the fastest (median wall time of launch and stream synchronization; the interpreter's
+   own wall time in interpreter mode) is remembered for the key, in memory and, when the disk
+   cache is on (``NUMBA_TILE_CACHE_DIR``), on disk per kernel, key and device;
+4. that configuration is launched on the caller's arguments.
+
+Later calls with the same key launch the remembered configuration directly. Every launch,
+trial or real, goes through the kernel's ordinary checks (ownership, overlap, read-only
+arrays, in-flight ordering, lifetime).
+
+The key: by default the dtype and shape of every array argument and the value of every
+scalar argument; ``key=["M", "N"]`` restricts it to the named parameters (an array's dtype
+and shape, a scalar's value).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import cache
+from .errors import TileArgumentError, TileError
+from .runtime.partition import Partition, partition as make_partition
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration to try.
+
+    Attributes:
+        constants: values of the kernel's ``Constant`` parameters (``{"BM": 128, ...}``).
+        num_warps, num_stages: the ``jit`` options.
+        partitions: per ``Partition`` parameter given a raw array, extra arguments of
+            :func:`numba_tile.partition` (``{"c": {"order": nt.grouped(8)}}``); the tile
+            shape comes from the parameter's declared shape with ``constants`` filled in.
+    """
+
+    constants: dict = field(default_factory=dict)
+    num_warps: int = 4
+    num_stages: int = 1
+    partitions: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.constants.items()]
+        parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
+        return ", ".join(parts)
+
+
+@dataclass
+class Trial:
+    """What tuning learnt of one configuration: its time (ms, median) or why it was pruned."""
+
+    config: Config
+    ms: float | None = None
+    error: str | None = None
+
+
+def _clone(obj):
+    """A fresh copy of an array argument of any supported producer."""
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    for method in ("clone", "copy"):          # PyTorch, CuPy
+        fn = getattr(obj, method, None)
+        if callable(fn):
+            try:
+                return fn()
+            except TypeError:
+                pass
+    copy = getattr(obj, "copy_to_host", None)  # a Numba device array
+    if callable(copy):
+        from numba import cuda
+        return cuda.to_device(copy())
+    raise TileArgumentError(f"autotune: cannot make a scratch copy of {type(obj).__name__} "
+                            f"(it has no clone(), copy() or copy_to_host()): pass a CuPy, "
+                            f"PyTorch, Numba or NumPy array")
+
+
+def _key_part(value):
+    if isinstance(value, Partition):
+        value = value.array
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return ("array", str(dtype), tuple(int(s) for s in shape))
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return ("value", type(value).__name__, value)
+    return ("type", type(value).__name__)
+
+
+class Autotuned:
+    """A kernel with an autotuner in front (see the module docstring). Call it like the kernel,
+    giving raw arrays (or partitions) for its partition parameters and leaving out the
+    parameters a configuration sets."""
+
+    def __init__(self, kernel, configs, key=None, warmup: int = 2, reps: int = 10,
+                 log: bool = False):
+        from .kernel import Kernel
+        if not isinstance(kernel, Kernel):
+            raise TileArgumentError(f"numba_tile.autotune: expected a @numba_tile.jit kernel, "
+                                    f"got {type(kernel).__name__}")
+        configs = list(configs)
+        if not configs or not all(isinstance(c, Config) for c in configs):
+            raise TileArgumentError("numba_tile.autotune: configs: expected a non-empty list of "
+                                    "numba_tile.Config")
+        names = {p.name for p in kernel.params}
+        for c in configs:
+            unknown = sorted(set(c.constants) - names)
+            if unknown:
+                raise TileArgumentError(f"numba_tile.autotune: configuration {c.describe()} "
+                                        f"names no parameter of kernel "
+                                        f"'{kernel.__qualname__}': {unknown}")
+        if key is not None:
+            unknown = sorted(set(key) - names)
+            if unknown:
+                raise TileArgumentError(f"numba_tile.autotune: key names no parameter of "
+                                        f"kernel '{kernel.__qualname__}': {unknown}")
+        for what, v in (("warmup", warmup), ("reps", reps)):
+            if type(v) is not int or v < (0 if what == "warmup" else 1):
+                raise TileArgumentError(f"numba_tile.autotune: {what}: expected an int "
+                                        f"{'>= 0' if what == 'warmup' else '>= 1'}, got {v!r}")
+        self.kernel, self.configs, self.key = kernel, configs, key
+        self.warmup, self.reps, self.log = warmup, reps, log
+        self._variants: dict = {}
+        self._best: dict = {}
+        #: ``{key: [Trial, ...]}`` of every tuning done in this process
+        self.trials: dict = {}
+        self.__qualname__ = kernel.__qualname__
+        self.__doc__ = kernel.__doc__
+
+    # ------------------------------------------------------------------ configurations
+
+    def _variant(self, c: Config):
+        k = self._variants.get((c.num_warps, c.num_stages))
+        if k is None:
+            k = self.kernel.with_options(num_warps=c.num_warps, num_stages=c.num_stages)
+            self._variants[(c.num_warps, c.num_stages)] = k
+        return k
+
+    def _bind(self, c: Config, args, kwargs, scratch: bool):
+        """Positional arguments of the kernel for configuration ``c``: the call's arguments,
+        the configuration's constants, raw partition arrays partitioned (scratch copies of
+        them, and of given partitions' arrays, when ``scratch``)."""
+        params = self.kernel.params
+        given = dict(zip((p.name for p in params), args))
+        for k, v in kwargs.items():
+            if k in given:
+                raise TileArgumentError(f"kernel '{self.__qualname__}': argument {k!r} given "
+                                        f"twice")
+            given[k] = v
+        out = []
+        for p in params:
+            if p.name in c.constants:
+                if p.name in given:
+                    raise TileArgumentError(
+                        f"kernel '{self.__qualname__}': argument {p.name!r} is set by the "
+                        f"autotuner's configurations; leave it out of the call")
+                out.append(c.constants[p.name])
+                continue
+            if p.name not in given:
+                raise TileArgumentError(f"kernel '{self.__qualname__}': missing argument "
+                                        f"{p.name!r}")
+            v = given.pop(p.name)
+            if p.role == "partition":
+                opts = dict(c.partitions.get(p.name, {}))
+                if isinstance(v, Partition):
+                    arr = _clone(v.array) if scratch else v.array
+                    opts.setdefault("blocks", v.blocks)
+                    opts.setdefault("order", v.order)
+                    v = make_partition(arr, v.tile_shape, **opts)
+                else:
+                    shape = tuple(c.constants.get(s, s) if isinstance(s, str) else s
+                                  for s in (p.declared or ()))
+                    if any(isinstance(s, str) for s in shape):
+                        raise TileArgumentError(
+                            f"kernel '{self.__qualname__}': partition {p.name!r} is declared "
+                            f"{p.declared} and configuration {c.describe()} sets no value for "
+                            f"{[s for s in shape if isinstance(s, str)]}")
+                    v = make_partition(_clone(v) if scratch else v, shape, **opts)
+            out.append(v)
+        if given:
+            raise TileArgumentError(f"kernel '{self.__qualname__}': unexpected arguments "
+                                    f"{sorted(given)}")
+        return out
+
+    def tuning_key(self, args, kwargs) -> tuple:
+        params = self.kernel.params
+        given = dict(zip((p.name for p in params), args))
+        given.update(kwargs)
+        names = self.key if self.key is not None else [p.name for p in params
+                                                      if p.name in given]
+        return tuple((n, _key_part(given.get(n))) for n in names)
+
+    # ------------------------------------------------------------------------- tuning
+
+    def _time(self, kern, argv, launch_kw, interpret) -> float:
+        for _ in range(self.warmup):
+            kern(*argv, interpret=interpret, **launch_kw).sync()
+        times = []
+        for _ in range(self.reps):
+            t0 = time.perf_counter()
+            kern(*argv, interpret=interpret, **launch_kw).sync()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+
+    def _tune(self, key, args, kwargs, launch_kw, interpret):
+        trials = []
+        for c in self.configs:
+            kern = self._variant(c)
+            t = Trial(c)
+            try:
+                argv = self._bind(c, args, kwargs, scratch=True)
+                t.ms = self._time(kern, argv, launch_kw, interpret)
+            except TileArgumentError:
+                raise                       # the call itself is wrong: not a config's fault
+            except TileError as exc:
+                t.error = f"{type(exc).__name__}: {exc.message}"
+            trials.append(t)
+            if self.log:
+                print(f"numba_tile.autotune {self.__qualname__}: {c.describe()}: "
+                      f"{f'{t.ms:.4f} ms' if t.ms is not None else t.error}")
+        self.trials[key] = trials
+        ok = [t for t in trials if t.ms is not None]
+        if not ok:
+            reasons = "; ".join(f"{t.config.describe()}: {t.error}" for t in trials)
+            raise TileArgumentError(f"kernel '{self.__qualname__}': no configuration of the "
+                                    f"autotuner compiles for these arguments ({reasons})")
+        return min(ok, key=lambda t: t.ms).config
+
+    # ------------------------------------------------------------------------- disk
+
+    def _disk_path(self, key, device) -> str | None:
+        d = cache.cache_dir()
+        if d is None:
+            return None
+        text = repr((self.kernel.__module__, self.__qualname__,
+                     [c.describe() for c in self.configs], key, device))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        return os.path.join(d, f"autotune-{digest}.json")
+
+    def _load(self, key, device):
+        path = self._disk_path(key, device)
+        if path is None:
+            return None
+        try:
+            with open(path) as f:
+                i = int(json.load(f)["config"])
+            return self.configs[i] if 0 <= i < len(self.configs) else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _store(self, key, device, c: Config):
+        path = self._disk_path(key, device)
+        if path is None:
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = path + f".{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"config": self.configs.index(c)}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------------- calls
+
+    def best_config(self, *args, **kwargs):
+        """The configuration a call with these arguments would launch (tuning first if needed)."""
+        return self._choose(args, kwargs, {}, None)
+
+    def _choose(self, args, kwargs, launch_kw, interpret):
+        interp = self.kernel.interpret if interpret is None else interpret
+        device = "interpreter" if interp else _device_name()
+        key = self.tuning_key(args, kwargs)
+        best = self._best.get((key, device))
+        if best is None:
+            best = self._load(key, device)
+            if best is None:
+                best = self._tune(key, args, kwargs, launch_kw, interp)
+                self._store(key, device, best)
+            self._best[(key, device)] = best
+        return best
+
+    def __call__(self, *args, stream=None, interpret=None, unchecked=False, **kwargs):
+        launch_kw = {"stream": stream, "unchecked": unchecked}
+        best = self._choose(args, kwargs, launch_kw, interpret)
+        argv = self._bind(best, args, kwargs, scratch=False)
+        return self._variant(best)(*argv, interpret=interpret, **launch_kw)
+
+
+def _device_name() -> str:
+    from .runtime import driver
+    try:
+        if driver.gpu_available():
+            cc = driver.compute_capability(0)
+            return f"cc{cc[0]}.{cc[1]}"
+    except Exception:  # noqa: BLE001 - a name for a cache key only
+        pass
+    return "unknown"
+
+
+def autotune(configs, key=None, *, warmup: int = 2, reps: int = 10, log: bool = False):
+    """Decorate a ``@numba_tile.jit`` kernel with an autotuner (module docstring).
+
+    Args:
+        configs: the :class:`Config` objects to try.
+        key: parameter names whose arguments form the tuning key (arrays: dtype and shape;
+            scalars: value); None: every argument the call gives.
+        warmup, reps: untimed and timed launches per configuration (median of the timed).
+        log: print each trial's time or why it was pruned.
+
+    Returns:
+        Autotuned.
+
+    Raises:
+        TileArgumentError: not a kernel, an empty or malformed ``configs``, a configuration or
+            key naming no parameter.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> @nt.autotune(configs=[nt.Config({"B": 256}), nt.Config({"B": 1024}, num_warps=8)])
+        ... @nt.jit
+        ... def scale(x, z: nt.Partition["B"], B: nt.Constant):
+        ...     nt.store(z, 2.0 * nt.load_like(x, z))
+    """
+    def deco(kernel):
+        return Autotuned(kernel, configs, key, warmup, reps, log)
+    return deco
+
+
+__all__ = ["Autotuned", "Config", "Trial", "autotune"]

@@ -1,0 +1,121 @@
+"""numba_tile.autotune in the interpreter: configurations tried on scratch copies (an in-place
+kernel is applied to the caller's data exactly once per call), pruning of configurations that
+do not compile, one tuning per key (in memory and on disk), and clear errors."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.errors import TileArgumentError
+
+@pytest.fixture(autouse=True)
+def _own_disk_cache(tmp_path, monkeypatch):
+    """Each test starts with an empty disk cache (tunings would be read back otherwise)."""
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+CONFIGS = [nt.Config({"B": 64}), nt.Config({"B": 256}, num_warps=8),
+           nt.Config({"B": 128}, num_warps=4, num_stages=3)]
+
+
+@nt.autotune(configs=CONFIGS, reps=2, warmup=1)
+@nt.jit(interpret=True)
+def accumulate(x, z: nt.Partition["B"], B: nt.Constant):
+    """z += 2 x, in place."""
+    nt.store(z, nt.load_like(z, z) + 2.0 * nt.load_like(x, z))
+
+
+def test_in_place_kernel_applied_once_per_call_whatever_the_tuning():
+    rng = np.random.default_rng()
+    x = rng.integers(-50, 50, 1000).astype(np.float32)       # exact sums: once is once
+    z0 = rng.integers(-50, 50, 1000).astype(np.float32)
+    z = z0.copy()
+    accumulate(x, z).sync()          # tunes: 3 configurations x 3 launches, on copies
+    np.testing.assert_array_equal(z, z0 + 2 * x)
+    key = accumulate.tuning_key((x, z), {})
+    assert [t.ms is not None for t in accumulate.trials[key]] == [True, True, True]
+    accumulate(x, z).sync()          # no tuning: the remembered configuration
+    np.testing.assert_array_equal(z, z0 + 4 * x)
+    assert len(accumulate.trials) == 1
+
+
+def test_a_new_key_tunes_again_and_the_best_is_one_of_the_configs():
+    rng = np.random.default_rng()
+    x = rng.integers(-50, 50, 300).astype(np.float32)
+    z = np.zeros(300, np.float32)
+    before = len(accumulate.trials)
+    accumulate(x, z).sync()
+    assert len(accumulate.trials) == before + 1
+    assert accumulate.best_config(x, z) in CONFIGS
+    np.testing.assert_array_equal(z, 2 * x)
+
+
+@nt.autotune(configs=[nt.Config({"B": 1 << 20}), nt.Config({"B": 128})], reps=1, warmup=0)
+@nt.jit(interpret=True)
+def scale(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, 3.0 * nt.load_like(x, z))
+
+
+def test_configurations_that_do_not_compile_are_pruned_with_the_reason():
+    x = np.arange(500, dtype=np.float32)
+    z = np.zeros_like(x)
+    scale(x, z).sync()
+    np.testing.assert_array_equal(z, 3 * x)
+    (trial_big, trial_ok), = scale.trials.values()
+    assert trial_big.ms is None and "elements in each thread's registers" in trial_big.error
+    assert trial_ok.ms is not None and scale.best_config(x, z).constants == {"B": 128}
+
+
+def test_no_configuration_compiles_is_a_clear_error():
+    tuned = nt.autotune(configs=[nt.Config({"B": 1 << 20})], reps=1)(scale.kernel)
+    x = np.arange(10, dtype=np.float32)
+    with pytest.raises(TileArgumentError, match=r"no configuration of the autotuner compiles.*"
+                                                r"B=1048576"):
+        tuned(x, np.zeros_like(x))
+
+
+def test_tuning_is_kept_on_disk(tmp_path):
+    x = np.arange(700, dtype=np.float32)
+    first = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    first(x, np.zeros_like(x)).sync()
+    assert list((tmp_path / "cache").glob("autotune-*.json"))
+    second = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    z = np.zeros_like(x)
+    second(x, z).sync()
+    assert second.trials == {}                   # read from disk: nothing tried
+    assert second.best_config(x, z) == first.best_config(x, z)
+    np.testing.assert_allclose(z, 2 * x)
+
+
+@nt.autotune(configs=[nt.Config({"BM": 16, "BN": 64}, partitions={"c": {"order": nt.grouped(2)}}),
+                      nt.Config({"BM": 32, "BN": 32})], reps=1, warmup=0)
+@nt.jit(interpret=True)
+def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant):
+    acc = nt.zeros((BM, BN), nt.float32)
+    for k in range(nt.num_tiles(a, 1, 16)):
+        acc = nt.mma(nt.load(a, (nt.bid(0), k), (BM, 16)), nt.load(b, (k, nt.bid(1)), (16, BN)),
+                     acc)
+    nt.store(c, acc)
+
+
+def test_partitions_take_each_configurations_tile_shape():
+    rng = np.random.default_rng()
+    a = rng.integers(-3, 4, (70, 40)).astype(np.float16)
+    b = rng.integers(-3, 4, (40, 90)).astype(np.float16)
+    c = np.full((70, 90), np.nan, np.float32)
+    gemm(a, b, c).sync()
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b.astype(np.float64))
+
+
+def test_bad_uses_are_refused():
+    x = np.zeros(8, np.float32)
+    with pytest.raises(TileArgumentError, match="set by the autotuner"):
+        accumulate(x, x.copy(), 64)
+    with pytest.raises(TileArgumentError, match="names no parameter"):
+        nt.autotune(configs=[nt.Config({"Q": 1})])(accumulate.kernel)
+    with pytest.raises(TileArgumentError, match="non-empty list"):
+        nt.autotune(configs=[])(accumulate.kernel)
+    with pytest.raises(TileArgumentError, match="expected a @numba_tile.jit kernel"):
+        nt.autotune(configs=CONFIGS)(lambda x: x)
+    with pytest.raises(TileArgumentError, match="key names no parameter"):
+        nt.autotune(configs=CONFIGS, key=["M"])(accumulate.kernel)
