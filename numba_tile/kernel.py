@@ -63,8 +63,10 @@ _SCALAR_LIKE = (int, float, str, complex, bytes, np.generic)
 class CompletedLaunch:
     """Handle of a launch that queued no GPU work (zero-size grid, or interpreter mode)."""
 
-    def __init__(self, arrays: tuple):
+    def __init__(self, arrays: tuple, stream=None, interpret: bool = False):
         self._arrays = arrays
+        self._stream = stream
+        self._interpret = interpret
 
     def done(self) -> bool:
         return True
@@ -72,8 +74,22 @@ class CompletedLaunch:
     def sync(self) -> tuple:
         return self._arrays
 
+    def then(self, kernel, *args, **kwargs):
+        """Launch ``kernel`` after this launch, on its stream (see ``LaunchHandle.then``)."""
+        _no_stream_given(kwargs)
+        if self._interpret:
+            kwargs.setdefault("interpret", True)
+            return kernel(*args, **kwargs)
+        return kernel(*args, stream=self._stream, **kwargs)
+
     def __repr__(self):
         return "<CompletedLaunch>"
+
+
+def _no_stream_given(kwargs):
+    if "stream" in kwargs:
+        raise _arg_error("then(): the chained launch runs on the stream of the launch it follows; "
+                         "leave stream= out (or launch it on its own)")
 
 
 # ----------------------------------------------------------------------------- kernel
@@ -487,7 +503,7 @@ class Kernel:
             from .interpreter.runner import run_blocks
             run_blocks(self.snapshot(spec.key).fn, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
-                                         for b in bound))
+                                         for b in bound), interpret=True)
         return self._launch(spec, bound, grid, handle, on_conflict)
 
     def _explicit_grid(self, grid):
@@ -524,7 +540,7 @@ class Kernel:
         objs = tuple(objs)
         nblocks = math.prod(grid) if grid else 0
         if nblocks == 0:
-            return CompletedLaunch(objs)          # case E3: nothing reaches the driver
+            return CompletedLaunch(objs, stream)  # case E3: nothing reaches the driver
         device = device or 0
         driver.ensure_context(device)
         loaded = spec.loaded.get(device)

@@ -118,6 +118,24 @@ class LaunchHandle:
         self._registry._wait(self._entry)
         return self._arrays
 
+    def then(self, kernel, *args, **kwargs):
+        """Launch ``kernel(*args, **kwargs)`` on this launch's stream, after it: an async chain
+        (cuTile Rust's ``.then()``). Stream order runs it after this kernel; the in-flight
+        registry still holds both launches' arguments, and ``sync()`` on the last handle
+        of the chain waits for all of it.
+
+        Returns:
+            The new launch's handle (chain further with ``.then``).
+
+        Raises:
+            TileArgumentError: ``stream=`` given (the chain's stream is this launch's).
+        """
+        if "stream" in kwargs:
+            from numba_tile.errors import TileArgumentError
+            raise TileArgumentError("then(): the chained launch runs on the stream of the launch "
+                                    "it follows; leave stream= out (or launch it on its own)")
+        return kernel(*args, stream=self._entry.stream, **kwargs)
+
     def __repr__(self) -> str:
         state = "done" if self._entry.done else "in flight"
         return f"<LaunchHandle stream={self._entry.stream} {state}>"
