@@ -35,6 +35,7 @@ Public API (everything else is private):
 
 from __future__ import annotations
 
+from . import _compat  # noqa: F401  (first: NumPy 2.5 needs it before numba-cuda initializes)
 from . import errors
 from ._registry import finalize as _finalize
 from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int32, int64
