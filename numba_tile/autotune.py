@@ -97,6 +97,20 @@ def _clone(obj):
                             f"PyTorch, Numba or NumPy array")
 
 
+def _scratch(obj, name: str):
+    """A scratch copy of argument ``name``, proven to share no byte with it (a producer whose
+    ``copy()`` returned a view would let the trials write the caller's data)."""
+    from .runtime.arrays import as_array_arg
+    from .runtime.overlap import shares_memory
+    twin = _clone(obj)
+    if shares_memory(as_array_arg(twin, name), as_array_arg(obj, name)):
+        raise TileArgumentError(f"autotune: argument {name!r}: the copy of a "
+                                f"{type(obj).__name__} shares memory with the original, so the "
+                                f"trials would write the caller's data: pass an array whose "
+                                f"copy() / clone() copies")
+    return twin
+
+
 def _key_part(value):
     if isinstance(value, Partition):
         value = value.array
@@ -185,7 +199,7 @@ class Autotuned:
             if p.role == "partition":
                 opts = dict(c.partitions.get(p.name, {}))
                 if isinstance(v, Partition):
-                    arr = _clone(v.array) if scratch else v.array
+                    arr = _scratch(v.array, p.name) if scratch else v.array
                     opts.setdefault("blocks", v.blocks)
                     opts.setdefault("order", v.order)
                     v = make_partition(arr, v.tile_shape, **opts)
@@ -197,7 +211,7 @@ class Autotuned:
                             f"kernel '{self.__qualname__}': partition {p.name!r} is declared "
                             f"{p.declared} and configuration {c.describe()} sets no value for "
                             f"{[s for s in shape if isinstance(s, str)]}")
-                    v = make_partition(_clone(v) if scratch else v, shape, **opts)
+                    v = make_partition(_scratch(v, p.name) if scratch else v, shape, **opts)
             out.append(v)
         if given:
             raise TileArgumentError(f"kernel '{self.__qualname__}': unexpected arguments "

@@ -119,3 +119,19 @@ def test_bad_uses_are_refused():
         nt.autotune(configs=CONFIGS)(lambda x: x)
     with pytest.raises(TileArgumentError, match="key names no parameter"):
         nt.autotune(configs=CONFIGS, key=["M"])(accumulate.kernel)
+
+
+class _CopyIsAView(np.ndarray):
+    """A hostile array whose copy() returns a view of itself."""
+
+    def copy(self, *a, **k):
+        return self.view(np.ndarray)
+
+
+def test_a_copy_that_shares_memory_is_refused_before_any_trial():
+    x = np.arange(64, dtype=np.float32)
+    z = np.zeros(64, np.float32).view(_CopyIsAView)
+    tuned = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    with pytest.raises(TileArgumentError, match="shares memory with the original"):
+        tuned(x, z)
+    np.testing.assert_array_equal(np.asarray(z), 0)     # nothing was written
