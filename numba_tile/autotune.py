@@ -92,9 +92,18 @@ def _clone(obj):
     if callable(copy):
         from numba import cuda
         return cuda.to_device(copy())
-    raise TileArgumentError(f"autotune: cannot make a scratch copy of {type(obj).__name__} "
+    raise TileArgumentError(f"autotune: cannot make a scratch copy of a {type(obj).__name__} "
                             f"(it has no clone(), copy() or copy_to_host()): pass a CuPy, "
-                            f"PyTorch, Numba or NumPy array")
+                            f"PyTorch, Numba or NumPy array for each mutable argument")
+
+
+def _config_errors():
+    from .errors import GridMismatchError, PartitionShapeError, TileTypingError
+    return (TileTypingError, PartitionShapeError, GridMismatchError)
+
+
+#: errors that depend on the configuration (it is pruned); any other refusal is the call's
+_CONFIG_ERRORS = _config_errors()
 
 
 def _scratch(obj, name: str):
@@ -102,7 +111,10 @@ def _scratch(obj, name: str):
     ``copy()`` returned a view would let the trials write the caller's data)."""
     from .runtime.arrays import as_array_arg
     from .runtime.overlap import shares_memory
-    twin = _clone(obj)
+    try:
+        twin = _clone(obj)
+    except TileArgumentError as exc:
+        raise TileArgumentError(f"argument {name!r}: {exc.message}") from None
     if shares_memory(as_array_arg(twin, name), as_array_arg(obj, name)):
         raise TileArgumentError(f"autotune: argument {name!r}: the copy of a "
                                 f"{type(obj).__name__} shares memory with the original, so the "
@@ -139,12 +151,36 @@ class Autotuned:
             raise TileArgumentError("numba_tile.autotune: configs: expected a non-empty list of "
                                     "numba_tile.Config")
         names = {p.name for p in kernel.params}
+        constants = {p.name for p in kernel.params if p.role == "constant"}
+        partitions = {p.name for p in kernel.params if p.role == "partition"}
+        from .kernel import _check_options
         for c in configs:
             unknown = sorted(set(c.constants) - names)
             if unknown:
                 raise TileArgumentError(f"numba_tile.autotune: configuration {c.describe()} "
                                         f"names no parameter of kernel "
                                         f"'{kernel.__qualname__}': {unknown}")
+            others = sorted(set(c.constants) - constants)
+            if others:
+                raise TileArgumentError(
+                    f"numba_tile.autotune: configuration {c.describe()} sets {others} of kernel "
+                    f"'{kernel.__qualname__}', which are not Constant parameters: a "
+                    f"configuration sets only compile-time constants")
+            bad = sorted(set(c.partitions) - partitions)
+            if bad:
+                raise TileArgumentError(
+                    f"numba_tile.autotune: configuration {c.describe()}: partitions names "
+                    f"{bad}, not Partition parameters of kernel '{kernel.__qualname__}'")
+            for pname, opts in c.partitions.items():
+                if not isinstance(opts, dict) or set(opts) - {"blocks", "order"}:
+                    raise TileArgumentError(
+                        f"numba_tile.autotune: configuration {c.describe()}: partitions[{pname!r}]"
+                        f": expected a dict of 'blocks' and/or 'order', got {opts!r}")
+            try:
+                _check_options(c.num_warps, False, False, None, c.num_stages)
+            except TileArgumentError as exc:
+                raise TileArgumentError(f"numba_tile.autotune: configuration {c.describe()}: "
+                                        f"{exc.message}") from None
         if key is not None:
             unknown = sorted(set(key) - names)
             if unknown:
@@ -177,6 +213,9 @@ class Autotuned:
         the configuration's constants, raw partition arrays partitioned (scratch copies of
         them, and of given partitions' arrays, when ``scratch``)."""
         params = self.kernel.params
+        if len(args) > len(params):
+            raise TileArgumentError(f"kernel '{self.__qualname__}': {len(args)} positional "
+                                    f"arguments for {len(params)} parameters")
         given = dict(zip((p.name for p in params), args))
         for k, v in kwargs.items():
             if k in given:
@@ -193,10 +232,16 @@ class Autotuned:
                 out.append(c.constants[p.name])
                 continue
             if p.name not in given:
-                raise TileArgumentError(f"kernel '{self.__qualname__}': missing argument "
-                                        f"{p.name!r}")
+                import inspect
+                if p.default is inspect.Parameter.empty:
+                    raise TileArgumentError(f"kernel '{self.__qualname__}': missing argument "
+                                            f"{p.name!r}")
+                out.append(p.default)
+                continue
             v = given.pop(p.name)
-            if p.role == "partition":
+            if p.role == "mutable" and scratch:      # an unchecked kernel's Mutable array
+                v = _scratch(v, p.name)
+            elif p.role == "partition":
                 opts = dict(c.partitions.get(p.name, {}))
                 if isinstance(v, Partition):
                     arr = _scratch(v.array, p.name) if scratch else v.array
@@ -238,7 +283,26 @@ class Autotuned:
             times.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(times)
 
+    def _precheck(self, args, kwargs, launch_kw):
+        """The call's own checks on the caller's arguments, before any trial (aliasing, a
+        read-only producer, a kernel that writes a read-only parameter, an unchecked kernel
+        launched without ``unchecked=True``): they do not depend on the configuration.
+        Configurations that do not compile for the call are skipped here (pruned later)."""
+        kern = self.kernel
+        if kern.unchecked and launch_kw.get("unchecked") is not True:
+            from .errors import UncheckedLaunchError
+            raise UncheckedLaunchError(f"kernel '{self.__qualname__}' is marked unchecked: "
+                                       f"launch it with unchecked=True")
+        for c in self.configs:
+            argv = self._bind(c, args, kwargs, scratch=False)
+            try:
+                self._variant(c).ptx(*argv)          # binds, checks and compiles; launches nothing
+                return
+            except _CONFIG_ERRORS:
+                continue
+
     def _tune(self, key, args, kwargs, launch_kw, interpret):
+        self._precheck(args, kwargs, launch_kw)
         trials = []
         for c in self.configs:
             kern = self._variant(c)
@@ -246,9 +310,7 @@ class Autotuned:
             try:
                 argv = self._bind(c, args, kwargs, scratch=True)
                 t.ms = self._time(kern, argv, launch_kw, interpret)
-            except TileArgumentError:
-                raise                       # the call itself is wrong: not a config's fault
-            except TileError as exc:
+            except _CONFIG_ERRORS as exc:
                 t.error = f"{type(exc).__name__}: {exc.message}"
             trials.append(t)
             if self.log:
@@ -268,8 +330,10 @@ class Autotuned:
         d = cache.cache_dir()
         if d is None:
             return None
-        text = repr((self.kernel.__module__, self.__qualname__,
-                     [c.describe() for c in self.configs], key, device))
+        code = self.kernel.fn.__code__
+        text = repr((self.kernel.__module__, self.__qualname__, code.co_code, code.co_consts,
+                     code.co_names, self.kernel.unchecked, self.kernel.min_blocks_per_sm,
+                     [repr(c) for c in self.configs], key, device))
         digest = hashlib.sha256(text.encode()).hexdigest()
         return os.path.join(d, f"autotune-{digest}.json")
 
@@ -316,8 +380,10 @@ class Autotuned:
             self._best[(key, device)] = best
         return best
 
-    def __call__(self, *args, stream=None, interpret=None, unchecked=False, **kwargs):
-        launch_kw = {"stream": stream, "unchecked": unchecked}
+    def __call__(self, *args, stream=None, interpret=None, unchecked=False, on_conflict="wait",
+                 grid=None, **kwargs):
+        launch_kw = {"stream": stream, "unchecked": unchecked, "on_conflict": on_conflict,
+                     "grid": grid}
         best = self._choose(args, kwargs, launch_kw, interpret)
         argv = self._bind(best, args, kwargs, scratch=False)
         return self._variant(best)(*argv, interpret=interpret, **launch_kw)

@@ -135,3 +135,65 @@ def test_a_copy_that_shares_memory_is_refused_before_any_trial():
     with pytest.raises(TileArgumentError, match="shares memory with the original"):
         tuned(x, z)
     np.testing.assert_array_equal(np.asarray(z), 0)     # nothing was written
+
+
+# --------------------------------------------------- red-team round (autotune_redteam.md)
+
+@nt.jit(unchecked=True, interpret=True)
+def histogram(x, hist: nt.Mutable, B: nt.Constant):
+    t = nt.load(x, (nt.bid(0),), (B,), padding=0)
+    nt.atomic_add(hist, nt.astype(t, nt.int32), nt.full((B,), 1, nt.int32),
+                  mask=nt.arange(B) + nt.bid(0) * B < nt.num_tiles(x, 0, B) * B)
+
+
+def test_mutable_arguments_of_unchecked_kernels_get_scratch_copies_too():
+    x = np.zeros(256, np.float32)                       # every element counts into bin 0
+    hist = np.zeros(4, np.int32)
+    tuned = nt.autotune(configs=[nt.Config({"B": 64}), nt.Config({"B": 128})], reps=2,
+                        warmup=1)(histogram)
+    tuned(x, hist, unchecked=True, grid=(4,)).sync()
+    assert hist[0] == 256 and hist[1:].sum() == 0       # the real launch only
+
+
+def test_configurations_set_only_constants_and_valid_options():
+    with pytest.raises(TileArgumentError, match=r"sets \['z'\].*not Constant parameters"):
+        nt.autotune(configs=[nt.Config({"z": 1, "B": 64})])(accumulate.kernel)
+    with pytest.raises(TileArgumentError, match=r"partitions names \['x'\]"):
+        nt.autotune(configs=[nt.Config({"B": 64}, partitions={"x": {}})])(accumulate.kernel)
+    with pytest.raises(TileArgumentError, match=r"expected a dict of 'blocks' and/or 'order'"):
+        nt.autotune(configs=[nt.Config({"B": 64}, partitions={"z": {"bogus": 1}})])(
+            accumulate.kernel)
+    with pytest.raises(TileArgumentError, match=r"num_warps"):
+        nt.autotune(configs=[nt.Config({"B": 64}, num_warps=3)])(accumulate.kernel)
+    with pytest.raises(TileArgumentError, match=r"num_stages"):
+        nt.autotune(configs=[nt.Config({"B": 64}, num_stages=0)])(accumulate.kernel)
+
+
+def test_extra_positional_arguments_are_refused():
+    x = np.zeros(8, np.float32)
+    with pytest.raises(TileArgumentError, match="4 positional arguments for 3 parameters"):
+        accumulate(x, x.copy(), 2.0, 99.0)
+
+
+def test_a_refused_call_is_refused_before_any_trial():
+    z = np.zeros(256, np.float32)
+    tuned = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    with pytest.raises(nt.errors.AliasingError):
+        tuned(z, z)                                     # z read and written
+    assert tuned.trials == {}
+
+
+def test_the_disk_entry_belongs_to_the_kernel_body(tmp_path):
+    x = np.arange(64, dtype=np.float32)
+
+    def make(factor):
+        @nt.jit(interpret=True)
+        def k(x, z: nt.Partition["B"], B: nt.Constant):
+            nt.store(z, factor * nt.load_like(x, z))
+        return nt.autotune(configs=CONFIGS, reps=1, warmup=0)(k)
+
+    first, second = make(2.0), make(3.0)
+    first(x, np.zeros_like(x)).sync()
+    z = np.zeros_like(x)
+    second(x, z).sync()
+    np.testing.assert_array_equal(z, 3.0 * x)     # the entry names a configuration, never code
