@@ -28,16 +28,6 @@ CONFIGS = sweep()
 KERNELS = {"gemm": gemm.gemm_tiles, "gemm_persistent": gemm_persistent.gemm_persistent_tiles}
 
 
-@pytest.fixture(scope="module")
-def nvjitlink():
-    nvj = pytest.importorskip("cuda.bindings.nvjitlink")
-    try:
-        nvj.destroy(nvj.create(1, ["-arch=sm_90"]))
-    except (nvj.nvJitLinkError, RuntimeError, OSError) as e:
-        pytest.skip(f"nvJitLink cannot create a handle: {type(e).__name__}: {e}")
-    return nvj
-
-
 def ptx_of(name, cfg, dtype="float16"):
     x = np.zeros((512, 512), np.float16 if dtype == "float16" else np.uint16)
     if dtype == "bfloat16":

@@ -81,16 +81,6 @@ def test_ieee_float32_uses_no_tensor_core():
     assert "fma.rn.f32" in body
 
 
-@pytest.fixture(scope="module")
-def nvjitlink():
-    nvj = pytest.importorskip("cuda.bindings.nvjitlink")
-    try:
-        nvj.destroy(nvj.create(1, ["-arch=sm_90"]))
-    except (nvj.nvJitLinkError, RuntimeError, OSError) as e:
-        pytest.skip(f"nvJitLink cannot create a handle: {type(e).__name__}: {e}")
-    return nvj
-
-
 @pytest.mark.parametrize("case", STANDARD, ids=[c[0] for c in STANDARD])
 def test_no_spills_on_sm90(nvjitlink, case):
     out = linker.assemble(compile_case(case, (9, 0)), (9, 0))
