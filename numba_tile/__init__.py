@@ -48,6 +48,7 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
                        sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
+from .runtime.defaults import launch_defaults
 from .runtime.driver import gpu_available
 from .runtime.inflight import synchronize_all as synchronize
 from .runtime.partition import grouped, partition
@@ -74,7 +75,7 @@ _PUBLIC_NOT_STARRED = (abs, max, min, sum)
 
 __all__ = [
     "jit", "Kernel", "autotune", "Config", "Tensor", "Partition", "Mutable", "Constant", "partition", "grouped",
-    "synchronize",
+    "synchronize", "launch_defaults",
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",

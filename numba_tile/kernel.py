@@ -41,12 +41,14 @@ from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_gr
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
 from .runtime.partition import Partition
+from .runtime.defaults import current as _current_defaults
 from .runtime.streams import producer_streams, stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, check_kernel_function, parse_params)
 from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
+_defaults = _current_defaults()
 #: the target an interpreter launch compiles for, to refuse what a GPU launch would
 #: (Hopper, the design's main target)
 INTERPRETER_CC = (9, 0)
@@ -454,7 +456,7 @@ class Kernel:
             TileTypingError: the kernel does not type for these arguments.
         """
         if interpret is None:
-            interpret = self.interpret
+            interpret = self.interpret or _defaults.interpret is True
         elif interpret is not True and interpret is not False:
             raise _arg_error(f"kernel '{self.__qualname__}': interpret: expected True, False or "
                              f"None (the kernel's default), got {shown(interpret, with_type=True, qualified=False)}")
@@ -465,6 +467,8 @@ class Kernel:
         if on_conflict not in ("wait", "raise"):
             raise _arg_error(f"kernel '{self.__qualname__}': on_conflict: expected 'wait' or "
                              f"'raise', got {on_conflict!r}")
+        if stream is None:
+            stream = _defaults.stream     # launch_defaults / a Graph capture / a torch op
         try:
             # checked on both paths (the interpreter ignores the stream, but a launch that says
             # stream='x' is wrong wherever it runs); None costs one test

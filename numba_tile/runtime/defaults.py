@@ -1,0 +1,75 @@
+"""Per-thread launch defaults: the stream (and interpreter switch) a launch uses when its call
+gives none.
+
+A launch without ``stream=`` runs on the legacy default stream, unless the calling thread is
+inside :func:`launch_defaults` (or a :class:`numba_tile.Graph` capture, or a PyTorch custom op
+made with :func:`numba_tile.torch_op`), which names another stream: PyTorch code usually runs on
+``torch.cuda.current_stream()``, and a launch inside ``torch.cuda.graph`` must go to the
+capturing stream to be recorded.
+
+The defaults are thread-local (a ``threading.local``): one thread's capture never redirects
+another thread's launches. Reading them costs one attribute lookup on the launch path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+__all__ = ["launch_defaults", "current"]
+
+
+class _Defaults(threading.local):
+    stream = None          # a stream object or handle (None: the legacy default stream)
+    interpret = None       # True/False, or None: each kernel's own option
+
+
+_local = _Defaults()
+
+_UNSET = object()
+
+
+def current() -> _Defaults:
+    """This thread's defaults (attributes ``stream`` and ``interpret``)."""
+    return _local
+
+
+@contextlib.contextmanager
+def launch_defaults(*, stream: object = _UNSET, interpret: object = _UNSET):
+    """Within the block, launches on this thread that give no ``stream=`` (``interpret=``) use
+    these.
+
+    Args:
+        stream: any stream ``Kernel.__call__`` accepts (a CuPy, Numba, PyTorch or cuda.core
+            stream, an int handle), checked at once; None restores the legacy default stream.
+        interpret: True or False, the interpreter switch of launches that give none (and whose
+            kernel was not decorated with ``interpret=True``); None: the kernels' own option.
+
+    Nested blocks restore the outer defaults on exit (also when the block raises).
+
+    Raises:
+        TileArgumentError: ``stream`` is not a stream, or ``interpret`` is not True, False or None.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> with nt.launch_defaults(stream=0):   # doctest: +SKIP
+        ...     kernel(x, nt.partition(z, 256))
+    """
+    from numba_tile.errors import TileArgumentError, shown
+    from numba_tile.runtime.streams import stream_handle
+
+    if stream is not _UNSET and stream is not None:
+        stream_handle(stream)       # refuse a non-stream here, at the user's line
+    if interpret is not _UNSET and interpret is not None and interpret is not True \
+            and interpret is not False:
+        raise TileArgumentError(f"launch_defaults: interpret: expected True, False or None, got "
+                                f"{shown(interpret, with_type=True, qualified=False)}")
+    saved = (_local.stream, _local.interpret)
+    if stream is not _UNSET:
+        _local.stream = stream
+    if interpret is not _UNSET:
+        _local.interpret = interpret
+    try:
+        yield
+    finally:
+        _local.stream, _local.interpret = saved
