@@ -36,7 +36,7 @@ from . import cache, dtypes, frozen
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError, shown
 from .layout import is_pow2
-from .runtime import driver, inflight
+from .runtime import driver, inflight, launcher
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
@@ -57,6 +57,9 @@ _MAX_GRID = 2**31 - 1
 _STATIC_SHARED = 48 * 1024
 _SCALARS = (bool, int, float, np.number, np.bool_)
 _EXACT = frozenset((bool, int, float, str, complex, bytes))
+_UNSET = object()
+#: plans kept per kernel (argument kinds); the table is emptied when full
+_MAX_PLANS = 256
 _SCALAR_LIKE = (int, float, str, complex, bytes, np.generic)
 
 
@@ -193,6 +196,9 @@ class Kernel:
                                        # compiled, interpreted and keyed on disk)
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
+        self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
+        self._roles = tuple(p.role for p in self.params)   # 'array' holds arrays or scalars
+        self._index = {p.name: i for i, p in enumerate(self.params)}
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -213,7 +219,7 @@ class Kernel:
         k = copy.copy(self)
         k.num_warps, k.num_stages = nw, ns
         k._compiled, k._checked, k._snapshots = {}, set(), {}
-        k._signatures, k._spec_cache = {}, {}
+        k._signatures, k._spec_cache, k._plans = {}, {}, {}
         k._lock = threading.Lock()
         return k
 
@@ -423,7 +429,6 @@ class Kernel:
 
     def __call__(self, *args, stream=None, interpret=None, on_conflict="wait", grid=None,
                  unchecked=False, **kwargs):
-        grid_arg = grid
         """Launch the kernel.
 
         Args:
@@ -455,6 +460,81 @@ class Kernel:
                 unchecked kernel launched without ``unchecked=True``.
             TileTypingError: the kernel does not type for these arguments.
         """
+        if (interpret is None and grid is None and not self.interpret
+                and _defaults.interpret is not True and (unchecked is True or (
+                    unchecked is False and not self.unchecked))):
+            fast = self._fast(args, kwargs, stream, on_conflict)
+            if fast is not None:
+                return fast
+        return self._call(args, kwargs, stream, interpret, on_conflict, grid, unchecked)
+
+    def _fast(self, args, kwargs, stream, on_conflict):
+        """A launch through a plan (``runtime/launcher.py``), or None: take the slow path."""
+        if kwargs or len(args) != len(self._roles):
+            args = self._fast_values(args, kwargs)
+            if args is None:
+                return None
+        got = launcher.plan_key(self._roles, args)
+        if got is None:
+            return None
+        try:
+            plan = self._plans.get(got[0])
+        except TypeError:          # an unhashable constant: the slow path says so
+            return None
+        if plan is None or (on_conflict != "wait" and on_conflict != "raise"):
+            return None
+        if stream is None:
+            stream = _defaults.stream
+        if stream is None:
+            handle = 0
+        else:
+            try:
+                handle = stream_handle(stream)
+            except TileArgumentError:
+                return None
+        _key, ptrs, scalars, arrays, streams, objs = got
+        made = plan.arrays_for(ptrs, arrays, streams)
+        if made is None:
+            return None
+        arrs, writes = made
+        driver.ensure_context(plan.device)
+        return launcher.enqueue(self, plan.loaded, plan.nblocks, handle,
+                                plan.flat(ptrs, scalars), arrs, writes, tuple(objs), streams,
+                                on_conflict, plan.device, self._conflict_raiser(arrs, plan.names))
+
+    def _fast_values(self, args, kwargs):
+        n = len(self._roles)
+        if len(args) > n:
+            return None
+        vals = list(args)
+        vals.extend([_UNSET] * (n - len(args)))
+        index = self._index
+        for k, v in kwargs.items():
+            i = index.get(k)
+            if i is None or vals[i] is not _UNSET:
+                return None
+            vals[i] = v
+        for i in range(len(args), n):
+            if vals[i] is _UNSET:
+                d = self.params[i].default
+                if d is inspect.Parameter.empty:
+                    return None
+                vals[i] = d
+        for role, v in zip(self._roles, vals):
+            if role == "constant" and v.__class__ not in _EXACT:
+                return None
+        return vals
+
+    def _conflict_raiser(self, arrays, names):
+        def raise_conflict(found, stream):
+            self._raise_conflict_named(
+                {id(a): n for a, n in zip(arrays, names)}, found, stream)
+        return raise_conflict
+
+    def _call(self, args, kwargs, stream, interpret, on_conflict, grid, unchecked):
+        """The launch with every check run the full way (the first launch of an argument kind,
+        the interpreter, explicit grids, anything the fast path does not cover)."""
+        grid_arg = grid
         if interpret is None:
             interpret = self.interpret or _defaults.interpret is True
         elif interpret is not True and interpret is not False:
@@ -508,7 +588,11 @@ class Kernel:
             run_blocks(self.snapshot(spec.key).fn, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound), interpret=True)
-        return self._launch(spec, bound, grid, handle, on_conflict)
+        plan_for = None
+        if grid_arg is None:      # a plan launches on the partitions' grid only
+            vals = self._fast_values(args, kwargs)
+            plan_for = launcher.plan_key(self._roles, vals) if vals is not None else None
+        return self._launch(spec, bound, grid, handle, on_conflict, plan_for)
 
     def _explicit_grid(self, grid):
         if grid is None:
@@ -523,24 +607,29 @@ class Kernel:
                              f"from 0 to 2**31 - 1, got {grid!r}")
         return (grid,)
 
-    def _launch(self, spec, bound, grid, stream, on_conflict="wait"):
-        flat, arrays, writes, objs, device = [], [], [], [], None
+    def _launch(self, spec, bound, grid, stream, on_conflict="wait", plan_for=None):
+        flat, positions, arrays, writes, objs, streams, device = [], [], [], [], [], [], None
         for p, b in zip(self.params, bound):
             if b.__class__ is BoundArray:
                 a = b.array
                 arrays.append(a)
+                streams.append(a.stream)
                 if b.mutable:
                     writes.append(a)
                 if device is None:
                     device = a.device
                 objs.append(a.obj)
+                positions.append(len(flat))
                 flat.append(a.ptr)
                 flat.extend(a.shape)
                 flat.extend(a.element_strides)
             else:
                 objs.append(b)
                 if p.role != "constant":
+                    positions.append(len(flat))
                     flat.append(b)
+                else:
+                    positions.append(None)
         objs = tuple(objs)
         nblocks = math.prod(grid) if grid else 0
         if nblocks == 0:
@@ -549,46 +638,60 @@ class Kernel:
         driver.ensure_context(device)
         loaded = spec.loaded.get(device)
         if loaded is None:
-            cc = driver.compute_capability(device)
-            ck = self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
-            cubin = ptx_to_cubin(ck.ptx, cc)
-            if ck.shared_bytes > _STATIC_SHARED:
-                have = driver.max_shared_per_block_optin(device)
-                if ck.shared_bytes > have:
-                    raise _arg_error(
-                        f"kernel '{self.__qualname__}' needs {ck.shared_bytes} bytes of shared "
-                        f"memory per block; device {device} allows {have}: use smaller tiles or "
-                        f"fewer pipeline stages (num_stages)")
+            loaded = self._load(spec, device, stream)
+        names = [b.spec.name for b in bound if b.__class__ is BoundArray]
+        handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes, objs,
+                                  streams, on_conflict, device,
+                                  self._conflict_raiser(arrays, names))
+        if plan_for is not None:
+            self._store_plan(plan_for, loaded, nblocks, bound, positions, flat, device, arrays,
+                             names)
+        return handle
+
+    def _load(self, spec, device, stream):
+        """Compiles (or reads from the caches) and loads the specialization on ``device``; under
+        a stream capture, with this thread's capture mode relaxed (module loads are not
+        capture operations)."""
+        import contextlib
+        from .runtime import capture
+        cc = driver.compute_capability(device)
+        ck = self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
+        cubin = ptx_to_cubin(ck.ptx, cc)
+        if ck.shared_bytes > _STATIC_SHARED:
+            have = driver.max_shared_per_block_optin(device)
+            if ck.shared_bytes > have:
+                raise _arg_error(
+                    f"kernel '{self.__qualname__}' needs {ck.shared_bytes} bytes of shared "
+                    f"memory per block; device {device} allows {have}: use smaller tiles or "
+                    f"fewer pipeline stages (num_stages)")
+        st = driver.stream_capture_status(stream)
+        with capture.relaxed() if st else contextlib.nullcontext():
             module = driver.load_module(cubin if cubin is not None else ck.ptx, device)
             func = driver.get_function(module, ck.entry)
             if ck.shared_bytes > _STATIC_SHARED:
                 driver.set_dynamic_shared(func, ck.shared_bytes)
-            loaded = (module, func, ParamBuffer(ck.param_kinds), ck.num_threads, ck.shared_bytes)
-            spec.loaded[device] = loaded
-        _module, func, params, nthreads, shared = loaded
-        registry = inflight.default_registry()
-        found = registry.conflicts(stream, arrays, writes)
-        if found:
-            if on_conflict == "raise":
-                self._raise_conflict(bound, found, stream)
-            for entry, _arg in found:
-                registry.backend.wait(stream, entry.event)
-        for a in arrays:
-            if a.stream is not None:
-                producers = producer_streams([a.stream for a in arrays], stream)
-                if producers:
-                    registry.wait_for_streams(stream, producers)
-                break
-        with self._lock:
-            ptr = params.pack(flat)
-            driver.launch(func, (nblocks, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
-        arrays.append(self)
-        return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
+        loaded = (module, func, ParamBuffer(ck.param_kinds), ck.num_threads, ck.shared_bytes)
+        spec.loaded[device] = loaded
+        return loaded
 
-    def _raise_conflict(self, bound, found, stream):
+    def _store_plan(self, got, loaded, nblocks, bound, positions, flat, device, arrays, names):
+        """Remember a checked launch for its plan key, if the fast readers read the same
+        pointers and shapes as the checks did (else the kind always takes the slow path)."""
+        key, ptrs, _scalars, objs, _streams, _o = got
+        if len(ptrs) != len(arrays):
+            return
+        for a, ptr, obj in zip(arrays, ptrs, objs):
+            if a.obj is not obj or (a.ptr != ptr and a.size) :
+                return
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        plan = launcher.make_plan(loaded, nblocks, self.params, bound, positions, flat, device)
+        plan.names = tuple(names)
+        self._plans[key] = plan
+
+    def _raise_conflict_named(self, names, found, stream):
         from .errors import StreamConflictError
         from .runtime.launch_checks import user_call_site
-        names = {id(b.array): b.spec.name for b in bound if b.__class__ is BoundArray}
         entry, arg = found[0]
         site = user_call_site() or (None, None)
         raise StreamConflictError(

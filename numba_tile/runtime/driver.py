@@ -337,3 +337,111 @@ def synchronize_stream(stream: int) -> None:
     """Blocks the calling thread until all work queued on ``stream`` has completed."""
     _check("cuStreamSynchronize", _cu().cuStreamSynchronize(stream))
 
+
+
+# -- stream capture and graphs (runtime/capture.py) ------------------------------------------------
+
+#: ``CU_STREAM_CAPTURE_STATUS_*``: not capturing, capturing, capture invalidated
+CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED = 0, 1, 2
+#: ``CUDA_ERROR_STREAM_CAPTURE_IMPLICIT``: the legacy stream was used while a blocking stream
+#: of its device is capturing (the capture would be invalidated)
+ERROR_CAPTURE_IMPLICIT = 906
+
+
+def stream_capture_status(stream: int) -> int:
+    """``CU_STREAM_CAPTURE_STATUS_*`` of ``stream`` (``cuStreamIsCapturing``; legal during a
+    capture).
+
+    Returns:
+        int: :data:`CAPTURE_NONE`, :data:`CAPTURE_ACTIVE` or :data:`CAPTURE_INVALIDATED`, or
+        :data:`ERROR_CAPTURE_IMPLICIT` negated (-906) for the legacy stream while a blocking
+        stream of the device captures (a launch there would invalidate that capture).
+
+    Raises:
+        CudaDriverError: any other failure.
+    """
+    err, status = (_mod or _cu()).cuStreamIsCapturing(stream)
+    if err:
+        if int(err) == ERROR_CAPTURE_IMPLICIT:
+            return -ERROR_CAPTURE_IMPLICIT
+        _raise("cuStreamIsCapturing", err)
+    return int(status)
+
+
+def stream_capture_info(stream: int) -> tuple[int, int, object]:
+    """``(status, capture id, CUgraph being built)`` of ``stream`` (``cuStreamGetCaptureInfo``);
+    id and graph are meaningful only while the status is :data:`CAPTURE_ACTIVE`."""
+    res = _cu().cuStreamGetCaptureInfo(stream)
+    if res[0]:
+        _raise("cuStreamGetCaptureInfo", res[0])
+    return int(res[1]), int(res[2]), res[3]
+
+
+def capture_mode_exchange(mode: int) -> int:
+    """Sets this thread's stream-capture interaction mode (``cuThreadExchangeStreamCaptureMode``;
+    0 global, 1 thread-local, 2 relaxed) and returns the previous one."""
+    cu = _cu()
+    err, old = cu.cuThreadExchangeStreamCaptureMode(cu.CUstreamCaptureMode(mode))
+    if err:
+        _raise("cuThreadExchangeStreamCaptureMode", err)
+    return int(old)
+
+
+def user_object_create(ptr: int, destroy_fn_address: int):
+    """A CUDA user object whose destructor is the C function at ``destroy_fn_address`` called
+    with ``ptr`` (``cuUserObjectCreate``, one reference, ``CU_USER_OBJECT_NO_DESTRUCTOR_SYNC``)."""
+    cu = _cu()
+    return _check("cuUserObjectCreate", cu.cuUserObjectCreate(
+        ptr, cu.CUhostFn(destroy_fn_address), 1,
+        cu.CUuserObject_flags.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC))
+
+
+def graph_retain_user_object_move(graph, obj) -> None:
+    """Moves the caller's one reference of ``obj`` to ``graph`` (``cuGraphRetainUserObject``)."""
+    cu = _cu()
+    _check("cuGraphRetainUserObject", cu.cuGraphRetainUserObject(
+        graph, obj, 1, cu.CUuserObjectRetain_flags.CU_GRAPH_USER_OBJECT_MOVE))
+
+
+def user_object_release(obj) -> None:
+    """Drops one reference of ``obj`` (``cuUserObjectRelease``)."""
+    _check("cuUserObjectRelease", _cu().cuUserObjectRelease(obj, 1))
+
+
+def stream_create_nonblocking() -> int:
+    """A new stream that does not synchronize with the legacy default stream; returns its handle."""
+    cu = _cu()
+    s = _check("cuStreamCreate", cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    return int(s)
+
+
+def stream_destroy(stream: int) -> None:
+    _check("cuStreamDestroy", _cu().cuStreamDestroy(stream))
+
+
+def stream_begin_capture(stream: int, mode: int) -> None:
+    cu = _cu()
+    _check("cuStreamBeginCapture", cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode(mode)))
+
+
+def stream_end_capture(stream: int):
+    """Ends the capture of ``stream``; returns the CUgraph (raises for an invalidated capture)."""
+    return _check("cuStreamEndCapture", _cu().cuStreamEndCapture(stream))
+
+
+def graph_instantiate(graph):
+    return _check("cuGraphInstantiate", _cu().cuGraphInstantiate(graph, 0))
+
+
+def graph_launch(graph_exec, stream: int) -> None:
+    err, = (_mod or _cu()).cuGraphLaunch(graph_exec, stream)
+    if err:
+        _raise("cuGraphLaunch", err)
+
+
+def graph_destroy(graph) -> None:
+    _check("cuGraphDestroy", _cu().cuGraphDestroy(graph))
+
+
+def graph_exec_destroy(graph_exec) -> None:
+    _check("cuGraphExecDestroy", _cu().cuGraphExecDestroy(graph_exec))

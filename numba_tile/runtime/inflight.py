@@ -160,9 +160,15 @@ class InflightRegistry:
         pool_size: completed events kept for reuse (the rest are destroyed).
     """
 
-    def __init__(self, backend: EventBackend | None = None, pool_size: int = 64):
+    def __init__(self, backend: EventBackend | None = None, pool_size: int = 64,
+                 collect_every: int = 8):
         self._backend = backend
         self._pool_size = pool_size
+        # register() polls the oldest events every collect_every launches, not on every one
+        # (an event query costs as much as a third of a launch); sync(), done(), conflicts()
+        # and collect() still release at once, and the held set stays O(live launches + this)
+        self._collect_every = collect_every
+        self._since_collect = 0
         self._pool: list = []
         self._streams: dict[int, collections.deque[_Entry]] = {}
         self._lock = threading.RLock()
@@ -204,7 +210,9 @@ class InflightRegistry:
         backend = self._backend or self.backend
         with self._lock:
             if self._streams:
-                self._collect_locked()
+                self._since_collect += 1
+                if self._since_collect >= self._collect_every:
+                    self._collect_locked()
             event = self._pool.pop() if self._pool else backend.create()
             try:
                 backend.record(event, stream)
@@ -239,6 +247,7 @@ class InflightRegistry:
         # strength of stream order alone: a stream handle may be reused after its stream is
         # destroyed, so each release rests on its own event.
         released = 0
+        self._since_collect = 0
         query = (self._backend or self.backend).query
         for stream, queue in list(self._streams.items()):
             while queue:
@@ -259,6 +268,8 @@ class InflightRegistry:
         Returns:
             int: number of launches released.
         """
+        from numba_tile.runtime import capture
+        capture.poll()           # graphs destroyed since: their holds go too
         with self._lock:
             return self._collect_locked()
 

@@ -89,7 +89,7 @@ def test_refs_held_until_event_completes_even_if_handle_dropped():
 
 def test_register_releases_completed_entries():
     backend = FakeBackend()
-    reg = InflightRegistry(backend)
+    reg = InflightRegistry(backend, collect_every=1)
     a = Buffer(1)
     ref = weakref.ref(a)
     _launch(reg, 5, a)
@@ -217,3 +217,23 @@ def test_conflicts_name_the_touched_argument():
     assert len(found) == 1 and found[0][1] is b
     assert reg.conflicts(2 << 20, [a], [a]) == []
     assert backend.waits == []                               # conflicts() only looks
+
+
+def test_register_polls_every_collect_every_launches_and_stays_bounded():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend, collect_every=4)
+    refs = []
+    for i in range(40):
+        b = Buffer(1)
+        refs.append(weakref.ref(b))
+        _launch(reg, 5, b)
+        del b
+        for e in backend.created:
+            e.complete = True          # the GPU has finished everything queued so far
+        # completed launches are released within collect_every registrations
+        assert reg.pending() <= 4
+    gc.collect()
+    assert sum(r() is not None for r in refs) <= 4
+    reg.collect()
+    gc.collect()
+    assert all(r() is None for r in refs) and reg.pending() == 0

@@ -1,0 +1,341 @@
+"""The launch path after binding: queueing a launch (ordinary or captured), and launch plans, which
+make a repeated call with the same kinds of arguments cost a fraction of the first.
+
+**Queueing** (:func:`enqueue`, used by every launch). In order: the stream's capture status (one
+``cuStreamIsCapturing``); outside capture, the in-flight registry's cross-stream ordering and the
+producers' streams, the launch, and the registry entry that holds every argument until the GPU is
+done; under capture (``capture.py``), the launch, and a hold on the graph being built.
+
+**Plans.** The first launch of a kernel with a given *argument kind* runs every check the slow way
+(``launch_checks.bind_arrays``: interfaces validated, ownership, self-overlap, read-only
+producers, partition shapes and grid, aliasing; typing and compilation; module load). It then
+stores a :class:`Plan` under the kind's key. A later call computes the key from what its
+arguments' producers say (read through each producer's fastest path: CuPy's ``data.ptr`` and
+``shape``, PyTorch's ``data_ptr()`` and ``stride()``, the CUDA Array Interface dict only for
+Numba arrays) and, on a hit, runs only what can differ between two calls of one key. The key holds
+every input of every check and of the specialization except the data pointers and runtime scalar
+values:
+
+* per array argument: whether it came in a partition (and the partition's tile shape, blocks and
+  order), the producer type, shape, strides, dtype, device, read-only flag, and the pointer's
+  residue modulo 16 (``-1`` for a null pointer): item-size alignment, and the 16-byte vector
+  class of the specialization, are functions of it;
+* per constant: its type and value; per runtime scalar: its exact type (``int``, ``float`` or
+  ``bool``; anything else takes the slow path) and, for an int, whether it fits int32.
+
+What a hit still checks per call: each array's byte range lies in the address space (its offsets
+from the pointer are the plan's), and no mutable array's byte range intersects another argument's
+(a hit whose ranges intersect takes the slow path, whose exact test decides). Everything the
+launch uses comes from the plan (grid, tile shapes, parameter values other than pointers and
+scalars), never from a second reading of the user's objects. Producers are recognised by exact
+type (``type(x) is cupy.ndarray``), so a subclass or a class that imitates one takes the slow path.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from numba_tile.runtime import capture, driver, inflight
+from numba_tile.runtime.arrays import ArrayArg, _pointer_device
+from numba_tile.runtime.partition import Partition
+from numba_tile.runtime.streams import same_stream
+
+__all__ = ["Plan", "plan_key", "make_plan", "enqueue"]
+
+_ADDRESS_END = 1 << 64
+_INT32 = 1 << 31
+ARRAY, PART = "A", "P"
+
+# ----------------------------------------------------------------------------- readers
+# Each returns (ptr, key fields..., producer stream) for one exact producer type, or None to send
+# the call down the slow path. None of them validates: the slow path validated the layout the
+# key stands for, and the fast path re-checks the pointer-dependent rules.
+
+_cupy_version = None
+
+
+def _cupy_stream():
+    """CuPy's CUDA Array Interface ``stream`` entry (its current stream; 1 for the legacy one)."""
+    global _cupy_version
+    cupy = sys.modules["cupy"]
+    if _cupy_version is None:
+        try:
+            _cupy_version = cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION
+        except AttributeError:
+            _cupy_version = 3
+    if _cupy_version != 3:
+        return None
+    ptr = cupy.cuda.get_current_stream().ptr
+    return ptr if ptr else 1
+
+
+def _read_cupy(a):
+    data = a.data
+    ptr = data.ptr if a.size else 0
+    return ptr, (a.shape, a.strides, a.dtype, data.device_id, False), _cupy_stream()
+
+
+def _read_torch(t):
+    if not t.is_cuda:
+        return None
+    return t.data_ptr(), (tuple(t.shape), t.stride(), t.dtype, t.get_device(), False), None
+
+
+def _read_cai(a):
+    cai = a.__cuda_array_interface__
+    if cai.get("mask") is not None:
+        return None
+    ptr, ro = cai["data"]
+    if ptr is None:
+        ptr = 0
+    strides = cai.get("strides")
+    return (ptr, (cai["shape"], strides, cai["typestr"], _pointer_device(ptr), ro),
+            cai.get("stream"))
+
+
+_READERS: dict[type, object] = {}
+
+
+def _reader(t: type):
+    r = _READERS.get(t)
+    if r is None:
+        r = False
+        mod = t.__module__
+        if mod.startswith("cupy"):
+            cupy = sys.modules.get("cupy")
+            if cupy is not None and t is cupy.ndarray:
+                r = _read_cupy
+        elif mod.startswith("torch"):
+            torch = sys.modules.get("torch")
+            if torch is not None and (t is torch.Tensor or t is torch.nn.Parameter):
+                r = _read_torch
+        elif mod == "numba_tile.runtime.fakes":
+            from numba_tile.runtime.fakes import FakeDeviceArray
+            if t is FakeDeviceArray:
+                r = _read_cai
+        elif mod.startswith("numba"):
+            dev = sys.modules.get("numba.cuda.cudadrv.devicearray")
+            if dev is not None and t is dev.DeviceNDArray:
+                r = _read_cai
+        _READERS[t] = r
+    return r
+
+
+def plan_key(roles: tuple, values) -> tuple | None:
+    """The plan key of a call and its per-call values, or None when the call must take the slow
+    path (an argument no reader knows, a scalar of another type, a partition missing a field).
+
+    Returns:
+        ``(key, ptrs, scalars, arrays, streams, objs)``: the key; the arrays' pointers and the
+        runtime scalar values, each in parameter order; the arrays' objects; their producers'
+        streams (None where none); what the launch handle's ``sync()`` returns.
+    """
+    key, ptrs, scalars, arrays, streams, objs = [], [], [], [], [], []
+    for role, v in zip(roles, values):
+        t = v.__class__
+        if role == "constant":
+            key.append((t, v))
+            objs.append(v)
+            continue
+        if role == "array" and (t is int or t is float or t is bool):   # a runtime scalar
+            if t is int:
+                if -_INT32 <= v < _INT32:
+                    key.append("i32")
+                elif -(1 << 63) <= v < (1 << 63):
+                    key.append("i64")
+                else:
+                    return None
+            else:
+                key.append(t)
+            scalars.append(v)
+            objs.append(v)
+            continue
+        if t is Partition:
+            try:
+                a, ts, blocks, order = v.array, v.tile_shape, v.blocks, v.order
+            except AttributeError:
+                return None
+            # exact types, as launch_fields requires: an equal float or bool must not find
+            # the plan of the int it equals (the slow path refuses it)
+            if ts.__class__ is not tuple or (blocks is not None and blocks.__class__ is not int):
+                return None
+            for n in ts:
+                if n.__class__ is not int:
+                    return None
+            if order.__class__ is not str and (order.__class__ is not tuple or len(order) != 2
+                                               or order[1].__class__ is not int
+                                               or order[0].__class__ is not str):
+                return None
+            part = (PART, ts, blocks, order)
+        else:
+            a, part = v, ARRAY
+        r = _READERS.get(a.__class__)
+        if r is None:
+            r = _reader(a.__class__)
+        if not r:
+            return None
+        got = r(a)
+        if got is None:
+            return None
+        ptr, fields, stream = got
+        if ptr.__class__ is not int:
+            return None
+        key.append((part, a.__class__, (ptr & 15) if ptr else -1, fields))
+        ptrs.append(ptr)
+        arrays.append(a)
+        streams.append(stream)
+        objs.append(a)
+    return tuple(key), ptrs, scalars, arrays, streams, objs
+
+
+# ----------------------------------------------------------------------------- plans
+
+class Plan:
+    """What a repeated call needs of its first, fully checked launch (module docstring)."""
+
+    __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
+                 "spans", "pairs", "writes", "device", "names")
+
+    def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
+                 device):
+        self.loaded = loaded                 # (module, func, ParamBuffer, threads, shared)
+        self.nblocks = nblocks
+        self.template = template             # the flat parameter values of the first launch
+        self.ptr_slots = tuple(ptr_slots)    # template index of each array's pointer
+        self.scalar_slots = tuple(scalar_slots)
+        self.device = device
+        self.names = ()                      # the arrays' parameter names (messages)
+        self.writes = tuple(writes)          # per array: may the kernel write it
+        self.layouts = []
+        self.spans = []
+        for a in bound_arrays:
+            d = dict(a.__dict__)
+            for k in ("obj", "owner", "ptr", "stream"):
+                d.pop(k, None)
+            self.layouts.append(d)
+            if a.size == 0:
+                self.spans.append(None)
+            else:
+                lo, hi = a.byte_bounds
+                self.spans.append((lo - a.ptr, hi - a.ptr))
+        n = len(bound_arrays)
+        self.pairs = tuple((i, j) for i in range(n) if self.writes[i] for j in range(n)
+                           if j != i and not (self.writes[j] and j < i)
+                           and self.spans[i] is not None and self.spans[j] is not None)
+
+    def flat(self, ptrs, scalars) -> list:
+        """The parameter values of a call."""
+        flat = self.template[:]
+        for i, v in zip(self.ptr_slots, ptrs):
+            flat[i] = v
+        for i, v in zip(self.scalar_slots, scalars):
+            flat[i] = v
+        return flat
+
+    def arrays_for(self, ptrs, arrays, streams):
+        """The call's ArrayArg descriptions and its write list, or None when a pointer-dependent
+        rule needs the slow path (a byte range outside the address space, or intersecting
+        ranges of a mutable array and another argument)."""
+        out, writes, ranges = [], [], []
+        new = ArrayArg.__new__
+        for layout, span, ptr, obj, stream, w in zip(self.layouts, self.spans, ptrs, arrays,
+                                                     streams, self.writes):
+            if span is not None:
+                lo, hi = ptr + span[0], ptr + span[1]
+                if lo < 0 or hi >= _ADDRESS_END:
+                    return None
+                ranges.append((lo, hi))
+            else:
+                ranges.append(None)
+            a = new(ArrayArg)
+            d = a.__dict__
+            d.update(layout)
+            d["obj"] = obj
+            d["owner"] = obj
+            d["ptr"] = ptr
+            d["stream"] = stream
+            out.append(a)
+            if w:
+                writes.append(a)
+        for i, j in self.pairs:
+            (lo1, hi1), (lo2, hi2) = ranges[i], ranges[j]
+            if lo1 < hi2 and lo2 < hi1:
+                return None
+        return out, writes
+
+
+def make_plan(loaded, nblocks, params, bound, positions, flat, device) -> Plan:
+    """A Plan from a checked slow-path launch: ``positions`` holds, per parameter, the index of
+    its first value in ``flat`` (the launch's parameter values; None for a constant)."""
+    from numba_tile.runtime.launch_checks import BoundArray
+    ptr_slots, scalar_slots, arrays, writes = [], [], [], []
+    for p, b, pos in zip(params, bound, positions):
+        if b.__class__ is BoundArray:
+            ptr_slots.append(pos)
+            arrays.append(b.array)
+            writes.append(b.mutable)
+        elif p.role != "constant":
+            scalar_slots.append(pos)
+    return Plan(loaded, nblocks, list(flat), ptr_slots, scalar_slots, arrays, writes, device)
+
+
+# ----------------------------------------------------------------------------- queueing
+
+def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs, streams,
+            on_conflict: str, device: int, raise_conflict):
+    """Queues one launch whose checks have passed (see the module docstring) and returns its
+    handle.
+
+    Raises:
+        CaptureError: a legacy-stream launch while a blocking stream of the device captures.
+        StreamConflictError: through ``raise_conflict`` with ``on_conflict="raise"``.
+    """
+    _module, func, params, nthreads, shared = loaded
+    st = driver.stream_capture_status(stream)
+    if st:
+        return _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat,
+                                 arrays, writes, objs, streams)
+    registry = inflight.default_registry()
+    if registry._streams:
+        found = registry.conflicts(stream, arrays, writes)
+        if found:
+            if on_conflict == "raise":
+                raise_conflict(found, stream)
+            for entry, _arg in found:
+                registry.backend.wait(stream, entry.event)
+    producers = None
+    for s in streams:
+        if s is not None and not same_stream(s, stream):
+            if producers is None:
+                producers = [s]
+            elif s not in producers:
+                producers.append(s)
+    if producers:
+        registry.wait_for_streams(stream, producers)
+    with kernel._lock:
+        ptr = params.pack(flat)
+        driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
+    arrays.append(kernel)
+    return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
+
+
+def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat, arrays,
+                      writes, objs, streams):
+    if st < 0:
+        raise capture.CaptureError(
+            f"kernel '{kernel.__qualname__}': launched on the legacy default stream while a "
+            f"stream of the device is being captured into a CUDA graph: that launch would "
+            f"invalidate the capture. Launch on the capturing stream (stream=torch.cuda."
+            f"current_stream() inside torch.cuda.graph, the CuPy stream that captures, or "
+            f"within numba_tile.Graph.capture() leave stream= out)")
+    if st != driver.CAPTURE_ACTIVE:
+        raise capture.CaptureError(
+            f"kernel '{kernel.__qualname__}': stream {stream:#x} is in an invalidated capture; "
+            f"end the capture (it was invalidated by an earlier call) and capture again")
+    producers = [s for s in streams if s is not None and not same_stream(s, stream)]
+    # held before the launch is recorded: a graph never holds a kernel without its arguments
+    capture.hold(stream, tuple(arrays) + (kernel,), arrays, writes, producers)
+    with kernel._lock:
+        ptr = params.pack(flat)
+        driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
+    return capture.CapturedLaunch(tuple(objs), stream)

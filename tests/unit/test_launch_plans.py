@@ -1,0 +1,324 @@
+"""Launch plans (the fast path of a repeated call, ``runtime/launcher.py``) and the capture path,
+on a recording stand-in for the CUDA driver: every check the slow path makes must still hold on a
+plan hit, and a plan hit must pack exactly what the slow path packs."""
+
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+import numba_tile.kernel as K
+from numba_tile.errors import (AliasingError, ReadOnlyProducerError, StreamConflictError,
+                               TileArgumentError)
+from numba_tile.runtime import capture, driver, inflight, launch_checks, launcher
+from numba_tile.runtime.fakes import FakeDeviceArray
+from numba_tile.runtime.params import ParamBuffer
+
+
+class _Event:
+    complete = True
+
+
+class FakeDriver:
+    """Records launches (the packed values) and answers capture queries as told."""
+
+    def __init__(self, monkeypatch):
+        self.launches = []
+        self.capture_status = 0
+        self.user_objects = []
+        self.retained = []
+        self.events_recorded = 0
+        self.calls_in_capture = []
+        fd = self
+        monkeypatch.setattr(driver, "_available", True)
+        for name, fn in {
+            "gpu_available": lambda: True,
+            "ensure_context": lambda d: None,
+            "compute_capability": lambda d: (9, 0),
+            "load_module": lambda img, d: object(),
+            "get_function": lambda m, n: object(),
+            "launch": self._launch,
+            "event_create": _Event,
+            "event_record": self._record,
+            "event_query": self._query,
+            "stream_wait_event": lambda s, e: None,
+            "event_destroy": lambda e: None,
+            "event_synchronize": lambda e: None,
+            "pointer_device": lambda p: 0,
+            "current_device": lambda: 0,
+            "stream_capture_status": lambda s: fd.capture_status if s == fd.capturing_stream
+            or fd.capture_status < 0 else 0,
+            "stream_capture_info": lambda s: (fd.capture_status, 77, "graph"),
+            "capture_mode_exchange": lambda m: 0,
+            "user_object_create": self._user_object,
+            "graph_retain_user_object_move": lambda g, o: fd.retained.append((g, o)),
+            "user_object_release": lambda o: None,
+        }.items():
+            monkeypatch.setattr(driver, name, fn)
+        monkeypatch.setattr(K, "ptx_to_cubin", lambda ptx, cc: None)
+        monkeypatch.setattr(inflight, "_default", inflight.InflightRegistry())
+        self.capturing_stream = None
+        self._pack = ParamBuffer.pack
+        recorded = self.launches
+
+        def pack(buf, values):
+            recorded.append(list(values))
+            return fd._pack(buf, values)
+        monkeypatch.setattr(ParamBuffer, "pack", pack)
+
+    def _launch(self, func, grid, block, shared, stream, ptr):
+        self.launches[-1] = (self.launches[-1], grid, stream)
+
+    def _record(self, event, stream):
+        if stream == self.capturing_stream and self.capture_status:
+            self.calls_in_capture.append("cuEventRecord")
+        self.events_recorded += 1
+
+    def _query(self, event):
+        return True
+
+    def _user_object(self, ptr, fn):
+        self.user_objects.append((ptr, fn))
+        return "userobj"
+
+    def post_all(self):
+        """What CUDA does when the graphs are destroyed: call each destructor (sem_post)."""
+        post = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+        for ptr, fn in self.user_objects:
+            post(fn)(ptr)
+        self.user_objects.clear()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fd = FakeDriver(monkeypatch)
+    calls = {"n": 0}
+    real = launch_checks.bind_arrays
+
+    def counting(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+    monkeypatch.setattr(K, "bind_arrays", counting)
+    fd.slow_calls = calls
+    return fd
+
+
+@nt.jit
+def add(x, y, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+
+
+@nt.jit
+def axpb(x, z: nt.Partition["B"], a, b, B: nt.Constant):
+    nt.store(z, a * nt.load_like(x, z) + b)
+
+
+def _dev(n, dtype=np.float32, rng=np.random.default_rng()):
+    return FakeDeviceArray(rng.standard_normal(n).astype(dtype))
+
+
+def _ptr(a):
+    return a.__cuda_array_interface__["data"][0]
+
+
+def test_a_repeated_call_takes_the_plan_and_packs_what_the_slow_path_packs(fake):
+    x, y, z = _dev(3000), _dev(3000), _dev(3000)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    assert fake.slow_calls["n"] == 1
+    slow, grid, _ = fake.launches[-1]
+    x2, y2, z2 = _dev(3000), _dev(3000), _dev(3000)
+    h = add(x2, y2, nt.partition(z2, 1024), B=1024)
+    assert fake.slow_calls["n"] == 1                # the plan, no second binding
+    fast, grid2, _ = fake.launches[-1]
+    assert grid2 == grid == (3, 1, 1)
+    expected = list(slow)
+    for old, new in ((x, x2), (y, y2), (z, z2)):
+        expected[slow.index(_ptr(old))] = _ptr(new)
+    assert fast == expected
+    assert h.sync()[0] is x2 and h.sync()[2] is z2
+
+
+def test_runtime_scalars_are_per_call_values_and_int_width_is_part_of_the_key(fake):
+    x, z = _dev(500), _dev(500)
+    axpb(x, nt.partition(z, 256), 2.0, 1.0, 256)
+    axpb(x, nt.partition(z, 256), -3.5, 7.25, 256)
+    assert fake.slow_calls["n"] == 1
+    assert fake.launches[-1][0][-2:] == [-3.5, 7.25]
+    axpb(x, nt.partition(z, 256), 2, 1, 256)          # ints: another specialization
+    assert fake.slow_calls["n"] == 2
+    axpb(x, nt.partition(z, 256), 2, 2**40, 256)      # an int64 scalar: another again
+    assert fake.slow_calls["n"] == 3
+    assert fake.launches[-1][0][-1] == 2**40
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "tile", "constant", "strides", "align"])
+def test_anything_that_can_change_a_check_or_the_specialization_misses_the_plan(fake, change):
+    x, y, z = _dev(2048), _dev(2048), _dev(2048)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    n0 = fake.slow_calls["n"]
+    tile, b = 1024, 1024
+    if change == "shape":
+        x, y, z = _dev(4096), _dev(4096), _dev(4096)
+    elif change == "dtype":
+        x, y, z = _dev(2048, np.float64), _dev(2048, np.float64), _dev(2048, np.float64)
+    elif change == "tile":
+        tile = b = 512
+    elif change == "constant":
+        b = 1024.0                  # equal to the int, refused by the slow path
+    elif change == "strides":
+        big = _dev(4096)
+        x = big[::2]
+    elif change == "align":
+        big = _dev(2049)
+        x = big[1:]                 # 4-byte aligned, not 16
+    if change == "constant":
+        with pytest.raises(TileArgumentError, match="power-of-two"):   # checked before binding
+            add(x, y, nt.partition(z, tile), B=b)
+        return
+    add(x, y, nt.partition(z, tile), B=b)
+    assert fake.slow_calls["n"] == n0 + 1
+
+
+def test_aliasing_is_checked_on_every_call_with_a_plan(fake):
+    buf = np.random.default_rng().standard_normal(4096).astype(np.float32)
+    x, y, z = _dev(2048), _dev(2048), _dev(2048)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    # same kinds (shape, strides, alignment), but the output now overlaps an input
+    a = FakeDeviceArray(buf[:2048])
+    b = FakeDeviceArray(buf[1024:3072])
+    with pytest.raises(AliasingError, match="'z' overlaps read-only argument 'x'"):
+        add(a, y, nt.partition(b, 1024), B=1024)
+    with pytest.raises(AliasingError):
+        add(x, y, nt.partition(x, 1024), B=1024)        # the same array read and written
+    assert len(fake.launches) == 1                      # nothing queued by the refusals
+
+
+def test_interleaved_disjoint_views_take_the_exact_test_and_launch(fake):
+    buf = np.random.default_rng().standard_normal(4096).astype(np.float32)
+    even, odd = FakeDeviceArray(buf[0::2]), FakeDeviceArray(buf[1::2])
+    y = _dev(2048)
+    add(even, y, nt.partition(odd, 1024), B=1024)
+    add(even, y, nt.partition(odd, 1024), B=1024)      # ranges intersect: the slow path says
+    assert len(fake.launches) == 2
+
+
+def test_a_read_only_producer_is_refused_every_time(fake):
+    x, y = _dev(1024), _dev(1024)
+    z = FakeDeviceArray(np.zeros(1024, np.float32), readonly=True)
+    for _ in range(2):
+        with pytest.raises(ReadOnlyProducerError):
+            add(x, y, nt.partition(z, 1024), B=1024)
+    zw = _dev(1024)
+    add(x, y, nt.partition(zw, 1024), B=1024)
+    add(x, y, nt.partition(zw, 1024), B=1024)
+    with pytest.raises(ReadOnlyProducerError):          # a plan exists: still refused
+        add(x, y, nt.partition(z, 1024), B=1024)
+
+
+def test_a_byte_range_past_the_address_space_is_refused_with_a_plan(fake):
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    add(x, y, nt.partition(z, 1024), B=1024)
+
+    class Iface:
+        __array_interface__ = {"shape": (1024,), "typestr": "<f4", "version": 3,
+                               "data": (2**64 - 2048, False)}
+    forged = FakeDeviceArray(np.asarray(Iface()))
+    with pytest.raises(TileArgumentError, match="64-bit address space"):
+        add(forged, y, nt.partition(z, 1024), B=1024)
+    assert len(fake.launches) == 1
+
+
+def test_a_partition_field_changed_to_an_equal_float_is_refused_with_a_plan(fake):
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    p = nt.partition(z, 1024)
+    object.__setattr__(p, "tile_shape", (1024.0,))
+    with pytest.raises(TileArgumentError, match="tile_shape was changed"):
+        add(x, y, p, B=1024)
+
+
+def test_stream_conflicts_are_found_with_a_plan(fake):
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    add(x, y, nt.partition(z, 1024), B=1024, stream=5)
+    _Event.complete = False
+    try:
+        inflight.default_registry().backend.query = lambda e: False
+        with pytest.raises(StreamConflictError, match="argument 'z'"):
+            add(x, y, nt.partition(z, 1024), B=1024, stream=9, on_conflict="raise")
+    finally:
+        _Event.complete = True
+
+
+def test_launch_defaults_give_the_stream_of_launches_without_one(fake):
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    with nt.launch_defaults(stream=0x1234):
+        h = add(x, y, nt.partition(z, 1024), B=1024)
+        assert h.stream == 0x1234
+        assert add(x, y, nt.partition(z, 1024), B=1024, stream=7).stream == 7
+    assert add(x, y, nt.partition(z, 1024), B=1024).stream == 0
+    with pytest.raises(TileArgumentError, match="stream"):
+        with nt.launch_defaults(stream="s"):
+            pass
+
+
+def test_threads_launching_through_one_plan(fake):
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    errors = []
+
+    def run():
+        try:
+            for _ in range(200):
+                zz = _dev(1024)
+                add(x, y, nt.partition(zz, 1024), B=1024).sync()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+    ts = [threading.Thread(target=run) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+# ----------------------------------------------------------------------------- capture
+
+def test_a_captured_launch_records_no_event_and_is_held_by_the_graph(fake):
+    import gc
+    import weakref
+    x, y = _dev(1024), _dev(1024)
+    add(x, y, nt.partition(_dev(1024), 1024), B=1024)  # a plan exists
+    fake.capturing_stream, fake.capture_status = 0x99, driver.CAPTURE_ACTIVE
+    before = fake.events_recorded
+    z = _dev(1024)
+    ref = weakref.ref(z)
+    h = add(x, y, nt.partition(z, 1024), B=1024, stream=0x99)
+    h2 = add(x, y, nt.partition(_dev(1024), 1024), B=1024, stream=0x99)
+    assert isinstance(h, capture.CapturedLaunch) and not h.done()
+    assert fake.events_recorded == before and not fake.calls_in_capture
+    assert len(fake.user_objects) == 1 and fake.retained == [("graph", "userobj")]
+    with pytest.raises(capture.CaptureError, match="replayed"):
+        h.sync()
+    del h, h2, z
+    fake.capture_status = 0
+    gc.collect()
+    assert ref() is not None                 # the graph still holds it
+    fake.post_all()                          # CUDA destroyed the graph
+    nt.synchronize()
+    gc.collect()
+    assert ref() is None and capture.held() == 0
+
+
+def test_a_legacy_stream_launch_while_another_stream_captures_is_refused_before_launching(fake):
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    n = len(fake.launches)
+    fake.capture_status = -driver.ERROR_CAPTURE_IMPLICIT
+    with pytest.raises(capture.CaptureError, match="legacy default stream"):
+        add(x, y, nt.partition(z, 1024), B=1024)
+    with pytest.raises(capture.CaptureError, match="legacy default stream"):
+        add(x, y, nt.partition(_dev(2048), 1024), B=1024)     # the slow path too
+    assert len(fake.launches) == n
