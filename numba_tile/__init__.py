@@ -11,8 +11,9 @@ Public API (everything else is private):
 
 * decorator and annotations: :func:`jit`, :class:`Tensor`, :class:`Partition`,
   :class:`Constant`; host side: :func:`partition` (tile orders: :func:`grouped`),
-  :func:`synchronize`,
-  :func:`gpu_available`;
+  :func:`synchronize`, :func:`launch_defaults` (the stream of launches that give none),
+  :class:`Graph` (capture launches once, replay them as a CUDA graph),
+  :func:`gpu_available`; PyTorch custom ops: :func:`torch_op`;
 * ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`tiles`,
   :func:`num_tiles`, :func:`where`, :func:`filled`,
   :func:`astype`, :func:`minimum`, :func:`maximum`, math functions (:func:`exp`,
@@ -48,10 +49,12 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
                        sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
+from .runtime.capture import Graph
 from .runtime.defaults import launch_defaults
 from .runtime.driver import gpu_available
 from .runtime.inflight import synchronize_all as synchronize
 from .runtime.partition import grouped, partition
+from .torch_library import torch_op
 
 # The three rule sets of every op family; finalize() checks none is missing.
 from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
@@ -75,7 +78,7 @@ _PUBLIC_NOT_STARRED = (abs, max, min, sum)
 
 __all__ = [
     "jit", "Kernel", "autotune", "Config", "Tensor", "Partition", "Mutable", "Constant", "partition", "grouped",
-    "synchronize", "launch_defaults",
+    "synchronize", "launch_defaults", "Graph", "torch_op",
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",

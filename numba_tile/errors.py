@@ -12,6 +12,8 @@ Hierarchy::
                                    scatter writing one twice (interpreter's race detector)
     +-- TileArgumentError          bad launch argument (type, device, dtype, rank)
     |   +-- HostArrayError         a NumPy (host) array passed on the GPU path (case I1)
+    +-- CaptureError               a launch that cannot be captured into a CUDA graph, or a
+                                   graph call that cannot run (runtime/capture.py)
     +-- OwnershipError             a broken ownership rule (DESIGN.md section 2)
         +-- StoreToReadOnlyError   store to a parameter not declared mutable (typing, case A5)
         +-- ForeignTileStoreError  store that is not to the block's own partition tile (typing)
@@ -37,6 +39,7 @@ import linecache
 
 __all__ = [
     "TileError",
+    "CaptureError",
     "TileTypingError",
     "TileArgumentError",
     "DataRaceError",
@@ -202,3 +205,9 @@ class UncheckedOpError(OwnershipError):
 
 class UncheckedLaunchError(OwnershipError):
     rule = "launching an unchecked kernel needs an explicit unchecked=True at the call site"
+
+
+class CaptureError(TileError):
+    """A launch or call that cannot be recorded into a CUDA stream capture, or a graph call that
+    cannot run (``runtime/capture.py``): a legacy-stream launch while another stream captures,
+    ``sync()`` of a captured launch, a replay before capture."""

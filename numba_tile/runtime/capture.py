@@ -35,17 +35,11 @@ import ctypes
 import threading
 import weakref
 
-from numba_tile.errors import TileArgumentError, TileError
+from numba_tile.errors import CaptureError, TileArgumentError
 
 __all__ = ["CaptureError", "CapturedLaunch", "Graph", "status", "hold", "poll", "relaxed"]
 
 _RELAXED = 2
-
-
-class CaptureError(TileError):
-    """A launch or call that cannot be recorded into (or run from) a stream capture."""
-
-    rule = "capture"
 
 
 # ----------------------------------------------------------------------------- status

@@ -1,0 +1,101 @@
+"""Launch plans on the GPU: the fast readers of CuPy, PyTorch and Numba arrays read exactly what the
+checked adapters read, and repeated launches through a plan compute the right values and keep every
+refusal."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.errors import AliasingError, SelfOverlapError
+from numba_tile.runtime import launcher
+from numba_tile.runtime.arrays import as_array_arg
+
+pytestmark = pytest.mark.gpu
+
+
+@nt.jit
+def add(x, y, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+
+
+def _layouts(xp_asarray, xp_empty):
+    rng = np.random.default_rng()
+    base = xp_asarray(rng.standard_normal((64, 96)).astype(np.float32))
+    yield base
+    yield base.T
+    yield base[3:40:2, 5:]
+    yield base[:, 1]
+    yield base[::-1]
+    yield xp_empty((0, 5))
+
+
+def _check_reader(obj, stream=None):
+    got = launcher.plan_key(("array",), [obj])
+    ref = as_array_arg(obj, "x")
+    assert got is not None
+    _key, ptrs, _scalars, arrays, streams, _objs = got
+    if ref.size:
+        assert ptrs[0] == ref.ptr
+    assert streams[0] == ref.stream
+    fields = _key[0][3]
+    assert tuple(fields[0]) == ref.shape
+    assert fields[3] == ref.device
+
+
+def test_cupy_reader_matches_the_array_interface():
+    cp = pytest.importorskip("cupy")
+    for a in _layouts(cp.asarray, lambda s: cp.empty(s, cp.float32)):
+        _check_reader(a)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:                                    # the CAI v3 stream is CuPy's current stream
+        _check_reader(cp.arange(10, dtype=cp.float32))
+
+
+def test_torch_reader_matches_the_tensor_adapter():
+    torch = pytest.importorskip("torch")
+    for a in _layouts(lambda h: torch.from_numpy(h).cuda(),
+                      lambda s: torch.empty(s, device="cuda")):
+        _check_reader(a)
+    _check_reader(torch.nn.Parameter(torch.ones(8, device="cuda")))
+
+
+def test_numba_reader_matches_the_array_interface():
+    from numba import cuda
+    for a in _layouts(cuda.to_device, lambda s: cuda.device_array(s, np.float32)):
+        _check_reader(a)
+
+
+def test_repeated_launches_through_a_plan_compute_the_right_values():
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    n = 5001
+    for _ in range(20):                        # new arrays, new pointers, one plan
+        xh, yh = rng.standard_normal((2, n)).astype(np.float32)
+        x, y, z = cp.asarray(xh), cp.asarray(yh), cp.empty(n, cp.float32)
+        add(x, y, nt.partition(z, 1024), B=1024).sync()
+        np.testing.assert_array_equal(cp.asnumpy(z), xh + yh)
+    assert len(add._plans) >= 1
+
+
+def test_a_plan_never_lets_an_overlapping_output_through():
+    cp = pytest.importorskip("cupy")
+    buf = cp.asarray(np.random.default_rng().standard_normal(8192).astype(np.float32))
+    x, y, z = buf[:2048], buf[2048:4096], buf[4096:6144]
+    add(x, y, nt.partition(z, 1024), B=1024).sync()
+    with pytest.raises(AliasingError):
+        add(x, y, nt.partition(buf[1024:3072], 1024), B=1024)
+    with pytest.raises(SelfOverlapError):
+        from cupy.lib.stride_tricks import as_strided
+        add(x, y, nt.partition(as_strided(buf, (2048,), (0,)), 1024), B=1024)
+    add(x, y, nt.partition(z, 1024), B=1024).sync()
+    np.testing.assert_array_equal(cp.asnumpy(z), cp.asnumpy(x) + cp.asnumpy(y))
+
+
+def test_torch_tensors_through_a_plan():
+    torch = pytest.importorskip("torch")
+    for n in (4096, 333):
+        for _ in range(3):
+            x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+            z = torch.empty(n, device="cuda")
+            add(x, y, nt.partition(z, 256), B=256).sync()
+            torch.testing.assert_close(z, x + y)
