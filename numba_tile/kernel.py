@@ -493,14 +493,11 @@ class Kernel:
             except TileArgumentError:
                 return None
         _key, ptrs, scalars, arrays, streams, objs = got
-        made = plan.arrays_for(ptrs, arrays, streams)
-        if made is None:
+        if not plan.admits(ptrs):
             return None
-        arrs, writes = made
         driver.ensure_context(plan.device)
-        return launcher.enqueue(self, plan.loaded, plan.nblocks, handle,
-                                plan.flat(ptrs, scalars), arrs, writes, tuple(objs), streams,
-                                on_conflict, plan.device, self._conflict_raiser(arrs, plan.names))
+        return launcher.enqueue_plan(self, plan, handle, ptrs, scalars, arrays, streams,
+                                     tuple(objs), on_conflict)
 
     def _fast_values(self, args, kwargs):
         n = len(self._roles)
@@ -681,7 +678,7 @@ class Kernel:
         if len(ptrs) != len(arrays):
             return
         for a, ptr, obj in zip(arrays, ptrs, objs):
-            if a.obj is not obj or (a.ptr != ptr and a.size) :
+            if a.obj is not obj or (a.ptr != ptr and a.size):   # an empty array's is unused
                 return
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()

@@ -73,14 +73,26 @@ class DriverEventBackend:
 
 
 class _Entry:
-    __slots__ = ("event", "stream", "refs", "writes", "done")
+    __slots__ = ("event", "stream", "refs", "writes", "done", "lazy")
 
-    def __init__(self, event: object, stream: int, refs: tuple, writes: tuple):
+    def __init__(self, event: object, stream: int, refs: tuple, writes: tuple, lazy=None):
         self.event = event
         self.stream = stream
         self.refs = refs
         self.writes = writes
         self.done = False
+        # a launch through a plan: (plan, pointers, arrays, streams), described as ArrayArgs only
+        # when another stream's launch asks what it touches (refs holds the arrays meanwhile)
+        self.lazy = lazy
+
+    def materialize(self) -> None:
+        lazy = self.lazy
+        if lazy is not None:
+            plan, ptrs, arrays, streams = lazy
+            args, writes = plan.describe(ptrs, arrays, streams)
+            self.refs = tuple(args) + self.refs
+            self.writes = tuple(writes)
+            self.lazy = None
 
 
 class LaunchHandle:
@@ -228,12 +240,37 @@ class InflightRegistry:
             arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
         return LaunchHandle(self, entry, tuple(arrays))
 
+    def register_plan(self, stream: int, plan, ptrs, arrays, streams, keep: tuple,
+                      objs: tuple) -> LaunchHandle:
+        """:meth:`register` for a launch through a launch plan (``launcher.py``): the arrays
+        are described (as ArrayArgs) only if a launch on another stream asks what this one
+        touches; ``keep`` (the arrays and the kernel) is held until the event completes."""
+        backend = self._backend or self.backend
+        with self._lock:
+            if self._streams:
+                self._since_collect += 1
+                if self._since_collect >= self._collect_every:
+                    self._collect_locked()
+            event = self._pool.pop() if self._pool else backend.create()
+            try:
+                backend.record(event, stream)
+            except BaseException:
+                self._pool.append(event)
+                raise
+            entry = _Entry(event, stream, keep, (), (plan, ptrs, arrays, streams))
+            queue = self._streams.get(stream)
+            if queue is None:
+                queue = self._streams[stream] = collections.deque()
+            queue.append(entry)
+        return LaunchHandle(self, entry, objs)
+
     # -- completion ------------------------------------------------------------------------------
 
     def _release_locked(self, entry: _Entry) -> None:
         entry.done = True
         entry.refs = ()
         entry.writes = ()
+        entry.lazy = None
         event, entry.event = entry.event, None
         if len(self._pool) < self._pool_size:
             self._pool.append(event)
@@ -334,6 +371,8 @@ class InflightRegistry:
                 for entry in reversed(queue):
                     if entry.done:
                         continue
+                    if entry.lazy is not None:
+                        entry.materialize()
                     reads = [r for r in entry.refs if isinstance(r, ArrayArg)]
                     hit = _first_touch(entry.writes, args) or _first_touch(reads, writes)
                     if hit is not None:

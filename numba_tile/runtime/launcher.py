@@ -40,7 +40,7 @@ from numba_tile.runtime.arrays import ArrayArg, _pointer_device
 from numba_tile.runtime.partition import Partition
 from numba_tile.runtime.streams import same_stream
 
-__all__ = ["Plan", "plan_key", "make_plan", "enqueue"]
+__all__ = ["Plan", "plan_key", "make_plan", "enqueue", "enqueue_plan"]
 
 _ADDRESS_END = 1 << 64
 _INT32 = 1 << 31
@@ -69,10 +69,12 @@ def _cupy_stream():
     return ptr if ptr else 1
 
 
+_CUPY_STREAM = object()      # "CuPy's current stream": asked once per call (plan_key)
+
+
 def _read_cupy(a):
     data = a.data
-    ptr = data.ptr if a.size else 0
-    return ptr, (a.shape, a.strides, a.dtype, data.device_id, False), _cupy_stream()
+    return data.ptr, (a.shape, a.strides, a.dtype, data.device_id, False), _CUPY_STREAM
 
 
 def _read_torch(t):
@@ -131,6 +133,7 @@ def plan_key(roles: tuple, values) -> tuple | None:
         streams (None where none); what the launch handle's ``sync()`` returns.
     """
     key, ptrs, scalars, arrays, streams, objs = [], [], [], [], [], []
+    cupy_stream = _CUPY_STREAM
     for role, v in zip(roles, values):
         t = v.__class__
         if role == "constant":
@@ -180,6 +183,10 @@ def plan_key(roles: tuple, values) -> tuple | None:
         ptr, fields, stream = got
         if ptr.__class__ is not int:
             return None
+        if stream is _CUPY_STREAM:
+            if cupy_stream is _CUPY_STREAM:
+                cupy_stream = _cupy_stream()
+            stream = cupy_stream
         key.append((part, a.__class__, (ptr & 15) if ptr else -1, fields))
         ptrs.append(ptr)
         arrays.append(a)
@@ -194,12 +201,14 @@ class Plan:
     """What a repeated call needs of its first, fully checked launch (module docstring)."""
 
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
-                 "spans", "pairs", "writes", "device", "names")
+                 "spans", "pairs", "writes", "device", "names", "grid3", "block3")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
                  device):
         self.loaded = loaded                 # (module, func, ParamBuffer, threads, shared)
         self.nblocks = nblocks
+        self.grid3 = (nblocks, 1, 1)
+        self.block3 = (loaded[3], 1, 1)
         self.template = template             # the flat parameter values of the first launch
         self.ptr_slots = tuple(ptr_slots)    # template index of each array's pointer
         self.scalar_slots = tuple(scalar_slots)
@@ -232,21 +241,30 @@ class Plan:
             flat[i] = v
         return flat
 
-    def arrays_for(self, ptrs, arrays, streams):
-        """The call's ArrayArg descriptions and its write list, or None when a pointer-dependent
-        rule needs the slow path (a byte range outside the address space, or intersecting
-        ranges of a mutable array and another argument)."""
-        out, writes, ranges = [], [], []
-        new = ArrayArg.__new__
-        for layout, span, ptr, obj, stream, w in zip(self.layouts, self.spans, ptrs, arrays,
-                                                     streams, self.writes):
-            if span is not None:
-                lo, hi = ptr + span[0], ptr + span[1]
-                if lo < 0 or hi >= _ADDRESS_END:
-                    return None
-                ranges.append((lo, hi))
-            else:
+    def admits(self, ptrs) -> bool:
+        """The pointer-dependent rules (module docstring): every byte range in the address
+        space, no mutable array's range intersecting another argument's. False: take the slow
+        path, whose checks decide (and word the refusal)."""
+        ranges = []
+        for span, ptr in zip(self.spans, ptrs):
+            if span is None:
                 ranges.append(None)
+                continue
+            lo, hi = ptr + span[0], ptr + span[1]
+            if lo < 0 or hi >= _ADDRESS_END:
+                return False
+            ranges.append((lo, hi))
+        for i, j in self.pairs:
+            (lo1, hi1), (lo2, hi2) = ranges[i], ranges[j]
+            if lo1 < hi2 and lo2 < hi1:
+                return False
+        return True
+
+    def describe(self, ptrs, arrays, streams):
+        """The call's ArrayArg descriptions and the mutable ones among them."""
+        out, writes = [], []
+        new = ArrayArg.__new__
+        for layout, ptr, obj, stream, w in zip(self.layouts, ptrs, arrays, streams, self.writes):
             a = new(ArrayArg)
             d = a.__dict__
             d.update(layout)
@@ -257,10 +275,6 @@ class Plan:
             out.append(a)
             if w:
                 writes.append(a)
-        for i, j in self.pairs:
-            (lo1, hi1), (lo2, hi2) = ranges[i], ranges[j]
-            if lo1 < hi2 and lo2 < hi1:
-                return None
         return out, writes
 
 
@@ -339,3 +353,43 @@ def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st
         ptr = params.pack(flat)
         driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
     return capture.CapturedLaunch(tuple(objs), stream)
+
+
+def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams, objs,
+                 on_conflict: str):
+    """:func:`enqueue` for a launch through a plan (its pointer rules already admitted)."""
+    _module, func, params, nthreads, shared = plan.loaded
+    st = driver.stream_capture_status(stream)
+    if st:
+        args, writes = plan.describe(ptrs, arrays, streams)
+        return _enqueue_captured(kernel, func, params, nthreads, shared, plan.nblocks, stream,
+                                 st, plan.flat(ptrs, scalars), args, writes, objs, streams)
+    registry = inflight.default_registry()
+    queues = registry._streams
+    if queues and (len(queues) > 1 or stream not in queues):
+        args, writes = plan.describe(ptrs, arrays, streams)
+        found = registry.conflicts(stream, args, writes)
+        if found:
+            if on_conflict == "raise":
+                kernel._raise_conflict_named({id(a): n for a, n in zip(args, plan.names)},
+                                             found, stream)
+            for entry, _arg in found:
+                registry.backend.wait(stream, entry.event)
+    producers = None
+    for s in streams:
+        if s is not None and s != stream and not same_stream(s, stream):
+            if producers is None:
+                producers = [s]
+            elif s not in producers:
+                producers.append(s)
+    if producers:
+        registry.wait_for_streams(stream, producers)
+    flat = plan.template[:]
+    for i, v in zip(plan.ptr_slots, ptrs):
+        flat[i] = v
+    for i, v in zip(plan.scalar_slots, scalars):
+        flat[i] = v
+    with kernel._lock:
+        driver.launch(func, plan.grid3, plan.block3, shared, stream, params.pack(flat))
+    arrays.append(kernel)
+    return registry.register_plan(stream, plan, ptrs, arrays, streams, tuple(arrays), objs)

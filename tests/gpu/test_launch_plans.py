@@ -18,14 +18,15 @@ def add(x, y, z: nt.Partition["B"], B: nt.Constant):
     nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
 
 
-def _layouts(xp_asarray, xp_empty):
+def _layouts(xp_asarray, xp_empty, negative=True):
     rng = np.random.default_rng()
     base = xp_asarray(rng.standard_normal((64, 96)).astype(np.float32))
     yield base
     yield base.T
     yield base[3:40:2, 5:]
     yield base[:, 1]
-    yield base[::-1]
+    if negative:                               # PyTorch has no negative steps
+        yield base[::-1]
     yield xp_empty((0, 5))
 
 
@@ -54,7 +55,7 @@ def test_cupy_reader_matches_the_array_interface():
 def test_torch_reader_matches_the_tensor_adapter():
     torch = pytest.importorskip("torch")
     for a in _layouts(lambda h: torch.from_numpy(h).cuda(),
-                      lambda s: torch.empty(s, device="cuda")):
+                      lambda s: torch.empty(s, device="cuda"), negative=False):
         _check_reader(a)
     _check_reader(torch.nn.Parameter(torch.ones(8, device="cuda")))
 
