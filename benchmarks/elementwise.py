@@ -20,21 +20,35 @@ Triton 11.5 us, numba-cuda 21 us (Numba arrays) and 62 us (CuPy arrays).
 Peers: Triton (the tutorial's ``add`` kernel, BLOCK_SIZE=1024), CuPy (``x + y``,
 ``a * x + y`` as CuPy computes them, float32/float16 only: CuPy has no bfloat16), and
 a plain numba-cuda kernel (one element per thread, 256 threads per block;
-float32/float16 only: the CUDA Array Interface has no bfloat16).
+float32/float16 only: the CUDA Array Interface has no bfloat16). A peer that does not
+import is n/a in the table.
+
+After the table, ``--plot PATH`` (default ``docs/plots/elementwise.png``) draws it: the
+ratios numba_tile / peer per op, dtype and size, and the bandwidths (``--no-plot``: none).
+``benchmarks/launch.py`` measures the launch cost in more detail (1, 3 and 8 arrays, every
+array library, graph replay).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import numba_tile as nt
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.append(str(HERE))          # benchmarks/_plot.py (also when imported by a test)
+import _plot  # noqa: E402
+
 L2_BYTES = 60 * 2**20
+PEERS = ("triton", "cupy", "numba-cuda")
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -128,9 +142,17 @@ def time_launches(fn, sets, reps, windows, torch):
 
 
 def bench_bandwidth(args, torch):
-    triton_add, triton_saxpy = _triton_kernels()
+    try:
+        triton_add, triton_saxpy = _triton_kernels()
+    except Exception as exc:  # ImportError: the column is n/a
+        print(f"Triton unavailable ({type(exc).__name__}: {exc}): its column is n/a")
+        triton_add = triton_saxpy = None
     numba_add, numba_saxpy = _numba_kernels()
-    import cupy
+    try:
+        import cupy
+    except Exception as exc:
+        print(f"CuPy unavailable ({type(exc).__name__}: {exc}): its column is n/a")
+        cupy = None
     from numba import cuda
 
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -156,16 +178,19 @@ def bench_bandwidth(args, torch):
 
                 if op == "add":
                     impls["numba_tile"] = (lambda x, y, z: nt_add(x, y, nt.partition(z, block), block), sets_t)
-                    impls["triton"] = (triton_add, sets_t)
+                    if triton_add is not None:
+                        impls["triton"] = (triton_add, sets_t)
                 else:
                     impls["numba_tile"] = (lambda x, y, z: nt_saxpy(alpha, x, y, nt.partition(z, block), block), sets_t)
-                    impls["triton"] = (lambda x, y, z: triton_saxpy(alpha, x, y, z), sets_t)
+                    if triton_saxpy is not None:
+                        impls["triton"] = (lambda x, y, z: triton_saxpy(alpha, x, y, z), sets_t)
                 if dname != "bf16":
-                    sets_c = [tuple(cupy.asarray(t) for t in s) for s in sets_t]
-                    if op == "add":
-                        impls["cupy"] = (lambda x, y, z: cupy.add(x, y, out=z), sets_c)
-                    else:
-                        impls["cupy"] = (lambda x, y, z: cupy.add(cupy.multiply(alpha, x, dtype=x.dtype), y, out=z), sets_c)
+                    if cupy is not None:
+                        sets_c = [tuple(cupy.asarray(t) for t in s) for s in sets_t]
+                        if op == "add":
+                            impls["cupy"] = (lambda x, y, z: cupy.add(x, y, out=z), sets_c)
+                        else:
+                            impls["cupy"] = (lambda x, y, z: cupy.add(cupy.multiply(alpha, x, dtype=x.dtype), y, out=z), sets_c)
                     sets_n = [tuple(cuda.as_cuda_array(t) for t in s) for s in sets_t]
                     impls["numba-cuda"] = (numba_add if op == "add" else
                                            (lambda x, y, z: numba_saxpy(alpha, x, y, z)), sets_n)
@@ -198,8 +223,27 @@ def print_bandwidth(rows):
     for op, dname, logn, res in rows:
         cells = [f"{res[n]:.2f}" if n in res else "n/a" for n in names]
         ratios = [f"{res['numba_tile'] / res[n]:.3f}" if n in res and res[n] > 0 else "n/a"
-                  for n in ("triton", "cupy", "numba-cuda")]
+                  for n in PEERS]
         print(f"| {op} | {dname} | 2^{logn} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+
+
+def bandwidth_ratio(res, peer):
+    """numba_tile's TB/s over ``peer``'s in one row, NaN unless both were measured."""
+    a, b = res.get("numba_tile", math.nan), res.get(peer, math.nan)
+    return a / b if b > 0 else math.nan
+
+
+def plot_panels(rows):
+    """The figure of :func:`_plot.plot`: numba_tile / peer and TB/s per op, dtype and size."""
+    cats = [(f"{op} {dname}", f"2^{logn}") for op, dname, logn, _ in rows]
+    ratios = {p: [bandwidth_ratio(res, p) for _, _, _, res in rows] for p in PEERS}
+    absolute = {n: [res.get(n, math.nan) for _, _, _, res in rows]
+                for n in ("numba_tile", *PEERS)}
+    return [_plot.Panel("numba_tile's bandwidth over each peer's, per op, dtype and size "
+                        "(elements)", cats, ratios, "numba_tile / peer bandwidth", ratio=True,
+                        better="higher"),
+            _plot.Panel("bandwidth, bytes read + written over time", cats, absolute,
+                        "TB/s (log)", log=True, style="lines")]
 
 
 def bench_launch(args, torch):
@@ -282,7 +326,7 @@ def profile_launch(torch):
     pstats.Stats(prof).sort_stats("tottime").print_stats(18)
 
 
-def main(argv=None):
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[20, 22, 24, 26, 28], help="log2 sizes")
     p.add_argument("--dtypes", nargs="+", default=["fp32", "fp16", "bf16"])
@@ -293,8 +337,12 @@ def main(argv=None):
     p.add_argument("--launches", type=int, default=2000)
     p.add_argument("--skip-bandwidth", action="store_true")
     p.add_argument("--profile-launch", action="store_true", help="cProfile 2000 one-block launches")
-    args = p.parse_args(argv)
+    _plot.add_plot_arguments(p, "elementwise")
+    return p.parse_args(argv)
 
+
+def main(argv=None):
+    args = parse_args(argv)
     if not nt.gpu_available():
         raise SystemExit("benchmarks/elementwise.py needs a CUDA GPU")
     import torch
@@ -304,9 +352,19 @@ def main(argv=None):
         rows = bench_bandwidth(args, torch)
         print(f"\nbandwidth (bytes read + written over time), numba_tile tile={args.block}:\n")
         print_bandwidth(rows)
+        sys.stdout.flush()
+        _plot.plot(args.plot, f"numba_tile elementwise bandwidth: {torch.cuda.get_device_name()}",
+                   plot_panels(rows),
+                   note=f"numba_tile tile {args.block}; median of {args.windows} windows of "
+                        f"{args.reps} launches (CUDA events)")
     if args.profile_launch:
         profile_launch(torch)
-    lo = bench_launch(args, torch)
+    try:
+        lo = bench_launch(args, torch)
+    except ImportError as exc:
+        print(f"\nlaunch overhead skipped ({exc}); benchmarks/launch.py measures it with the "
+              f"peers that are installed")
+        return
     print(f"\nlaunch overhead, one-block kernel, host wall time per launch over {args.launches} launches:\n")
     print("| kernel | us/launch | ratio to cupy RawKernel |")
     print("|---|---|---|")

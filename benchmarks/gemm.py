@@ -43,6 +43,10 @@ reference must stay under 2e-3 (float16: C's rounding is 2**-11 relative) or 1e-
 timed; an implementation that raises is printed as error; the run goes on and exits with
 status 1.
 
+After the tables, ``--plot PATH`` (default ``docs/plots/gemm.png``) draws them: the ratios
+numba_tile / cuBLAS and numba_tile / Triton per dtype and shape, and the TFLOP/s
+(``--no-plot``: none; never in ``--interpret`` runs).
+
 ``--interpret`` runs only numba_tile, in its interpreter (CPU, NumPy arrays; neither PyTorch
 nor Triton needed), over every configuration the sweep would try, on small ragged shapes of
 integer-valued inputs, and checks each result exactly against NumPy: a smoke test of the
@@ -70,7 +74,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))           # this repository's numba_tile and examples
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.append(str(ROOT / "benchmarks"))   # benchmarks/_plot.py (also from a test)
 
+import _plot  # noqa: E402
 import numba_tile as nt  # noqa: E402
 # examples/gemm.py as examples.gemm: run as a script, this file's own directory comes first
 # on sys.path, and a plain "import gemm" would import this file
@@ -269,6 +276,18 @@ def print_summary(summ, markdown: bool = False) -> None:
     for label, rc, rt in summ:
         print(f"  {label:<5} nt/cuBLAS {fmt(geomean(rc), '.3f')} ({len(rc)})   "
               f"nt/Triton {fmt(geomean(rt), '.3f')} ({len(rt)})")
+
+
+def plot_panels(rows) -> list:
+    """The figure of :func:`_plot.plot`: numba_tile / peer and TFLOP/s per dtype and shape."""
+    cats = [(dname, "x".join(map(str, shape))) for dname, shape, _ in rows]
+    peers = [p for p in IMPLS if p != "numba_tile"]
+    ratios = {IMPL_TITLES[p]: [ratio(res, p) for _, _, res in rows] for p in peers}
+    absolute = {IMPL_TITLES[i]: [cell_tflops(res, i) for _, _, res in rows] for i in IMPLS}
+    return [_plot.Panel("numba_tile's TFLOP/s over each peer's, per dtype and shape (MxNxK)",
+                        cats, ratios, "numba_tile / peer TFLOP/s", ratio=True, better="higher"),
+            _plot.Panel("TFLOP/s (numba_tile: the best configuration of its sweep)", cats,
+                        absolute, "TFLOP/s (log)", log=True)]
 
 
 def features_text() -> str:
@@ -596,6 +615,9 @@ def run_gpu(args) -> bool:
         print_table(rows, markdown=True)
         print()
         print_summary(summ, markdown=True)
+    sys.stdout.flush()
+    _plot.plot(args.plot, f"numba_tile GEMM: {gpu['name']}", plot_panels(rows),
+               note=", ".join(f"{k} {v}" for k, v in versions.items()))
     if args.out:
         write_json(args.out, {"gpu": gpu, "versions": versions,
                               "method": {"reps": args.reps, "budget_s": args.budget,
@@ -732,6 +754,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--interpret", action="store_true",
                    help="numba_tile only, in the interpreter on the CPU, checks only (small "
                         "ragged shapes unless --sizes)")
+    _plot.add_plot_arguments(p, "gemm")
     args = p.parse_args(argv)
     if args.sizes is not None:
         args.shapes = list(args.sizes)

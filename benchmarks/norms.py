@@ -44,6 +44,10 @@ Implementations:
 nor Triton needed), on small sizes, and checks each result against NumPy in float64: a smoke
 test of the examples and of this harness on a machine without a GPU.
 
+After the tables, ``--plot PATH`` (default ``docs/plots/norms.png``) draws them: the ratios
+numba_tile / Triton and numba_tile / PyTorch per op, dtype and N, and the GB/s (``--no-plot``:
+none; never in ``--interpret`` runs).
+
 The exit status is 1 when any result was WRONG or any implementation raised.
 """
 
@@ -63,8 +67,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))           # this repository's numba_tile
 sys.path.append(str(ROOT / "examples"))  # the examples, imported by name (as they import siblings)
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.append(str(ROOT / "benchmarks"))   # benchmarks/_plot.py (also from a test)
 
-import numba_tile as nt
+import _plot  # noqa: E402
+import numba_tile as nt  # noqa: E402
 
 OPS = ("softmax", "layernorm", "rmsnorm")
 DTYPES = ("fp32", "fp16", "bf16")
@@ -409,6 +416,19 @@ def summary(rows, ops):
     return out
 
 
+def plot_panels(rows) -> list:
+    """The figure of :func:`_plot.plot`: numba_tile / peer and GB/s per op, dtype and N."""
+    cats = [(f"{op} {dname}", str(n)) for op, dname, n, _ in rows]
+    peers = [p for p in IMPLS if p != "numba_tile"]
+    ratios = {IMPL_TITLES[p]: [ratio(res, p) for _, _, _, res in rows] for p in peers}
+    absolute = {IMPL_TITLES[i]: [res[i] if isinstance(res.get(i), float) else math.nan
+                                 for _, _, _, res in rows] for i in IMPLS}
+    return [_plot.Panel("numba_tile's bandwidth over each peer's, per op, dtype and row length N",
+                        cats, ratios, "numba_tile / peer GB/s", ratio=True, better="higher"),
+            _plot.Panel("bandwidth (ideal bytes moved / device time)", cats, absolute, "GB/s",
+                        style="lines")]
+
+
 def print_markdown(rows, summ):
     print("| op | dtype | N | " + " | ".join(f"{IMPL_TITLES[k]} GB/s" for k in IMPLS) +
           " | numba_tile/Triton | numba_tile/PyTorch |")
@@ -481,6 +501,9 @@ def run_gpu(args) -> bool:
     if args.markdown:
         print()
         print_markdown(rows, summ)
+    sys.stdout.flush()
+    _plot.plot(args.plot, f"numba_tile row-wise norms: {props.name}, M = {args.m}",
+               plot_panels(rows), note=", ".join(versions))
     return ok
 
 
@@ -545,7 +568,7 @@ def _list(kind, choices=None):
     return parse
 
 
-def main(argv=None):
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ops", type=_list(str, OPS), default=list(OPS),
                    help=f"comma-separated, default {','.join(OPS)}")
@@ -566,11 +589,17 @@ def main(argv=None):
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
     p.add_argument("--interpret", action="store_true",
                    help="numba_tile only, in the interpreter on the CPU, checks only")
+    _plot.add_plot_arguments(p, "norms")
     args = p.parse_args(argv)
     if args.n is None:
         args.n = list(INTERPRET_N if args.interpret else GPU_N)
     if args.m is None:
         args.m = INTERPRET_M if args.interpret else GPU_M
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     ok = run_interpret(args) if args.interpret else run_gpu(args)
     sys.exit(0 if ok else 1)
 
