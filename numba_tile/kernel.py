@@ -198,7 +198,7 @@ class Kernel:
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
         self._roles = tuple(p.role for p in self.params)   # 'array' holds arrays or scalars
-        self._index = {p.name: i for i, p in enumerate(self.params)}
+        self._kw_orders: dict = {}      # (positional count, keyword names) -> binding order
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -219,7 +219,7 @@ class Kernel:
         k = copy.copy(self)
         k.num_warps, k.num_stages = nw, ns
         k._compiled, k._checked, k._snapshots = {}, set(), {}
-        k._signatures, k._spec_cache, k._plans = {}, {}, {}
+        k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
         k._lock = threading.Lock()
         return k
 
@@ -500,27 +500,40 @@ class Kernel:
                                      tuple(objs), on_conflict)
 
     def _fast_values(self, args, kwargs):
-        n = len(self._roles)
-        if len(args) > n:
+        """The call's values in parameter order when the call names every parameter once
+        (positionally, then by keyword, defaults filled in), else None: the slow path binds
+        (and words the refusal). The order for a keyword set is computed once."""
+        kwkey = (len(args), tuple(kwargs))
+        order = self._kw_orders.get(kwkey)
+        if order is None:
+            order = self._kw_order(len(args), kwkey[1])
+            if len(self._kw_orders) < 64:
+                self._kw_orders[kwkey] = order
+        if order is False:
             return None
         vals = list(args)
-        vals.extend([_UNSET] * (n - len(args)))
-        index = self._index
-        for k, v in kwargs.items():
-            i = index.get(k)
-            if i is None or vals[i] is not _UNSET:
-                return None
-            vals[i] = v
-        for i in range(len(args), n):
-            if vals[i] is _UNSET:
-                d = self.params[i].default
-                if d is inspect.Parameter.empty:
-                    return None
-                vals[i] = d
-        for role, v in zip(self._roles, vals):
-            if role == "constant" and v.__class__ not in _EXACT:
-                return None
+        for name, default in order:
+            vals.append(kwargs[name] if name is not None else default)
         return vals
+
+    def _kw_order(self, npos, names):
+        """Per parameter after the positional ones: (keyword name, None) or (None, default);
+        False when the names do not bind each parameter exactly once."""
+        params = self.params
+        if npos > len(params) or len(set(names)) != len(names):
+            return False
+        rest = {p.name: p for p in params[npos:]}
+        if any(n not in rest for n in names):
+            return False
+        order = []
+        for p in params[npos:]:
+            if p.name in names:
+                order.append((p.name, None))
+            elif p.default is not inspect.Parameter.empty:
+                order.append((None, p.default))
+            else:
+                return False
+        return tuple(order)
 
     def _conflict_raiser(self, arrays, names):
         def raise_conflict(found, stream):

@@ -103,6 +103,7 @@ _lock = threading.Lock()
 _initialised = False
 _available: bool | None = None
 _contexts: dict[int, object] = {}
+_context_ints: dict[int, int] = {}
 
 
 def _init() -> None:
@@ -146,8 +147,12 @@ def ensure_context(device: int):
     Raises:
         CudaDriverError: no driver, an invalid ordinal, or a failing context call.
     """
-    cu = _cu()
+    cu = _mod or _cu()
     ctx = _contexts.get(device)
+    if ctx is not None:
+        current = cu.cuCtxGetCurrent()[1]
+        if current is not None and int(current) == _context_ints[device]:
+            return ctx
     if ctx is None:
         _init()
         with _lock:
@@ -155,6 +160,7 @@ def ensure_context(device: int):
             if ctx is None:
                 dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
                 ctx = _check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(dev))
+                _context_ints[device] = int(ctx)
                 _contexts[device] = ctx
     current = _check("cuCtxGetCurrent", cu.cuCtxGetCurrent())
     if current is None or int(current) != int(ctx):

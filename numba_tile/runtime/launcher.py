@@ -45,6 +45,8 @@ __all__ = ["Plan", "plan_key", "make_plan", "enqueue", "enqueue_plan"]
 _ADDRESS_END = 1 << 64
 _INT32 = 1 << 31
 ARRAY, PART = "A", "P"
+#: constant types a plan key may hold (their hash and equality are Python's own)
+_EXACT = frozenset((bool, int, float, str, bytes, complex, type(None)))
 
 # ----------------------------------------------------------------------------- readers
 # Each returns (ptr, key fields..., producer stream) for one exact producer type, or None to send
@@ -137,6 +139,8 @@ def plan_key(roles: tuple, values) -> tuple | None:
     for role, v in zip(roles, values):
         t = v.__class__
         if role == "constant":
+            if t not in _EXACT:     # a subclass's hash and eq could find another's plan
+                return None
             key.append((t, v))
             objs.append(v)
             continue
@@ -357,14 +361,19 @@ def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st
 
 def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams, objs,
                  on_conflict: str):
-    """:func:`enqueue` for a launch through a plan (its pointer rules already admitted)."""
+    """:func:`enqueue` for a launch through a plan (its pointer rules already admitted).
+
+    The hot path of a repeated launch: the driver calls are made through ``cuda.bindings``
+    directly (each wrapper layer costs a few hundred nanoseconds on a busy host)."""
     _module, func, params, nthreads, shared = plan.loaded
-    st = driver.stream_capture_status(stream)
-    if st:
+    cu = driver._mod or driver._cu()
+    err, st = cu.cuStreamIsCapturing(stream)
+    if err or int(st):
+        st = driver.stream_capture_status(stream)       # raises for a failing query
         args, writes = plan.describe(ptrs, arrays, streams)
         return _enqueue_captured(kernel, func, params, nthreads, shared, plan.nblocks, stream,
                                  st, plan.flat(ptrs, scalars), args, writes, objs, streams)
-    registry = inflight.default_registry()
+    registry = inflight._default or inflight.default_registry()
     queues = registry._streams
     if queues and (len(queues) > 1 or stream not in queues):
         args, writes = plan.describe(ptrs, arrays, streams)
@@ -375,9 +384,10 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
                                              found, stream)
             for entry, _arg in found:
                 registry.backend.wait(stream, entry.event)
+    canonical = stream or 1          # 0 and 1 both name the legacy default stream
     producers = None
     for s in streams:
-        if s is not None and s != stream and not same_stream(s, stream):
+        if s is not None and s != canonical and (s or 1) != canonical:
             if producers is None:
                 producers = [s]
             elif s not in producers:
@@ -390,6 +400,9 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
     for i, v in zip(plan.scalar_slots, scalars):
         flat[i] = v
     with kernel._lock:
-        driver.launch(func, plan.grid3, plan.block3, shared, stream, params.pack(flat))
+        err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared, stream,
+                                 params.pack(flat), 0)
+    if err:
+        driver._raise("cuLaunchKernel", err)
     arrays.append(kernel)
     return registry.register_plan(stream, plan, ptrs, arrays, streams, tuple(arrays), objs)

@@ -21,6 +21,20 @@ class _Event:
     complete = True
 
 
+class _FakeBindings:
+    """The two ``cuda.bindings.driver`` functions the plan path calls directly."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def cuStreamIsCapturing(self, stream):
+        return 0, self.fd.status_of(stream)
+
+    def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.fd._launch(func, (gx, gy, gz), (bx, by, bz), shared, stream, params)
+        return (0,)
+
+
 class FakeDriver:
     """Records launches (the packed values) and answers capture queries as told."""
 
@@ -48,8 +62,7 @@ class FakeDriver:
             "event_synchronize": lambda e: None,
             "pointer_device": lambda p: 0,
             "current_device": lambda: 0,
-            "stream_capture_status": lambda s: fd.capture_status if s == fd.capturing_stream
-            or fd.capture_status < 0 else 0,
+            "stream_capture_status": lambda s: fd.status_of(s),
             "stream_capture_info": lambda s: (fd.capture_status, 77, "graph"),
             "capture_mode_exchange": lambda m: 0,
             "user_object_create": self._user_object,
@@ -57,6 +70,7 @@ class FakeDriver:
             "user_object_release": lambda o: None,
         }.items():
             monkeypatch.setattr(driver, name, fn)
+        monkeypatch.setattr(driver, "_mod", _FakeBindings(self))
         monkeypatch.setattr(K, "ptx_to_cubin", lambda ptx, cc: None)
         monkeypatch.setattr(inflight, "_default", inflight.InflightRegistry())
         self.capturing_stream = None
@@ -67,6 +81,11 @@ class FakeDriver:
             recorded.append(list(values))
             return fd._pack(buf, values)
         monkeypatch.setattr(ParamBuffer, "pack", pack)
+
+    def status_of(self, stream):
+        if self.capture_status < 0 and stream == 0:
+            return self.capture_status
+        return self.capture_status if stream == self.capturing_stream else 0
 
     def _launch(self, func, grid, block, shared, stream, ptr):
         self.launches[-1] = (self.launches[-1], grid, stream)
