@@ -72,18 +72,35 @@ class DriverEventBackend:
         self.destroy = driver.event_destroy
 
 
-class _Entry:
-    __slots__ = ("event", "stream", "refs", "writes", "done", "lazy")
+class LaunchHandle:
+    """Handle of one asynchronous launch, and the registry's entry for it.
 
-    def __init__(self, event: object, stream: int, refs: tuple, writes: tuple, lazy=None):
+    Holds the user's arrays (what :meth:`sync` returns). The registry holds the entry, and with
+    it the references that keep the launch's memory alive, until the launch's event has
+    completed, so dropping the handle releases nothing early. (One object is both, to keep the
+    launch path short.)
+    """
+
+    __slots__ = ("event", "stream", "refs", "writes", "finished", "lazy", "_registry",
+                 "_arrays", "__weakref__")
+
+    def __init__(self, registry: "InflightRegistry", event: object, stream: int, refs: tuple,
+                 writes: tuple, arrays: tuple, lazy=None):
+        self._registry = registry
         self.event = event
+        #: handle of the stream the kernel was queued on
         self.stream = stream
         self.refs = refs
         self.writes = writes
-        self.done = False
+        self.finished = False
         # a launch through a plan: (plan, pointers, arrays, streams), described as ArrayArgs only
         # when another stream's launch asks what it touches (refs holds the arrays meanwhile)
         self.lazy = lazy
+        self._arrays = arrays
+
+    @property
+    def _entry(self) -> "LaunchHandle":
+        return self
 
     def materialize(self) -> None:
         lazy = self.lazy
@@ -94,29 +111,9 @@ class _Entry:
             self.writes = tuple(writes)
             self.lazy = None
 
-
-class LaunchHandle:
-    """Handle of one asynchronous launch.
-
-    Holds the user's arrays (what :meth:`sync` returns). The registry, not the handle, holds the
-    references that keep the launch's memory alive, so dropping the handle releases nothing early.
-    """
-
-    __slots__ = ("_registry", "_entry", "_arrays", "__weakref__")
-
-    def __init__(self, registry: "InflightRegistry", entry: _Entry, arrays: tuple):
-        self._registry = registry
-        self._entry = entry
-        self._arrays = arrays
-
-    @property
-    def stream(self) -> int:
-        """Handle of the stream the kernel was queued on."""
-        return self._entry.stream
-
     def done(self) -> bool:
         """True when the kernel (and all earlier work on its stream) has completed; never blocks."""
-        return self._registry._poll(self._entry)
+        return self._registry._poll(self)
 
     def sync(self) -> tuple:
         """Waits until the kernel has completed; returns the arrays given at launch.
@@ -127,7 +124,7 @@ class LaunchHandle:
         Raises:
             CudaDriverError: the event wait failed (e.g. the kernel faulted).
         """
-        self._registry._wait(self._entry)
+        self._registry._wait(self)
         return self._arrays
 
     def then(self, kernel, *args, **kwargs):
@@ -146,11 +143,11 @@ class LaunchHandle:
             from numba_tile.errors import TileArgumentError
             raise TileArgumentError("then(): the chained launch runs on the stream of the launch "
                                     "it follows; leave stream= out (or launch it on its own)")
-        return kernel(*args, stream=self._entry.stream, **kwargs)
+        return kernel(*args, stream=self.stream, **kwargs)
 
     def __repr__(self) -> str:
-        state = "done" if self._entry.done else "in flight"
-        return f"<LaunchHandle stream={self._entry.stream} {state}>"
+        state = "done" if self.finished else "in flight"
+        return f"<LaunchHandle stream={self.stream} {state}>"
 
 
 def _first_touch(theirs: Sequence[ArrayArg], ours: Sequence[ArrayArg]) -> ArrayArg | None:
@@ -182,7 +179,7 @@ class InflightRegistry:
         self._collect_every = collect_every
         self._since_collect = 0
         self._pool: list = []
-        self._streams: dict[int, collections.deque[_Entry]] = {}
+        self._streams: dict[int, collections.deque[LaunchHandle]] = {}
         self._lock = threading.RLock()
 
     @property
@@ -194,7 +191,7 @@ class InflightRegistry:
     def pending(self) -> int:
         """Number of launches still held (not yet observed complete)."""
         with self._lock:
-            return sum(not e.done for q in self._streams.values() for e in q)
+            return sum(not e.finished for q in self._streams.values() for e in q)
 
     # -- registration ----------------------------------------------------------------------------
 
@@ -231,14 +228,14 @@ class InflightRegistry:
             except BaseException:
                 self._pool.append(event)
                 raise
-            entry = _Entry(event, stream, tuple(refs), tuple(writes))
+            if arrays is None:
+                arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
+            entry = LaunchHandle(self, event, stream, tuple(refs), tuple(writes), tuple(arrays))
             queue = self._streams.get(stream)
             if queue is None:
                 queue = self._streams[stream] = collections.deque()
             queue.append(entry)
-        if arrays is None:
-            arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
-        return LaunchHandle(self, entry, tuple(arrays))
+        return entry
 
     def register_plan(self, stream: int, plan, ptrs, arrays, streams, keep: tuple,
                       objs: tuple) -> LaunchHandle:
@@ -257,17 +254,18 @@ class InflightRegistry:
             except BaseException:
                 self._pool.append(event)
                 raise
-            entry = _Entry(event, stream, keep, (), (plan, ptrs, arrays, streams))
+            entry = LaunchHandle(self, event, stream, keep, (), objs,
+                                 (plan, ptrs, arrays, streams))
             queue = self._streams.get(stream)
             if queue is None:
                 queue = self._streams[stream] = collections.deque()
             queue.append(entry)
-        return LaunchHandle(self, entry, objs)
+        return entry
 
     # -- completion ------------------------------------------------------------------------------
 
-    def _release_locked(self, entry: _Entry) -> None:
-        entry.done = True
+    def _release_locked(self, entry: LaunchHandle) -> None:
+        entry.finished = True
         entry.refs = ()
         entry.writes = ()
         entry.lazy = None
@@ -289,7 +287,7 @@ class InflightRegistry:
         for stream, queue in list(self._streams.items()):
             while queue:
                 head = queue[0]
-                if not head.done:
+                if not head.finished:
                     if not query(head.event):
                         break
                     self._release_locked(head)
@@ -310,9 +308,9 @@ class InflightRegistry:
         with self._lock:
             return self._collect_locked()
 
-    def _poll(self, entry: _Entry) -> bool:
+    def _poll(self, entry: LaunchHandle) -> bool:
         with self._lock:
-            if entry.done:
+            if entry.finished:
                 return True
             if self.backend.query(entry.event):
                 self._release_locked(entry)
@@ -320,23 +318,23 @@ class InflightRegistry:
                 return True
             return False
 
-    def _wait(self, entry: _Entry) -> None:
+    def _wait(self, entry: LaunchHandle) -> None:
         with self._lock:
-            if entry.done:
+            if entry.finished:
                 return
             event = entry.event
         # Blocking outside the lock; if the entry completes meanwhile and its event is reused, this
         # waits at most for later work, never too little.
         self.backend.synchronize(event)
         with self._lock:
-            if not entry.done:
+            if not entry.finished:
                 self._release_locked(entry)
             self._collect_locked()
 
     def synchronize_all(self) -> None:
         """Waits for every registered launch and releases them all."""
         with self._lock:
-            pending = [e for q in self._streams.values() for e in q if not e.done]
+            pending = [e for q in self._streams.values() for e in q if not e.finished]
         for entry in pending:
             self._wait(entry)
         self.collect()
@@ -369,7 +367,7 @@ class InflightRegistry:
                 if same_stream(other, stream):
                     continue
                 for entry in reversed(queue):
-                    if entry.done:
+                    if entry.finished:
                         continue
                     if entry.lazy is not None:
                         entry.materialize()

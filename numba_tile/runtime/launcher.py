@@ -33,10 +33,12 @@ type (``type(x) is cupy.ndarray``), so a subclass or a class that imitates one t
 
 from __future__ import annotations
 
+import struct
 import sys
 
 from numba_tile.runtime import capture, driver, inflight
 from numba_tile.runtime.arrays import ArrayArg, _pointer_device
+from numba_tile.runtime.params import PARAM_KINDS, ParamBuffer
 from numba_tile.runtime.partition import Partition
 from numba_tile.runtime.streams import same_stream
 
@@ -205,7 +207,8 @@ class Plan:
     """What a repeated call needs of its first, fully checked launch (module docstring)."""
 
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
-                 "spans", "pairs", "writes", "device", "names", "grid3", "block3")
+                 "spans", "pairs", "writes", "device", "names", "grid3", "block3", "params",
+                 "ptr_setters", "scalar_setters")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
                  device):
@@ -214,6 +217,17 @@ class Plan:
         self.grid3 = (nblocks, 1, 1)
         self.block3 = (loaded[3], 1, 1)
         self.template = template             # the flat parameter values of the first launch
+        # the plan's own parameter buffer, holding the first launch's values: a call rewrites
+        # only its pointers and scalars (one struct pack_into each)
+        own = ParamBuffer(loaded[2].kinds)
+        own.pack(template)
+        self.params = own
+        self.ptr_setters = tuple(
+            (struct.Struct("<" + PARAM_KINDS[own.kinds[i]][0]).pack_into, own.offsets[i])
+            for i in ptr_slots)
+        self.scalar_setters = tuple(
+            (struct.Struct("<" + PARAM_KINDS[own.kinds[i]][0]).pack_into, own.offsets[i])
+            for i in scalar_slots)
         self.ptr_slots = tuple(ptr_slots)    # template index of each array's pointer
         self.scalar_slots = tuple(scalar_slots)
         self.device = device
@@ -394,14 +408,15 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
                 producers.append(s)
     if producers:
         registry.wait_for_streams(stream, producers)
-    flat = plan.template[:]
-    for i, v in zip(plan.ptr_slots, ptrs):
-        flat[i] = v
-    for i, v in zip(plan.scalar_slots, scalars):
-        flat[i] = v
+    own = plan.params
+    buf = own._buf
     with kernel._lock:
+        for (pack_into, off), v in zip(plan.ptr_setters, ptrs):
+            pack_into(buf, off, v)
+        for (pack_into, off), v in zip(plan.scalar_setters, scalars):
+            pack_into(buf, off, v)
         err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared, stream,
-                                 params.pack(flat), 0)
+                                 own.address, 0)
     if err:
         driver._raise("cuLaunchKernel", err)
     arrays.append(kernel)

@@ -21,6 +21,18 @@ class _Event:
     complete = True
 
 
+_BUFFERS: dict = {}     # address -> ParamBuffer made under the fixture (kernels keep theirs)
+
+
+def _read_params(address, buf):
+    """The values a launch passes: read back from the parameter buffer the driver was given."""
+    import struct
+    from numba_tile.runtime.params import PARAM_KINDS
+    raw = bytes((ctypes.c_char * max(buf.nbytes, 1)).from_address(ctypes.addressof(buf._buf)))
+    return [struct.unpack_from("<" + PARAM_KINDS[k][0], raw, off)[0]
+            for k, off in zip(buf.kinds, buf.offsets)]
+
+
 class _FakeBindings:
     """The two ``cuda.bindings.driver`` functions the plan path calls directly."""
 
@@ -74,13 +86,13 @@ class FakeDriver:
         monkeypatch.setattr(K, "ptx_to_cubin", lambda ptx, cc: None)
         monkeypatch.setattr(inflight, "_default", inflight.InflightRegistry())
         self.capturing_stream = None
-        self._pack = ParamBuffer.pack
-        recorded = self.launches
+        self.buffers = _BUFFERS
+        real_init = ParamBuffer.__init__
 
-        def pack(buf, values):
-            recorded.append(list(values))
-            return fd._pack(buf, values)
-        monkeypatch.setattr(ParamBuffer, "pack", pack)
+        def init(buf, kinds, names=None):
+            real_init(buf, kinds, names)
+            _BUFFERS[buf.address] = buf
+        monkeypatch.setattr(ParamBuffer, "__init__", init)
 
     def status_of(self, stream):
         if self.capture_status < 0 and stream == 0:
@@ -88,7 +100,7 @@ class FakeDriver:
         return self.capture_status if stream == self.capturing_stream else 0
 
     def _launch(self, func, grid, block, shared, stream, ptr):
-        self.launches[-1] = (self.launches[-1], grid, stream)
+        self.launches.append((_read_params(ptr, self.buffers[ptr]), grid, stream))
 
     def _record(self, event, stream):
         if stream == self.capturing_stream and self.capture_status:
