@@ -1,12 +1,19 @@
 """numba_tile.autotune in the interpreter: configurations tried on scratch copies (an in-place
 kernel is applied to the caller's data exactly once per call), pruning of configurations that
-do not compile, one tuning per key (in memory and on disk), and clear errors."""
+do not compile, one tuning per key (in memory and on disk), and clear errors; the GPU's
+PTX-to-cubin step run by worker threads (real nvJitLink, on the CPU) gives the trials of one
+worker, and tunings in several threads at once agree."""
+
+import os
+import sys
+import threading
 
 import numpy as np
 import pytest
 
 import numba_tile as nt
 from numba_tile.errors import TileArgumentError
+from numba_tile.runtime.linker import LinkError, ptx_to_cubin
 
 @pytest.fixture(autouse=True)
 def _own_disk_cache(tmp_path, monkeypatch):
@@ -197,3 +204,164 @@ def test_the_disk_entry_belongs_to_the_kernel_body(tmp_path):
     z = np.zeros_like(x)
     second(x, z).sync()
     np.testing.assert_array_equal(z, 3.0 * x)     # the entry names a configuration, never code
+
+
+# ------------------------------------------- compiling the configurations in parallel
+
+_autotune = sys.modules["numba_tile.autotune"]      # nt.autotune is the function
+
+
+@nt.jit(interpret=True)
+def triple(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, 3.0 * nt.load_like(x, z))
+
+
+#: one configuration does not type (a tile over the register budget), one is refused by
+#: ptxas where the tests inject a LinkError (B=64); over 4096 elements B=1024 launches 4
+#: blocks, the others 32 or more, so the interpreter's per-block cost makes it the fastest
+PARALLEL_CONFIGS = [nt.Config({"B": 16}), nt.Config({"B": 1 << 20}), nt.Config({"B": 1024}),
+                    nt.Config({"B": 64}, num_warps=8), nt.Config({"B": 128}, num_stages=2)]
+
+
+def _assemble_in_interpreter(monkeypatch, calls, refuse=None):
+    """Give interpreter-mode tunings the GPU's PTX-to-cubin step (the pool of workers runs
+    only there): the real ``ptx_to_cubin`` (nvJitLink, on this CPU), recording the calling
+    thread's name and refusing as ptxas would the PTX that contains ``refuse``."""
+    def assemble(ptx, cc):
+        calls.append(threading.current_thread().name)
+        if refuse is not None and refuse in ptx:
+            raise LinkError("nvJitLink (-arch=sm_90) failed: ptxas error: too many resources")
+        return ptx_to_cubin(ptx, cc)
+
+    monkeypatch.setattr(_autotune.Autotuned, "_assembler", lambda self, interpret: assemble)
+
+
+#: in the entry's mangled name of the B=64 configuration
+_B64 = "default_3d64_29"
+
+
+def _tune(workers, x, log=False):
+    tuned = nt.autotune(configs=PARALLEL_CONFIGS, reps=2, warmup=0, log=log,
+                        compile_workers=workers)(triple)
+    z = np.zeros_like(x)
+    tuned(x, z).sync()
+    np.testing.assert_array_equal(z, 3 * x)
+    (trials,) = tuned.trials.values()
+    return tuned.best_config(x, z), trials
+
+
+def test_parallel_compile_gives_the_trials_and_choice_of_one_worker(monkeypatch, capsys):
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", "")          # no tuning read back from disk
+    calls = []
+    _assemble_in_interpreter(monkeypatch, calls, refuse=_B64)
+    x = np.arange(4096, dtype=np.float32)
+    best1, trials1 = _tune(1, x, log=True)
+    log1 = capsys.readouterr().out
+    assert set(calls) == {threading.current_thread().name}  # one worker: the calling thread
+    calls.clear()
+    best4, trials4 = _tune(4, x, log=True)
+    log4 = capsys.readouterr().out
+    assert len(calls) == 4 and all(n.startswith("numba_tile-autotune") for n in calls)
+    assert best1 == best4 == PARALLEL_CONFIGS[2]
+    assert [t.config for t in trials4] == [t.config for t in trials1] == PARALLEL_CONFIGS
+    assert [t.error for t in trials4] == [t.error for t in trials1]
+    assert [t.ms is not None for t in trials4] == [True, False, True, False, True]
+    assert "elements in each thread's registers" in trials4[1].error
+    assert trials4[3].error.startswith("LinkError: nvJitLink (-arch=sm_90) failed: ptxas error")
+
+    def configs_logged(out):
+        return [line.split(": ")[1] for line in out.splitlines()]
+    assert configs_logged(log4) == configs_logged(log1) == [c.describe()
+                                                            for c in PARALLEL_CONFIGS]
+
+
+def test_the_interpreter_assembles_nothing(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", "")
+    calls, pools = [], []
+    monkeypatch.setattr(_autotune, "ptx_to_cubin", lambda ptx, cc: calls.append(cc))
+    monkeypatch.setattr(_autotune, "ThreadPoolExecutor", lambda *a, **k: pools.append(a))
+    _tune(4, np.arange(256, dtype=np.float32))
+    assert calls == [] and pools == []       # a launch in interpreter mode runs no cubin
+
+
+def test_default_compile_workers_and_bad_values():
+    tuned = nt.autotune(configs=PARALLEL_CONFIGS)(triple)
+    assert tuned.compile_workers == min(len(PARALLEL_CONFIGS), os.cpu_count() or 1)
+    assert nt.autotune(configs=PARALLEL_CONFIGS[:1])(triple).compile_workers == 1
+    for bad in (0, -1, True, 2.0, "4"):
+        with pytest.raises(TileArgumentError, match="compile_workers: expected an int >= 1"):
+            nt.autotune(configs=PARALLEL_CONFIGS, compile_workers=bad)(triple)
+
+
+def test_an_error_of_a_worker_that_is_no_configuration_error_is_the_calls(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", "")
+
+    def broken(ptx, cc):
+        raise MemoryError("out of host memory")
+
+    monkeypatch.setattr(_autotune.Autotuned, "_assembler", lambda self, interpret: broken)
+    tuned = nt.autotune(configs=PARALLEL_CONFIGS, reps=1, warmup=0, compile_workers=3)(triple)
+    x = np.arange(64, dtype=np.float32)
+    z = np.zeros_like(x)
+    with pytest.raises(MemoryError, match="out of host memory"):
+        tuned(x, z)
+    assert tuned.trials == {}                                 # raised before any trial
+    np.testing.assert_array_equal(z, 0)
+
+
+def test_concurrent_calls_tune_each_key_once_and_agree(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", "")
+    _assemble_in_interpreter(monkeypatch, [])
+    tuned = nt.autotune(configs=CONFIGS, reps=1, warmup=0, compile_workers=3)(accumulate.kernel)
+    sizes = (100, 300, 700)
+    errors, barrier = [], threading.Barrier(6)
+
+    def worker(i):
+        try:
+            barrier.wait()
+            for rep in range(3):
+                n = sizes[(i + rep) % len(sizes)]
+                x = np.arange(n, dtype=np.float32)
+                z = np.ones(n, np.float32)
+                tuned(x, z).sync()
+                np.testing.assert_array_equal(z, 1 + 2 * x)   # applied once, whatever tuned
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(tuned.trials) == len(sizes)                    # each key tuned once
+    for trials in tuned.trials.values():
+        assert [t.config for t in trials] == CONFIGS and all(t.ms is not None for t in trials)
+    assert len(tuned._variants) == 3                          # one per (num_warps, num_stages)
+    assert len({id(k) for k in tuned._variants.values()}) == 3
+
+
+def test_tuners_of_one_kernel_tuning_at_once_in_threads_agree(monkeypatch):
+    """Separate tuners share the kernel's function, nothing else: their compiles (serialized
+    by Numba's lock), worker pools and trials may run at the same time."""
+    monkeypatch.setenv("NUMBA_TILE_CACHE_DIR", "")
+    _assemble_in_interpreter(monkeypatch, [], refuse=_B64)
+    x = np.arange(2048, dtype=np.float32)
+    results, errors = [None] * 4, []
+
+    def worker(i):
+        try:
+            results[i] = _tune(2, x)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for best, trials in results:
+        assert [(t.config, t.ms is None, t.error) for t in trials] == [
+            (t.config, t.ms is None, t.error) for t in results[0][1]]
+        assert best in [t.config for t in trials if t.ms is not None]   # timed at once
