@@ -693,6 +693,8 @@ class Kernel:
         for a, ptr, obj in zip(arrays, ptrs, objs):
             if a.obj is not obj or (a.ptr != ptr and a.size):   # an empty array's is unused
                 return
+        if not launcher.describes(key, bound):     # and the same layouts (read twice)
+            return
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
         plan = launcher.make_plan(loaded, nblocks, self.params, bound, positions, flat, device)

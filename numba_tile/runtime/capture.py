@@ -119,7 +119,11 @@ def _attach(graph) -> _Hold:
     try:
         driver.graph_retain_user_object_move(graph, obj)
     except BaseException:
-        driver.user_object_release(obj)      # the destructor posts; the hold is dropped below
+        # the release runs the destructor, which CUDA may defer to its own thread
+        # (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC): the semaphore it posts must outlive it, so the
+        # hold stays listed (poll() drops it once posted)
+        _held.append(h)
+        driver.user_object_release(obj)
         raise
     return h
 
@@ -180,11 +184,13 @@ def held() -> int:
 class CapturedLaunch:
     """Handle of a launch recorded into a graph under capture: nothing ran yet."""
 
-    __slots__ = ("_arrays", "_stream")
+    __slots__ = ("_arrays", "_stream", "_graph")
 
     def __init__(self, arrays: tuple, stream: int):
         self._arrays = arrays
         self._stream = stream
+        # a numba_tile Graph's capture stream is destroyed when its capture block ends
+        self._graph = _ours.get(stream)
 
     @property
     def stream(self) -> int:
@@ -207,6 +213,12 @@ class CapturedLaunch:
         if "stream" in kwargs:
             raise TileArgumentError("then(): the chained launch runs on the stream of the launch "
                                     "it follows; leave stream= out (or launch it on its own)")
+        g = self._graph
+        if g is not None and g._stream != self._stream:
+            raise CaptureError(
+                f"then(): this launch was captured into a numba_tile.Graph whose capture has "
+                f"ended, and its capture stream {self._stream:#x} was destroyed with it; chain "
+                f"inside the capture block, or launch on a stream of your own")
         return kernel(*args, stream=self._stream, **kwargs)
 
     def __repr__(self) -> str:
@@ -359,21 +371,24 @@ class Graph:
             raise CaptureError(f"Graph.replay(): stream {handle:#x} is capturing (or the legacy "
                                f"stream while another stream captures); replay outside capture")
         registry = inflight.default_registry()
-        found = registry.conflicts(handle, self._arrays, self._writes)
-        if found:
-            if on_conflict == "raise":
-                entry, _ = found[0]
-                raise StreamConflictError(
-                    f"Graph.replay(): an array of the graph is in use by a launch in flight on "
-                    f"stream {entry.stream:#x}; synchronize or use on_conflict='wait'")
-            for entry, _arg in found:
-                registry.backend.wait(handle, entry.event)
-        producers = producer_streams(self._producers, handle)
-        if producers:
-            registry.wait_for_streams(handle, producers)
-        driver.graph_launch(self._exec, handle)
-        return registry.register(handle, tuple(self._arrays) + (self,), writes=self._writes,
-                                 arrays=())
+        # the conflict check, the launch and its registration as one step (as a kernel's
+        # launch: launcher.enqueue)
+        with registry._lock:
+            found = registry.conflicts(handle, self._arrays, self._writes)
+            if found:
+                if on_conflict == "raise":
+                    entry, _ = found[0]
+                    raise StreamConflictError(
+                        f"Graph.replay(): an array of the graph is in use by a launch in flight "
+                        f"on stream {entry.stream:#x}; synchronize or use on_conflict='wait'")
+                for entry, _arg in found:
+                    registry.backend.wait(handle, entry.event)
+            producers = producer_streams(self._producers, handle)
+            if producers:
+                registry.wait_for_streams(handle, producers)
+            driver.graph_launch(self._exec, handle)
+            return registry.register(handle, tuple(self._arrays) + (self,), writes=self._writes,
+                                     arrays=())
 
     def close(self) -> None:
         """Destroys the graph (CUDA keeps it until replays in flight complete; the arguments are

@@ -49,6 +49,8 @@ _INT32 = 1 << 31
 ARRAY, PART = "A", "P"
 #: constant types a plan key may hold (their hash and equality are Python's own)
 _EXACT = frozenset((bool, int, float, str, bytes, complex, type(None)))
+# by identity: a class whose metaclass lies in __hash__ and __eq__ is "in" a set of classes
+_EXACT_IDS = frozenset(map(id, _EXACT))
 
 # ----------------------------------------------------------------------------- readers
 # Each returns (ptr, key fields..., producer stream) for one exact producer type, or None to send
@@ -88,15 +90,36 @@ def _read_torch(t):
 
 
 def _read_cai(a):
+    # a CUDA Array Interface is built by Python code from attributes anyone can set: every field
+    # must have the exact type the slow path's validation requires (an equal float, bool or
+    # object with a lying __eq__ must not find the plan of the ints it equals), the pointer must
+    # be an address and the stream None or a handle (0 is refused there)
     cai = a.__cuda_array_interface__
-    if cai.get("mask") is not None:
+    if type(cai) is not dict or cai.get("mask") is not None:
         return None
-    ptr, ro = cai["data"]
+    data = cai["data"]
+    if type(data) is not tuple or len(data) != 2:
+        return None
+    ptr, ro = data
     if ptr is None:
         ptr = 0
-    strides = cai.get("strides")
-    return (ptr, (cai["shape"], strides, cai["typestr"], _pointer_device(ptr), ro),
-            cai.get("stream"))
+    shape, strides, typestr, stream = cai["shape"], cai.get("strides"), cai["typestr"], \
+        cai.get("stream")
+    if (type(ptr) is not int or not 0 <= ptr < _ADDRESS_END or (ro is not False and ro is not True)
+            or type(shape) is not tuple or type(typestr) is not str
+            or (stream is not None and (type(stream) is not int
+                                        or not 0 < stream < _ADDRESS_END))):
+        return None
+    for n in shape:
+        if type(n) is not int:
+            return None
+    if strides is not None:
+        if type(strides) is not tuple:
+            return None
+        for n in strides:
+            if type(n) is not int:
+                return None
+    return (ptr, (shape, strides, typestr, _pointer_device(ptr), ro), stream)
 
 
 _READERS: dict[type, object] = {}
@@ -106,7 +129,9 @@ def _reader(t: type):
     r = _READERS.get(t)
     if r is None:
         r = False
-        mod = t.__module__
+        mod = getattr(t, "__module__", None)
+        if type(mod) is not str:     # a class may set any __module__: no reader
+            mod = ""
         if mod.startswith("cupy"):
             cupy = sys.modules.get("cupy")
             if cupy is not None and t is cupy.ndarray:
@@ -139,9 +164,10 @@ def plan_key(roles: tuple, values) -> tuple | None:
     key, ptrs, scalars, arrays, streams, objs = [], [], [], [], [], []
     cupy_stream = _CUPY_STREAM
     for role, v in zip(roles, values):
-        t = v.__class__
+        # type(), never __class__ (a property may say anything), and classes by identity
+        t = type(v)
         if role == "constant":
-            if t not in _EXACT:     # a subclass's hash and eq could find another's plan
+            if id(t) not in _EXACT_IDS:    # a subclass's hash and eq could find another's plan
                 return None
             key.append((t, v))
             objs.append(v)
@@ -166,39 +192,90 @@ def plan_key(roles: tuple, values) -> tuple | None:
                 return None
             # exact types, as launch_fields requires: an equal float or bool must not find
             # the plan of the int it equals (the slow path refuses it)
-            if ts.__class__ is not tuple or (blocks is not None and blocks.__class__ is not int):
+            if type(ts) is not tuple or (blocks is not None and type(blocks) is not int):
                 return None
             for n in ts:
-                if n.__class__ is not int:
+                if type(n) is not int:
                     return None
-            if order.__class__ is not str and (order.__class__ is not tuple or len(order) != 2
-                                               or order[1].__class__ is not int
-                                               or order[0].__class__ is not str):
+            if type(order) is not str and (type(order) is not tuple or len(order) != 2
+                                           or type(order[1]) is not int
+                                           or type(order[0]) is not str):
                 return None
             part = (PART, ts, blocks, order)
         else:
             a, part = v, ARRAY
-        r = _READERS.get(a.__class__)
-        if r is None:
-            r = _reader(a.__class__)
-        if not r:
+        ta = type(a)
+        try:
+            r = _READERS.get(ta)
+            if r is None:
+                r = _reader(ta)
+            if not r:
+                return None
+            got = r(a)
+            if got is None:
+                return None
+            ptr, fields, stream = got
+            if stream is _CUPY_STREAM:
+                if cupy_stream is _CUPY_STREAM:
+                    cupy_stream = _cupy_stream()
+                stream = cupy_stream
+        except Exception:  # noqa: BLE001 - an interface that raises: the slow path words it
             return None
-        got = r(a)
-        if got is None:
+        if type(ptr) is not int:
             return None
-        ptr, fields, stream = got
-        if ptr.__class__ is not int:
-            return None
-        if stream is _CUPY_STREAM:
-            if cupy_stream is _CUPY_STREAM:
-                cupy_stream = _cupy_stream()
-            stream = cupy_stream
-        key.append((part, a.__class__, (ptr & 15) if ptr else -1, fields))
+        key.append((part, ta, (ptr & 15) if ptr else -1, fields))
         ptrs.append(ptr)
         arrays.append(a)
         streams.append(stream)
         objs.append(a)
     return tuple(key), ptrs, scalars, arrays, streams, objs
+
+
+def describes(key: tuple, bound) -> bool:
+    """Whether the array entries of a plan key describe exactly the layouts the slow path checked
+    (``bound``, from ``bind_arrays``). A slow call reads each interface twice, once for the
+    checks and once for the key: an object whose answers differ between the two reads (a
+    Python-level interface, another thread resizing the array) must not file the checked layout
+    under the key of another one, where a later call with that other layout would find it.
+
+    Strides are compared on the axes that step (extent above 1) of non-empty arrays: there a
+    producer's own strides and the C strides the slow path computes for an interface without
+    ``strides`` agree."""
+    from numba_tile.runtime.arrays import _c_strides, _torch_dtype, _typestr_dtype
+    from numba_tile.runtime.launch_checks import BoundArray
+    entries = [e for e in key if type(e) is tuple and len(e) == 4]
+    barrays = [b for b in bound if type(b) is BoundArray]
+    if len(entries) != len(barrays):
+        return False
+    for (part, cls, _residue, fields), b in zip(entries, barrays):
+        if b.tile_shape is None:
+            if part != ARRAY:
+                return False
+        elif part != (PART, b.tile_shape, b.blocks, b.order):
+            return False
+        a = b.array
+        shape, strides, dtype, device, ro = fields
+        r = _READERS.get(cls)
+        try:
+            if r is _read_torch:
+                dtype = _torch_dtype(dtype, "")
+                strides = tuple(s * dtype.itemsize for s in strides)
+            elif r is _read_cai:
+                dtype = _typestr_dtype(dtype, "")
+                if strides is None:
+                    strides = _c_strides(shape, dtype.itemsize)
+            elif r is not _read_cupy:
+                return False
+        except Exception:  # noqa: BLE001 - fields no checked layout has
+            return False
+        if (type(shape) is not tuple or shape != a.shape or dtype != a.dtype
+                or device != a.device or ro is not a.readonly or len(strides) != len(shape)):
+            return False
+        if 0 not in shape:
+            for n, s, checked in zip(shape, strides, a.strides):
+                if n != 1 and s != checked:
+                    return False
+    return True
 
 
 # ----------------------------------------------------------------------------- plans
@@ -330,27 +407,30 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
         return _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat,
                                  arrays, writes, objs, streams)
     registry = inflight.default_registry()
-    if registry._streams:
-        found = registry.conflicts(stream, arrays, writes)
-        if found:
-            if on_conflict == "raise":
-                raise_conflict(found, stream)
-            for entry, _arg in found:
-                registry.backend.wait(stream, entry.event)
-    producers = None
-    for s in streams:
-        if s is not None and not same_stream(s, stream):
-            if producers is None:
-                producers = [s]
-            elif s not in producers:
-                producers.append(s)
-    if producers:
-        registry.wait_for_streams(stream, producers)
-    with kernel._lock:
-        ptr = params.pack(flat)
-        driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
-    arrays.append(kernel)
-    return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
+    # the conflict check, the launch and its registration as one step under the registry's
+    # lock: a launch on another thread and stream cannot check in between and miss this one
+    with registry._lock:
+        if registry._streams:
+            found = registry.conflicts(stream, arrays, writes)
+            if found:
+                if on_conflict == "raise":
+                    raise_conflict(found, stream)
+                for entry, _arg in found:
+                    registry.backend.wait(stream, entry.event)
+        producers = None
+        for s in streams:
+            if s is not None and not same_stream(s, stream):
+                if producers is None:
+                    producers = [s]
+                elif s not in producers:
+                    producers.append(s)
+        if producers:
+            registry.wait_for_streams(stream, producers)
+        with kernel._lock:
+            ptr = params.pack(flat)
+            driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
+        arrays.append(kernel)
+        return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
 
 
 def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat, arrays,
@@ -413,46 +493,48 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
         return _enqueue_captured(kernel, func, params, nthreads, shared, plan.nblocks, stream,
                                  st, plan.flat(ptrs, scalars), args, writes, objs, streams)
     registry = inflight._default or inflight.default_registry()
-    queues = registry._streams
-    if queues and (len(queues) > 1 or stream not in queues):
-        args, writes = plan.describe(ptrs, arrays, streams)
-        found = registry.conflicts(stream, args, writes)
-        if found:
-            if on_conflict == "raise":
-                kernel._raise_conflict_named({id(a): n for a, n in zip(args, plan.names)},
-                                             found, stream)
-            for entry, _arg in found:
-                registry.backend.wait(stream, entry.event)
-    canonical = stream or 1          # 0 and 1 both name the legacy default stream
-    producers = None
-    for s in streams:
-        if s is not None and s != canonical and (s or 1) != canonical:
-            if producers is None:
-                producers = [s]
-            elif s not in producers:
-                producers.append(s)
-    if producers:
-        registry.wait_for_streams(stream, producers)
-    own = plan.params
-    buf = own._buf
-    fast_launch = _fast_launch if _fast_launch is not None else _find_fast_launch()
-    with kernel._lock:
-        for (pack_into, off), v in zip(plan.ptr_setters, ptrs):
-            pack_into(buf, off, v)
-        for (pack_into, off), v in zip(plan.scalar_setters, scalars):
-            pack_into(buf, off, v)
-        if fast_launch and plan.func_address:
-            try:
-                fast_launch(plan.func_address, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
-                            stream, own.address, 0)
-                err = 0
-            except Exception:  # noqa: BLE001 - CuPy's error: ask the driver again for ours
-                err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
-                                         stream, own.address, 0)
-        else:
-            err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared, stream,
-                                     own.address, 0)
-    if err:
-        driver._raise("cuLaunchKernel", err)
-    arrays.append(kernel)
-    return registry.register_plan(stream, plan, ptrs, arrays, streams, tuple(arrays), objs)
+    # one step under the registry's lock, as in enqueue
+    with registry._lock:
+        queues = registry._streams
+        if queues and (len(queues) > 1 or stream not in queues):
+            args, writes = plan.describe(ptrs, arrays, streams)
+            found = registry.conflicts(stream, args, writes)
+            if found:
+                if on_conflict == "raise":
+                    kernel._raise_conflict_named({id(a): n for a, n in zip(args, plan.names)},
+                                                 found, stream)
+                for entry, _arg in found:
+                    registry.backend.wait(stream, entry.event)
+        canonical = stream or 1          # 0 and 1 both name the legacy default stream
+        producers = None
+        for s in streams:
+            if s is not None and s != canonical and (s or 1) != canonical:
+                if producers is None:
+                    producers = [s]
+                elif s not in producers:
+                    producers.append(s)
+        if producers:
+            registry.wait_for_streams(stream, producers)
+        own = plan.params
+        buf = own._buf
+        fast_launch = _fast_launch if _fast_launch is not None else _find_fast_launch()
+        with kernel._lock:
+            for (pack_into, off), v in zip(plan.ptr_setters, ptrs):
+                pack_into(buf, off, v)
+            for (pack_into, off), v in zip(plan.scalar_setters, scalars):
+                pack_into(buf, off, v)
+            if fast_launch and plan.func_address:
+                try:
+                    fast_launch(plan.func_address, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
+                                stream, own.address, 0)
+                    err = 0
+                except Exception:  # noqa: BLE001 - CuPy's error: ask the driver again for ours
+                    err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
+                                             stream, own.address, 0)
+            else:
+                err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared, stream,
+                                         own.address, 0)
+        if err:
+            driver._raise("cuLaunchKernel", err)
+        arrays.append(kernel)
+        return registry.register_plan(stream, plan, ptrs, arrays, streams, tuple(arrays), objs)
