@@ -460,10 +460,11 @@ _fast_launch = None
 
 def _find_fast_launch():
     """CuPy's ``cuLaunchKernel`` binding (``cupy.cuda.driver.launchKernel``: a Cython function
-    of C integers, measured on the H200 host at about half the per-call cost of
-    ``cuda.bindings``' wrapper, which converts its handle arguments to objects), when CuPy is
-    already imported; False otherwise (then ``cuda.bindings`` launches). Both call the same
-    driver function of the same process: a ``CUfunction`` is a process-wide handle."""
+    of C integers; one run on the H200 host, 2026-12-01: 5.6 us per call against 6.8 us for
+    ``cuda.bindings``' wrapper, which converts its handle arguments to objects, and 8.3 us for
+    ctypes), when CuPy is already imported; False otherwise (then ``cuda.bindings`` launches).
+    Both call the same driver function of the same process: a ``CUfunction`` is a process-wide
+    handle."""
     global _fast_launch
     found = False
     cupy = sys.modules.get("cupy")
