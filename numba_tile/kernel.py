@@ -115,6 +115,13 @@ def _vec16(a) -> bool:
             and all(s % 16 == 0 for s in a.strides[:-1]))
 
 
+def _constant_key(value):
+    """A constant in a specialization key: by type and value, a float by its bits (0.0 and
+    -0.0 are equal, but ``1 / C`` is not)."""
+    t = type(value)
+    return (t, value.hex()) if t is float else (t, value)
+
+
 def _scalar_type(value, name):
     if isinstance(value, (bool, np.bool_)):
         return types.boolean
@@ -197,6 +204,7 @@ class Kernel:
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
+        self._last_plan = None         # the plan of the last fast launch (its guard goes first)
         self._roles = tuple(p.role for p in self.params)   # 'array' holds arrays or scalars
         self._kw_orders: dict = {}      # (positional count, keyword names) -> binding order
         self._lock = threading.Lock()
@@ -220,6 +228,7 @@ class Kernel:
         k.num_warps, k.num_stages = nw, ns
         k._compiled, k._checked, k._snapshots = {}, set(), {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
+        k._last_plan = None
         k._lock = threading.Lock()
         return k
 
@@ -263,7 +272,7 @@ class Kernel:
     def _specs(self, values) -> list:
         """Launch-check specs of the parameters (cached by constant values and scalar-ness)."""
         # a constant by type and value: 128.0 and True equal 128 and 1, but only ints size tiles
-        ckey = tuple((type(v), v) if p.role == "constant" else isinstance(v, _SCALARS)
+        ckey = tuple(_constant_key(v) if p.role == "constant" else isinstance(v, _SCALARS)
                      for p, v in zip(self.params, values))
         try:
             hit = self._spec_cache.get(ckey)
@@ -333,7 +342,7 @@ class Kernel:
                     raise _arg_error(f"kernel '{self.__qualname__}': constant '{p.name}' must be "
                                      f"hashable, got "
                                             f"{type(b).__name__}") from None
-                key.append((type(b), b))
+                key.append(_constant_key(b))
             else:
                 key.append(_scalar_type(b, p.name))
         key = tuple(key)
@@ -462,11 +471,31 @@ class Kernel:
         """
         if (interpret is None and grid is None and not self.interpret
                 and _defaults.interpret is not True and (unchecked is True or (
-                    unchecked is False and not self.unchecked))):
+                    unchecked is False and not self.unchecked))
+                and (on_conflict == "wait" or on_conflict == "raise")):
+            plan = self._last_plan
+            if plan is not None:
+                # the last plan's guard first (runtime/guards.py): no key to build and hash
+                got = plan.guard(args if not kwargs and len(args) == len(self._roles)
+                                 else self._fast_values(args, kwargs) or ())
+                if got is not None:
+                    if stream is None:
+                        stream = _defaults.stream
+                    handle = 0 if stream is None else self._handle(stream)
+                    if handle is not None:
+                        driver.ensure_context(plan.device)
+                        return launcher.enqueue_plan(self, plan, handle, *got, on_conflict)
             fast = self._fast(args, kwargs, stream, on_conflict)
             if fast is not None:
                 return fast
         return self._call(args, kwargs, stream, interpret, on_conflict, grid, unchecked)
+
+    @staticmethod
+    def _handle(stream):
+        try:
+            return stream_handle(stream)
+        except TileArgumentError:
+            return None            # the slow path words the refusal
 
     def _fast(self, args, kwargs, stream, on_conflict):
         """A launch through a plan (``runtime/launcher.py``), or None: take the slow path."""
@@ -483,6 +512,7 @@ class Kernel:
             return None
         if plan is None or (on_conflict != "wait" and on_conflict != "raise"):
             return None
+        self._last_plan = plan
         if stream is None:
             stream = _defaults.stream
         if stream is None:
@@ -697,9 +727,14 @@ class Kernel:
             return
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
+            self._last_plan = None
         plan = launcher.make_plan(loaded, nblocks, self.params, bound, positions, flat, device)
         plan.names = tuple(names)
+        plan.torch_arrays = tuple(i for i, a in enumerate(arrays)
+                                  if launcher._READERS.get(type(a.obj)) is launcher._read_torch)
+        plan.guard = launcher.guard_for(key, self._roles, plan)
         self._plans[key] = plan
+        self._last_plan = plan
 
     def _raise_conflict_named(self, names, found, stream):
         from .errors import StreamConflictError

@@ -593,7 +593,13 @@ def _from_torch(obj: object, name: str, stream: int | None) -> tuple:
             f"argument '{name}': expected a CUDA or CPU tensor, got a tensor on device '{dev}'")
     # strides scaled by the dtype's item size, not the tensor's element_size(): one source of truth
     strides = _byte_strides(tuple(obj.stride()), dtype.itemsize, "tensor strides", name)
-    return obj, obj, obj.data_ptr(), tuple(obj.shape), strides, dtype, False, device, None
+    # the owner is the storage, not the tensor object: resize_() and set_() give a tensor new
+    # memory, and the memory a launch uses must outlive it
+    try:
+        owner = obj.untyped_storage()
+    except Exception:  # noqa: BLE001 - a tensor without a storage (meta, some subclasses)
+        owner = obj
+    return obj, owner, obj.data_ptr(), tuple(obj.shape), strides, dtype, False, device, None
 
 
 def _from_dlpack(obj: object, name: str, stream: int | None) -> tuple:

@@ -33,6 +33,7 @@ type (``type(x) is cupy.ndarray``), so a subclass or a class that imitates one t
 
 from __future__ import annotations
 
+import collections
 import struct
 import sys
 
@@ -169,7 +170,8 @@ def plan_key(roles: tuple, values) -> tuple | None:
         if role == "constant":
             if id(t) not in _EXACT_IDS:    # a subclass's hash and eq could find another's plan
                 return None
-            key.append((t, v))
+            # a float by its bits: 0.0 == -0.0, but 1 / C tells them apart
+            key.append((t, v.hex()) if t is float else (t, v))
             objs.append(v)
             continue
         if role == "array" and (t is int or t is float or t is bool):   # a runtime scalar
@@ -231,6 +233,19 @@ def plan_key(roles: tuple, values) -> tuple | None:
     return tuple(key), ptrs, scalars, arrays, streams, objs
 
 
+def guard_for(key: tuple, roles: tuple, plan: "Plan"):
+    """The plan's guard (``guards.py``), or a guard that always says no when the key has an
+    entry the generator does not know."""
+    from numba_tile.runtime.guards import make_guard
+    guard = make_guard(key, roles, plan, {"cupy": _read_cupy, "torch": _read_torch,
+                                          "cai": _read_cai, "cupy_stream": _cupy_stream})
+    return guard if guard is not None else _never
+
+
+def _never(values):
+    return None
+
+
 def describes(key: tuple, bound) -> bool:
     """Whether the array entries of a plan key describe exactly the layouts the slow path checked
     (``bound``, from ``bind_arrays``). A slow call reads each interface twice, once for the
@@ -285,7 +300,8 @@ class Plan:
 
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
                  "spans", "pairs", "writes", "device", "names", "grid3", "block3", "params",
-                 "ptr_setters", "scalar_setters", "func_address")
+                 "ptr_setters", "scalar_setters", "func_address", "guard", "torch_arrays",
+                 "pack")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
                  device):
@@ -307,10 +323,23 @@ class Plan:
         self.scalar_setters = tuple(
             (struct.Struct("<" + PARAM_KINDS[own.kinds[i]][0]).pack_into, own.offsets[i])
             for i in scalar_slots)
+        # pack(buf, ptrs, scalars): the setters as straight-line code
+        env, lines = {}, ["def pack(buf, ptrs, scalars):"]
+        for kind, setters in (("ptrs", self.ptr_setters), ("scalars", self.scalar_setters)):
+            for k, (pack_into, off) in enumerate(setters):
+                env[f"{kind}{k}"] = pack_into
+                lines.append(f"    {kind}{k}(buf, {int(off)}, {kind}[{k}])")
+        lines.append("    return None")
+        exec("\n".join(lines), env)
+        self.pack = env["pack"]
         self.ptr_slots = tuple(ptr_slots)    # template index of each array's pointer
         self.scalar_slots = tuple(scalar_slots)
         self.device = device
         self.names = ()                      # the arrays' parameter names (messages)
+        self.guard = None                    # guards.make_guard's function, set by the kernel
+        # indices of PyTorch arrays: a launch also holds their storage (resize_ and set_ give
+        # a tensor object new memory, and the old storage must outlive the launch)
+        self.torch_arrays = ()
         self.writes = tuple(writes)          # per array: may the kernel write it
         self.layouts = []
         self.spans = []
@@ -434,7 +463,7 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
 
 
 def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat, arrays,
-                      writes, objs, streams):
+                      writes, objs, streams, keep_also=()):
     if st < 0:
         raise capture.CaptureError(
             f"kernel '{kernel.__qualname__}': launched on the legacy default stream while a "
@@ -448,7 +477,8 @@ def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st
             f"end the capture (it was invalidated by an earlier call) and capture again")
     producers = [s for s in streams if s is not None and not same_stream(s, stream)]
     # held before the launch is recorded: a graph never holds a kernel without its arguments
-    capture.hold(stream, tuple(arrays) + (kernel,), arrays, writes, producers)
+    capture.hold(stream, tuple(arrays) + tuple(keep_also) + (kernel,), arrays, writes,
+                 producers)
     with kernel._lock:
         ptr = params.pack(flat)
         driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
@@ -491,8 +521,10 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
     if err or int(st):
         st = driver.stream_capture_status(stream)       # raises for a failing query
         args, writes = plan.describe(ptrs, arrays, streams)
+        storages = tuple(arrays[i].untyped_storage() for i in plan.torch_arrays)
         return _enqueue_captured(kernel, func, params, nthreads, shared, plan.nblocks, stream,
-                                 st, plan.flat(ptrs, scalars), args, writes, objs, streams)
+                                 st, plan.flat(ptrs, scalars), args, writes, objs, streams,
+                                 storages)
     registry = inflight._default or inflight.default_registry()
     # one step under the registry's lock, as in enqueue
     with registry._lock:
@@ -519,23 +551,41 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
         own = plan.params
         buf = own._buf
         fast_launch = _fast_launch if _fast_launch is not None else _find_fast_launch()
-        with kernel._lock:
-            for (pack_into, off), v in zip(plan.ptr_setters, ptrs):
-                pack_into(buf, off, v)
-            for (pack_into, off), v in zip(plan.scalar_setters, scalars):
-                pack_into(buf, off, v)
-            if fast_launch and plan.func_address:
-                try:
-                    fast_launch(plan.func_address, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
-                                stream, own.address, 0)
-                    err = 0
-                except Exception:  # noqa: BLE001 - CuPy's error: ask the driver again for ours
-                    err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
-                                             stream, own.address, 0)
-            else:
-                err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared, stream,
-                                         own.address, 0)
+        # the plan's buffer is written only here, under the registry's lock
+        plan.pack(buf, ptrs, scalars)
+        if fast_launch and plan.func_address:
+            try:
+                fast_launch(plan.func_address, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
+                            stream, own.address, 0)
+                err = 0
+            except Exception:  # noqa: BLE001 - CuPy's error: ask the driver again for ours
+                err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared,
+                                         stream, own.address, 0)
+        else:
+            err, = cu.cuLaunchKernel(func, plan.nblocks, 1, 1, nthreads, 1, 1, shared, stream,
+                                     own.address, 0)
         if err:
             driver._raise("cuLaunchKernel", err)
-        arrays.append(kernel)
-        return registry.register_plan(stream, plan, ptrs, arrays, streams, tuple(arrays), objs)
+        keep = tuple(arrays) + (kernel,)
+        if plan.torch_arrays:
+            keep += tuple(arrays[i].untyped_storage() for i in plan.torch_arrays)
+        # InflightRegistry.register_plan, inline (the lock is held already)
+        if queues:
+            registry._since_collect += 1
+            if registry._since_collect >= registry._collect_every:
+                registry._collect_locked()
+        pool = registry._pool
+        backend = registry._backend or registry.backend
+        event = pool.pop() if pool else backend.create()
+        try:
+            backend.record(event, stream)
+        except BaseException:
+            pool.append(event)
+            raise
+        entry = inflight.LaunchHandle(registry, event, stream, keep, (), objs,
+                                      (plan, ptrs, arrays, streams))
+        queue = queues.get(stream)
+        if queue is None:
+            queue = queues[stream] = collections.deque()
+        queue.append(entry)
+        return entry

@@ -63,7 +63,44 @@ def normalize_tile_shape(tile_shape: object, what: str = "tile_shape") -> tuple[
                 f"argument '{what}': every tile extent must be a positive power of two, "
                 f"got {tile_shape!r}")
         out.append(value)
-    return tuple(out)
+    interned = intern_tile_shape(tuple(out))
+    if type(tile_shape) is int and len(_SEEN_INT) < 4096:
+        _SEEN_INT[tile_shape] = interned
+    return interned
+
+
+_SEEN_INT: dict = {}       # an int tile shape already checked -> its interned 1-D tuple
+
+
+def _exact_ints(values: tuple) -> bool:
+    for v in values:
+        if type(v) is not int:
+            return False
+    return True
+
+
+# Tile shapes and orders made by partition() are interned: one object per distinct value, so a
+# launch plan's guard (guards.py) recognises a partition's fields by identity. A field replaced
+# through object.__setattr__ is another object (whatever it equals): the guard says no and the
+# launch checks it the full way.
+_INTERNED: dict = {}
+
+
+def intern_tile_shape(tile_shape: tuple) -> tuple:
+    """The canonical object of a checked tile shape (a tuple of exact ints)."""
+    got = _INTERNED.get(tile_shape)
+    if got is None or type(got) is not tuple or got != tile_shape:
+        if len(_INTERNED) >= 4096:
+            _INTERNED.clear()
+        _INTERNED[tile_shape] = got = tile_shape
+    return got
+
+
+def intern_order(order):
+    """The canonical object of a checked order (``ROW`` or ``("grouped", GROUP)``)."""
+    if type(order) is str:
+        return ROW if order == ROW else order
+    return intern_tile_shape(order)
 
 
 def _group_value(group: object) -> int | None:
@@ -145,7 +182,7 @@ def normalize_order(order: object, tile_shape: tuple[int, ...]) -> str | tuple[s
             raise TileArgumentError(
                 f"argument 'order': a grouped order groups the last two axes of the tile grid, "
                 f"so it needs a tile shape of rank 2 or more, got tile_shape {tile_shape}")
-        return ("grouped", value)
+        return intern_order(("grouped", value))
     raise TileArgumentError(f"argument 'order': expected {_ORDER_EXPECTED}, got "
                             f"{shown(order, with_type=True, qualified=False)}")
 
@@ -277,6 +314,19 @@ class Partition:
 
     def __init__(self, array: object, tile_shape: tuple[int, ...], blocks: int | None = None,
                  order: object = None):
+        if blocks is None and order is None:
+            # the common case, without the checks a tile shape seen before has passed (an int,
+            # or a tuple of exact ints: an equal float or bool is not in the table)
+            t = type(tile_shape)
+            ts = _SEEN_INT.get(tile_shape) if t is int else \
+                _INTERNED.get(tile_shape) if t is tuple else None
+            if ts is not None and (t is int or _exact_ints(tile_shape)):
+                setattr_ = object.__setattr__
+                setattr_(self, "array", array)
+                setattr_(self, "tile_shape", ts)
+                setattr_(self, "blocks", None)
+                setattr_(self, "order", ROW)
+                return
         if isinstance(tile_shape, (tuple, list)) and not tile_shape and _is_0d(array):
             raise TileArgumentError(f"argument 'array': {ZERO_D_MESSAGE}")
         tile_shape = normalize_tile_shape(tile_shape)

@@ -1,0 +1,165 @@
+"""Plan guards: for each launch plan, a generated function that answers, for a call's values,
+"is this call of the plan's kind, and does it pass the plan's pointer rules?" in straight-line
+code, without building and hashing the call's plan key.
+
+A kernel remembers the last plan it launched; the next call tries that plan's guard first, and only
+when the guard says no computes the plan key (``launcher.plan_key``) and looks the plan up. The
+guard checks exactly what the key holds (``launcher.py``'s docstring lists it), read the same way
+and with the same exact-type tests, then the pointer rules of ``Plan.admits``:
+
+* a constant: its class (by identity) and its value (a float by its bit pattern, so 0.0 and
+  -0.0 differ);
+* a runtime scalar: its exact class (``int``, ``float``, ``bool``) and, for an int, the same
+  int32 / int64 class;
+* an array: whether it came in a :class:`Partition` (whose class is checked by identity, whose
+  tile shape and order must be the very objects :func:`numba_tile.partition` interns, and whose
+  blocks an exact int or None equal to the plan's), the producer class by identity, shape,
+  strides, dtype and device as the producer reports them, the pointer's residue modulo 16;
+* every array's byte range inside the address space, and no mutable array's range meeting
+  another argument's.
+
+Any exception while reading (a deleted partition field, an interface that raises) is a "no": the
+key path, and then the slow path, decide and word the refusal. The code is generated from the plan
+key only (classes, ints, tuples, strings: never user code), with every value passed in as a
+constant of the generated function's namespace, not formatted into its text.
+"""
+
+from __future__ import annotations
+
+from numba_tile.runtime.partition import ROW, Partition, intern_order, intern_tile_shape
+
+__all__ = ["make_guard"]
+
+_ADDRESS_END = 1 << 64
+
+
+def make_guard(key: tuple, roles: tuple, plan, readers: dict):
+    """The guard of ``plan``, generated from its key (``launcher.plan_key``'s first item).
+
+    Args:
+        key: the plan key; roles: the kernel's parameter roles; plan: the Plan (spans, pairs);
+        readers: ``{"cupy": fn, "torch": fn, "cai": fn}``, the launcher's reader functions, to
+            recognise which one the key's classes use, and ``"cupy_stream"``.
+
+    Returns:
+        ``guard(values) -> (ptrs, scalars, arrays, streams, objs) | None``, or None when the key
+        has an entry this generator does not know (the plan is then found through its key).
+    """
+    from numba_tile.runtime import launcher
+    env = {"Partition": Partition, "ROW": ROW, "END": _ADDRESS_END, "_cupy_stream":
+           readers["cupy_stream"]}
+    body = []
+    ptr_names, arr_names, stream_names, obj_names, scalar_names = [], [], [], [], []
+    k = 0                            # array index
+    uses_cupy = False
+    for i, (role, entry) in enumerate(zip(roles, key)):
+        v = f"v{i}"
+        body.append(f"{v} = values[{i}]")
+        if role == "constant":
+            cls, value = entry
+            env[f"T{i}"] = cls
+            if cls is float:
+                env[f"V{i}"] = value        # the key holds float.hex(value)
+                body.append(f"if type({v}) is not T{i} or {v}.hex() != V{i}: return None")
+            elif cls is bool or value is None:
+                env[f"V{i}"] = value
+                body.append(f"if {v} is not V{i}: return None")
+            else:
+                env[f"V{i}"] = value
+                body.append(f"if type({v}) is not T{i} or {v} != V{i}: return None")
+            obj_names.append(v)
+            continue
+        if entry == "i32":
+            body.append(f"if type({v}) is not int or not -2147483648 <= {v} < 2147483648: "
+                        f"return None")
+        elif entry == "i64":
+            body.append(f"if type({v}) is not int or -2147483648 <= {v} < 2147483648 "
+                        f"or not -9223372036854775808 <= {v} < 9223372036854775808: return None")
+        elif entry is float or entry is bool:
+            env[f"T{i}"] = entry
+            body.append(f"if type({v}) is not T{i}: return None")
+        elif type(entry) is tuple and len(entry) == 4:
+            part, cls, residue, fields = entry
+            a = f"a{k}"
+            if part == launcher.ARRAY:
+                body.append(f"{a} = {v}")
+            else:
+                _tag, ts, blocks, order = part
+                env[f"TS{i}"] = intern_tile_shape(ts)
+                env[f"O{i}"] = intern_order(order)
+                body.append(f"if type({v}) is not Partition: return None")
+                body.append(f"{a} = {v}.array")
+                body.append(f"if {v}.tile_shape is not TS{i} or {v}.order is not O{i}: "
+                            f"return None")
+                if blocks is None:
+                    body.append(f"if {v}.blocks is not None: return None")
+                else:
+                    env[f"B{i}"] = blocks
+                    body.append(f"b = {v}.blocks")
+                    body.append(f"if type(b) is not int or b != B{i}: return None")
+            env[f"C{k}"] = cls
+            body.append(f"if type({a}) is not C{k}: return None")
+            reader = launcher._READERS.get(cls)
+            p, s = f"p{k}", f"s{k}"
+            if reader is readers["cupy"]:
+                shape, strides, dtype, device, _ro = fields
+                env[f"S{k}"], env[f"ST{k}"], env[f"D{k}"], env[f"DEV{k}"] = (
+                    shape, strides, dtype, device)
+                body.append(f"d = {a}.data")
+                body.append(f"{p} = d.ptr")
+                body.append(f"if {a}.shape != S{k} or {a}.strides != ST{k} or {a}.dtype != D{k} "
+                            f"or d.device_id != DEV{k}: return None")
+                body.append(f"{s} = cs")
+                uses_cupy = True
+            elif reader is readers["torch"]:
+                shape, strides, dtype, device, _ro = fields
+                env[f"S{k}"], env[f"ST{k}"], env[f"D{k}"], env[f"DEV{k}"] = (
+                    shape, strides, dtype, device)
+                body.append(f"if not {a}.is_cuda: return None")
+                body.append(f"{p} = {a}.data_ptr()")
+                body.append(f"if {a}.shape != S{k} or {a}.stride() != ST{k} or {a}.dtype is not "
+                            f"D{k} or {a}.get_device() != DEV{k}: return None")
+                body.append(f"{s} = None")
+            elif reader is readers["cai"]:
+                env[f"R{k}"], env[f"F{k}"] = reader, fields
+                body.append(f"got = R{k}({a})")
+                body.append(f"if got is None or got[1] != F{k}: return None")
+                body.append(f"{p} = got[0]")
+                body.append(f"{s} = got[2]")
+            else:
+                return None
+            body.append(f"if type({p}) is not int: return None")
+            if residue == -1:
+                body.append(f"if {p}: return None")
+            else:
+                env[f"AL{k}"] = residue
+                body.append(f"if not {p} or {p} & 15 != AL{k}: return None")
+            span = plan.spans[k]
+            if span is not None:
+                env[f"L{k}"], env[f"H{k}"] = span
+                body.append(f"lo{k} = {p} + L{k}")
+                body.append(f"hi{k} = {p} + H{k}")
+                body.append(f"if lo{k} < 0 or hi{k} >= END: return None")
+            ptr_names.append(p)
+            arr_names.append(a)
+            stream_names.append(s)
+            obj_names.append(a)
+            k += 1
+            continue
+        else:
+            return None
+        scalar_names.append(v)
+        obj_names.append(v)
+    for x, y in plan.pairs:
+        body.append(f"if lo{x} < hi{y} and lo{y} < hi{x}: return None")
+    if uses_cupy:
+        body.insert(0, "cs = _cupy_stream()")
+    body.append(f"return ([{', '.join(ptr_names)}], [{', '.join(scalar_names)}], "
+                f"[{', '.join(arr_names)}], [{', '.join(stream_names)}], "
+                f"({', '.join(obj_names)}{',' if len(obj_names) == 1 else ''}))")
+    text = "def guard(values):\n    try:\n" + "".join(f"        {line}\n" for line in body) + \
+        "    except Exception:\n        return None\n"
+    exec(compile(text, f"<numba_tile plan guard of {len(key)} parameters>", "exec"), env)
+    guard = env["guard"]
+    guard.source = text
+    return guard
