@@ -353,3 +353,58 @@ def test_a_legacy_stream_launch_while_another_stream_captures_is_refused_before_
     with pytest.raises(capture.CaptureError, match="legacy default stream"):
         add(x, y, nt.partition(_dev(2048), 1024), B=1024)     # the slow path too
     assert len(fake.launches) == n
+
+
+# ----------------------------------------------------------------------------- guards
+
+def test_a_repeated_call_is_recognised_by_the_last_plans_guard_without_a_key(fake, monkeypatch):
+    x, y, z = _dev(3000), _dev(3000), _dev(3000)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    n0 = fake.slow_calls["n"]
+    calls = []
+    real = launcher.plan_key
+    monkeypatch.setattr(launcher, "plan_key", lambda *a: calls.append(1) or real(*a))
+    for _ in range(3):
+        x2, z2 = _dev(3000), _dev(3000)
+        add(x2, y, nt.partition(z2, 1024), B=1024)
+        assert fake.launches[-1][0][0] == _ptr(x2)
+    assert calls == [] and fake.slow_calls["n"] == n0
+    add(x, y, nt.partition(_dev(3000), 512), B=512)      # another kind: the key path
+    assert calls
+
+
+def test_the_guard_refuses_what_the_key_would(fake):
+    x, y, z = _dev(2048), _dev(2048), _dev(2048)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    p = nt.partition(z, 1024)
+    object.__setattr__(p, "tile_shape", (1024,))        # equal, but not the interned object
+    add(x, y, p, B=1024)                                 # the key path accepts exact ints
+    object.__setattr__(p, "tile_shape", (True,) and (1024.0,))
+    with pytest.raises(TileArgumentError, match="tile_shape was changed"):
+        add(x, y, p, B=1024)
+    with pytest.raises(AliasingError):
+        add(x, y, nt.partition(y, 1024), B=1024)
+    with pytest.raises(TileArgumentError, match="power-of-two"):
+        add(x, y, nt.partition(z, 1024), B=True)
+
+
+def test_zero_and_negative_zero_constants_are_two_specializations():
+    @nt.jit(interpret=True)
+    def recip(x, z: nt.Partition["B"], C: nt.Constant, B: nt.Constant):
+        nt.store(z, nt.load_like(x, z) / C)
+    x = np.ones(16, np.float32)
+    zp, zn = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    recip(x, nt.partition(zp, 16), 0.0, 16)
+    recip(x, nt.partition(zn, 16), -0.0, 16)
+    assert np.all(zp == np.inf) and np.all(zn == -np.inf)
+
+
+def test_a_torch_tensors_launch_holds_its_storage():
+    torch = pytest.importorskip("torch")
+    from numba_tile.runtime.arrays import as_array_arg
+    t = torch.ones(64)
+    a = as_array_arg(t, "x")
+    storage = a.owner
+    assert isinstance(storage, torch.UntypedStorage) and storage.data_ptr() == a.ptr
+    t.resize_(1 << 16)                      # new memory for t; the launch's is still held
+    assert a.owner is storage and storage.data_ptr() == a.ptr
