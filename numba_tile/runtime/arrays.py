@@ -593,8 +593,9 @@ def _from_torch(obj: object, name: str, stream: int | None) -> tuple:
             f"argument '{name}': expected a CUDA or CPU tensor, got a tensor on device '{dev}'")
     # strides scaled by the dtype's item size, not the tensor's element_size(): one source of truth
     strides = _byte_strides(tuple(obj.stride()), dtype.itemsize, "tensor strides", name)
-    # the owner is the storage, not the tensor object: resize_() and set_() give a tensor new
-    # memory, and the memory a launch uses must outlive it
+    # the owner is the storage, not the tensor object: set_() gives a tensor other memory, and
+    # the memory a launch uses must outlive it (resize_() reallocates the storage itself, which
+    # no reference can prevent: PyTorch's allocator reuses that memory in its stream's order)
     try:
         owner = obj.untyped_storage()
     except Exception:  # noqa: BLE001 - a tensor without a storage (meta, some subclasses)

@@ -337,8 +337,8 @@ class Plan:
         self.device = device
         self.names = ()                      # the arrays' parameter names (messages)
         self.guard = None                    # guards.make_guard's function, set by the kernel
-        # indices of PyTorch arrays: a launch also holds their storage (resize_ and set_ give
-        # a tensor object new memory, and the old storage must outlive the launch)
+        # indices of PyTorch arrays: a launch also holds their storage (set_ gives a tensor
+        # object other memory, and the old storage must outlive the launch)
         self.torch_arrays = ()
         self.writes = tuple(writes)          # per array: may the kernel write it
         self.layouts = []

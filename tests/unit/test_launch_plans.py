@@ -399,12 +399,12 @@ def test_zero_and_negative_zero_constants_are_two_specializations():
     assert np.all(zp == np.inf) and np.all(zn == -np.inf)
 
 
-def test_a_torch_tensors_launch_holds_its_storage():
+def test_a_torch_tensors_launch_holds_its_storage_across_set_():
     torch = pytest.importorskip("torch")
     from numba_tile.runtime.arrays import as_array_arg
     t = torch.ones(64)
     a = as_array_arg(t, "x")
     storage = a.owner
     assert isinstance(storage, torch.UntypedStorage) and storage.data_ptr() == a.ptr
-    t.resize_(1 << 16)                      # new memory for t; the launch's is still held
-    assert a.owner is storage and storage.data_ptr() == a.ptr
+    t.set_(torch.zeros(8))                   # t now uses other memory; the launch's is held
+    assert a.owner is storage and storage.data_ptr() == a.ptr and t.data_ptr() != a.ptr
