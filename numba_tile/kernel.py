@@ -475,16 +475,15 @@ class Kernel:
                 and (on_conflict == "wait" or on_conflict == "raise")):
             plan = self._last_plan
             if plan is not None:
-                # the last plan's guard first (runtime/guards.py): no key to build and hash
-                got = plan.guard(args if not kwargs and len(args) == len(self._roles)
-                                 else self._fast_values(args, kwargs) or ())
-                if got is not None:
-                    if stream is None:
-                        stream = _defaults.stream
-                    handle = 0 if stream is None else self._handle(stream)
-                    if handle is not None:
-                        driver.ensure_context(plan.device)
-                        return launcher.enqueue_plan(self, plan, handle, *got, on_conflict)
+                # the last plan's runner first (runtime/guards.py): no key to build and hash
+                if stream is None:
+                    stream = _defaults.stream
+                handle = 0 if stream is None else self._handle(stream)
+                if handle is not None:
+                    h = plan.run(args if not kwargs and len(args) == len(self._roles)
+                                 else self._fast_values(args, kwargs) or (), handle, on_conflict)
+                    if h is not None:
+                        return h
             fast = self._fast(args, kwargs, stream, on_conflict)
             if fast is not None:
                 return fast
@@ -733,6 +732,7 @@ class Kernel:
         plan.torch_arrays = tuple(i for i, a in enumerate(arrays)
                                   if launcher._READERS.get(type(a.obj)) is launcher._read_torch)
         plan.guard = launcher.guard_for(key, self._roles, plan)
+        plan.run = launcher.runner_for(key, self._roles, plan, self)
         self._plans[key] = plan
         self._last_plan = plan
 

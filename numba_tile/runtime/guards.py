@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from numba_tile.runtime.partition import ROW, Partition, intern_order, intern_tile_shape
 
-__all__ = ["make_guard"]
+__all__ = ["make_guard", "make_runner"]
 
 _ADDRESS_END = 1 << 64
 
@@ -45,6 +45,22 @@ def make_guard(key: tuple, roles: tuple, plan, readers: dict):
         ``guard(values) -> (ptrs, scalars, arrays, streams, objs) | None``, or None when the key
         has an entry this generator does not know (the plan is then found through its key).
     """
+    made = _guard_body(key, roles, plan, readers)
+    if made is None:
+        return None
+    body, env, result, _streams = made
+    body = body + [f"return {result}"]
+    text = "def guard(values):\n    try:\n" + "".join(f"        {line}\n" for line in body) + \
+        "    except Exception:\n        return None\n"
+    exec(compile(text, f"<numba_tile plan guard of {len(key)} parameters>", "exec"), env)
+    guard = env["guard"]
+    guard.source = text
+    return guard
+
+
+def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
+    """The guard's statements, its namespace, the text of its result tuple and the names of
+    the stream variables that may hold a producer stream."""
     from numba_tile.runtime import launcher
     env = {"Partition": Partition, "ROW": ROW, "END": _ADDRESS_END, "_cupy_stream":
            readers["cupy_stream"]}
@@ -52,6 +68,7 @@ def make_guard(key: tuple, roles: tuple, plan, readers: dict):
     ptr_names, arr_names, stream_names, obj_names, scalar_names = [], [], [], [], []
     k = 0                            # array index
     uses_cupy = False
+    torch_stream_vars = []
     for i, (role, entry) in enumerate(zip(roles, key)):
         v = f"v{i}"
         body.append(f"{v} = values[{i}]")
@@ -120,6 +137,7 @@ def make_guard(key: tuple, roles: tuple, plan, readers: dict):
                 body.append(f"if {a}.shape != S{k} or {a}.stride() != ST{k} or {a}.dtype is not "
                             f"D{k} or {a}.get_device() != DEV{k}: return None")
                 body.append(f"{s} = None")
+                torch_stream_vars.append(s)
             elif reader is readers["cai"]:
                 env[f"R{k}"], env[f"F{k}"] = reader, fields
                 body.append(f"got = R{k}({a})")
@@ -154,12 +172,101 @@ def make_guard(key: tuple, roles: tuple, plan, readers: dict):
         body.append(f"if lo{x} < hi{y} and lo{y} < hi{x}: return None")
     if uses_cupy:
         body.insert(0, "cs = _cupy_stream()")
-    body.append(f"return ([{', '.join(ptr_names)}], [{', '.join(scalar_names)}], "
-                f"[{', '.join(arr_names)}], [{', '.join(stream_names)}], "
-                f"({', '.join(obj_names)}{',' if len(obj_names) == 1 else ''}))")
-    text = "def guard(values):\n    try:\n" + "".join(f"        {line}\n" for line in body) + \
-        "    except Exception:\n        return None\n"
-    exec(compile(text, f"<numba_tile plan guard of {len(key)} parameters>", "exec"), env)
-    guard = env["guard"]
-    guard.source = text
-    return guard
+    result = (f"([{', '.join(ptr_names)}], [{', '.join(scalar_names)}], "
+              f"[{', '.join(arr_names)}], [{', '.join(stream_names)}], "
+              f"({', '.join(obj_names)}{',' if len(obj_names) == 1 else ''}))")
+    return body, env, result, [n for n in stream_names if n not in torch_stream_vars]
+
+
+def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
+    """The plan's *runner*: its guard's checks followed by the common launch, inline.
+
+    ``run(values, stream, on_conflict)`` returns None when the call is not of the plan's kind
+    (nothing was done), else the launch's handle. The inline launch covers the common case: the
+    stream is not capturing, the in-flight registry holds launches of this stream only (or none),
+    the producers' streams are the launch stream, and the context of the plan's device is
+    current. Anything else goes to ``launcher.enqueue_plan`` (before anything is queued), which
+    handles capture, cross-stream ordering and producer streams.
+
+    The inline launch is ``enqueue_plan``'s, step for step: the registry's lock around the
+    launch and its registration, the plan's buffer written by its generated setters, CuPy's
+    ``launchKernel`` where CuPy is imported (``cuda.bindings``' otherwise, and after a CuPy
+    error), the registry's event recorded and its entry queued (a plan entry, described lazily).
+    """
+    from numba_tile.runtime import driver, inflight, launcher
+    made = _guard_body(key, roles, plan, readers)
+    if made is None:
+        return None
+    body, env, result, stream_vars = made
+    _module, func, _params, nthreads, shared = plan.loaded
+    fast = launcher._fast_launch if launcher._fast_launch is not None \
+        else launcher._find_fast_launch()
+    env.update(ENQ=launcher.enqueue_plan, KERNEL=kernel, PLAN=plan, INFLIGHT=inflight,
+               DRIVER=driver, FUNC=func, FUNCADDR=plan.func_address, PARAMS=plan.params,
+               BUF=plan.params._buf, ADDR=plan.params.address, PACK=plan.pack,
+               NB=plan.nblocks, NT=nthreads, SH=shared, CUPY_LAUNCH=fast if fast else None,
+               DEV=plan.device, Handle=inflight.LaunchHandle, deque=__import__(
+                   "collections").deque, TORCH=plan.torch_arrays)
+    lines = ["def run(values, stream, on_conflict):", "    try:"]
+    lines += [f"        {line}" for line in body]
+    lines += [f"        got = {result}",
+              "    except Exception:",
+              "        return None",
+              "    ptrs, scalars, arrays, streams, objs = got",
+              "    DRIVER.ensure_context(DEV)",
+              "    cu = DRIVER._mod or DRIVER._cu()",
+              "    err, st = cu.cuStreamIsCapturing(stream)",
+              "    reg = INFLIGHT._default",
+              "    if err or int(st) or reg is None:",
+              "        return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, objs, "
+              "on_conflict)"]
+    if stream_vars:
+        canon = " or ".join(f"({v} is not None and ({v} or 1) != (stream or 1))"
+                            for v in stream_vars)
+        lines += [f"    if {canon}:",
+                  "        return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, "
+                  "objs, on_conflict)"]
+    lines += ["    with reg._lock:",
+              "        queues = reg._streams",
+              "        if queues and (len(queues) > 1 or stream not in queues):",
+              "            return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, objs, "
+              "on_conflict)",
+              "        PACK(BUF, ptrs, scalars)",
+              "        err = 1",
+              "        if CUPY_LAUNCH is not None and FUNCADDR:",
+              "            try:",
+              "                CUPY_LAUNCH(FUNCADDR, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
+              "                err = 0",
+              "            except Exception:",
+              "                err = 1",
+              "        if err:",
+              "            err, = cu.cuLaunchKernel(FUNC, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
+              "            if err:",
+              "                DRIVER._raise('cuLaunchKernel', err)",
+              "        keep = tuple(arrays) + (KERNEL,)",
+              "        if TORCH:",
+              "            keep += tuple(arrays[i].untyped_storage() for i in TORCH)",
+              "        if queues:",
+              "            reg._since_collect += 1",
+              "            if reg._since_collect >= reg._collect_every:",
+              "                reg._collect_locked()",
+              "        pool = reg._pool",
+              "        backend = reg._backend or reg.backend",
+              "        event = pool.pop() if pool else backend.create()",
+              "        try:",
+              "            backend.record(event, stream)",
+              "        except BaseException:",
+              "            pool.append(event)",
+              "            raise",
+              "        entry = Handle(reg, event, stream, keep, (), objs, (PLAN, ptrs, arrays, "
+              "streams))",
+              "        queue = queues.get(stream)",
+              "        if queue is None:",
+              "            queue = queues[stream] = deque()",
+              "        queue.append(entry)",
+              "        return entry"]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<numba_tile plan runner of {len(key)} parameters>", "exec"), env)
+    run = env["run"]
+    run.source = text
+    return run

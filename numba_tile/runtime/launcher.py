@@ -242,7 +242,19 @@ def guard_for(key: tuple, roles: tuple, plan: "Plan"):
     return guard if guard is not None else _never
 
 
+def runner_for(key: tuple, roles: tuple, plan: "Plan", kernel):
+    """The plan's runner (``guards.make_runner``), or one that always says no."""
+    from numba_tile.runtime.guards import make_runner
+    run = make_runner(key, roles, plan, {"cupy": _read_cupy, "torch": _read_torch,
+                                         "cai": _read_cai, "cupy_stream": _cupy_stream}, kernel)
+    return run if run is not None else _never_run
+
+
 def _never(values):
+    return None
+
+
+def _never_run(values, stream, on_conflict):
     return None
 
 
@@ -301,7 +313,7 @@ class Plan:
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
                  "spans", "pairs", "writes", "device", "names", "grid3", "block3", "params",
                  "ptr_setters", "scalar_setters", "func_address", "guard", "torch_arrays",
-                 "pack")
+                 "pack", "run")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
                  device):
