@@ -781,7 +781,11 @@ def _git_commit() -> str:
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "?"
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10)
+        # a working tree copied over another checkout (the GPU machine) is not that commit
+        return (out.stdout.strip() or "?") + ("+modified" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "?"
 
