@@ -15,6 +15,11 @@ Modules, one concern each (private; the public API is re-exported by ``numba_til
 * :mod:`~numba_tile.runtime.driver`: thin layer over ``cuda.bindings.driver`` (imported lazily).
 * :mod:`~numba_tile.runtime.inflight`: the process-wide registry that keeps in-flight launches'
   arguments alive.
+* :mod:`~numba_tile.runtime.launcher`: queueing a checked launch, and launch plans (a repeated
+  call of one argument kind pays the full checks once).
+* :mod:`~numba_tile.runtime.guards`: each plan's generated guard and runner (the fast path).
+* :mod:`~numba_tile.runtime.capture`: launches under CUDA stream capture, and ``Graph``.
+* :mod:`~numba_tile.runtime.defaults`: per-thread launch defaults (``launch_defaults``).
 * :mod:`~numba_tile.runtime.fakes`: a ``__cuda_array_interface__`` stand-in over NumPy memory, for
   tests without a GPU.
 
