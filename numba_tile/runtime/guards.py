@@ -67,7 +67,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
     body = []
     ptr_names, arr_names, stream_names, obj_names, scalar_names = [], [], [], [], []
     k = 0                            # array index
-    uses_cupy = False
+    need_cs = True                   # the next CuPy array asks CuPy's current stream
     torch_stream_vars = []
     for i, (role, entry) in enumerate(zip(roles, key)):
         v = f"v{i}"
@@ -122,12 +122,17 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 shape, strides, dtype, device, _ro = fields
                 env[f"S{k}"], env[f"ST{k}"], env[f"D{k}"], env[f"DEV{k}"] = (
                     shape, strides, dtype, device)
+                if need_cs:
+                    # CuPy's current stream, asked where plan_key asks it: at the first CuPy
+                    # array and at the first after a CUDA Array Interface read (Python code,
+                    # which may make another CuPy stream current)
+                    body.append("cs = _cupy_stream()")
+                    need_cs = False
                 body.append(f"d = {a}.data")
                 body.append(f"{p} = d.ptr")
                 body.append(f"if {a}.shape != S{k} or {a}.strides != ST{k} or {a}.dtype != D{k} "
                             f"or d.device_id != DEV{k}: return None")
                 body.append(f"{s} = cs")
-                uses_cupy = True
             elif reader is readers["torch"]:
                 shape, strides, dtype, device, _ro = fields
                 env[f"S{k}"], env[f"ST{k}"], env[f"D{k}"], env[f"DEV{k}"] = (
@@ -140,6 +145,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 torch_stream_vars.append(s)
             elif reader is readers["cai"]:
                 env[f"R{k}"], env[f"F{k}"] = reader, fields
+                need_cs = True
                 body.append(f"got = R{k}({a})")
                 body.append(f"if got is None or got[1] != F{k}: return None")
                 body.append(f"{p} = got[0]")
@@ -170,8 +176,6 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
         obj_names.append(v)
     for x, y in plan.pairs:
         body.append(f"if lo{x} < hi{y} and lo{y} < hi{x}: return None")
-    if uses_cupy:
-        body.insert(0, "cs = _cupy_stream()")
     result = (f"([{', '.join(ptr_names)}], [{', '.join(scalar_names)}], "
               f"[{', '.join(arr_names)}], [{', '.join(stream_names)}], "
               f"({', '.join(obj_names)}{',' if len(obj_names) == 1 else ''}))")
@@ -206,7 +210,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
                BUF=plan.params._buf, ADDR=plan.params.address, PACK=plan.pack,
                NB=plan.nblocks, NT=nthreads, SH=shared, CUPY_LAUNCH=fast if fast else None,
                DEV=plan.device, Handle=inflight.LaunchHandle, deque=__import__(
-                   "collections").deque, TORCH=plan.torch_arrays)
+                   "collections").deque, TORCH=plan.torch_arrays,
+               HOLDS=launcher.held_storages)
     lines = ["def run(values, stream, on_conflict):", "    try:"]
     lines += [f"        {line}" for line in body]
     lines += [f"        got = {result}",
@@ -226,6 +231,12 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
         lines += [f"    if {canon}:",
                   "        return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, "
                   "objs, on_conflict)"]
+    # the storages of PyTorch arrays, read after the guard's reads (which may run user code)
+    lines += ["    holds = ()",
+              "    if TORCH:",
+              "        holds = HOLDS(PLAN, ptrs, arrays)",
+              "        if holds is None:",
+              "            return None"]
     lines += ["    with reg._lock:",
               "        queues = reg._streams",
               "        if queues and (len(queues) > 1 or stream not in queues):",
@@ -243,9 +254,7 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "            err, = cu.cuLaunchKernel(FUNC, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
               "            if err:",
               "                DRIVER._raise('cuLaunchKernel', err)",
-              "        keep = tuple(arrays) + (KERNEL,)",
-              "        if TORCH:",
-              "            keep += tuple(arrays[i].untyped_storage() for i in TORCH)",
+              "        keep = tuple(arrays) + (KERNEL,) + holds",
               "        if queues:",
               "            reg._since_collect += 1",
               "            if reg._since_collect >= reg._collect_every:",

@@ -76,7 +76,8 @@ def _cupy_stream():
     return ptr if ptr else 1
 
 
-_CUPY_STREAM = object()      # "CuPy's current stream": asked once per call (plan_key)
+_CUPY_STREAM = object()      # "CuPy's current stream": asked once per call (plan_key), and
+                             # again after a CUDA Array Interface read (Python code)
 
 
 def _read_cupy(a):
@@ -221,6 +222,10 @@ def plan_key(roles: tuple, values) -> tuple | None:
                 if cupy_stream is _CUPY_STREAM:
                     cupy_stream = _cupy_stream()
                 stream = cupy_stream
+            elif r is _read_cai:
+                # an interface is Python code, which may make another CuPy stream current: the
+                # next CuPy array asks again (as the slow path, which reads each interface)
+                cupy_stream = _CUPY_STREAM
         except Exception:  # noqa: BLE001 - an interface that raises: the slow path words it
             return None
         if type(ptr) is not int:
@@ -521,22 +526,51 @@ def _find_fast_launch():
     return found
 
 
+def held_storages(plan: Plan, ptrs, arrays):
+    """The storages of the plan's PyTorch arrays, to hold for the launch, read now (after every
+    read of the call that can run user code), or None when one of them does not hold the bytes
+    the launch would use: the tensor was given other memory (``set_()``) since its pointer was
+    read, by user code that ran while the call read a later argument or its stream, so the
+    storage the pointer belongs to may be gone. None: queue nothing, take the slow path (which
+    holds the storage it reads each pointer from)."""
+    out = []
+    try:
+        for i in plan.torch_arrays:
+            st = arrays[i].untyped_storage()
+            span = plan.spans[i]
+            if span is not None:
+                base = st.data_ptr()
+                if type(base) is not int or not (base <= ptrs[i] + span[0]
+                                                 and ptrs[i] + span[1] <= base + st.nbytes()):
+                    return None
+            out.append(st)
+    except Exception:  # noqa: BLE001 - a tensor without a storage: the slow path says so
+        return None
+    return tuple(out)
+
+
 def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams, objs,
                  on_conflict: str):
-    """:func:`enqueue` for a launch through a plan (its pointer rules already admitted).
+    """:func:`enqueue` for a launch through a plan (its pointer rules already admitted), or None
+    (nothing queued) when a PyTorch array's storage no longer holds its pointer
+    (:func:`held_storages`): the caller takes the slow path.
 
     The hot path of a repeated launch: the driver calls are made through ``cuda.bindings``
     directly (each wrapper layer costs a few hundred nanoseconds on a busy host)."""
+    holds = ()
+    if plan.torch_arrays:
+        holds = held_storages(plan, ptrs, arrays)
+        if holds is None:
+            return None
     _module, func, params, nthreads, shared = plan.loaded
     cu = driver._mod or driver._cu()
     err, st = cu.cuStreamIsCapturing(stream)
     if err or int(st):
         st = driver.stream_capture_status(stream)       # raises for a failing query
         args, writes = plan.describe(ptrs, arrays, streams)
-        storages = tuple(arrays[i].untyped_storage() for i in plan.torch_arrays)
         return _enqueue_captured(kernel, func, params, nthreads, shared, plan.nblocks, stream,
                                  st, plan.flat(ptrs, scalars), args, writes, objs, streams,
-                                 storages)
+                                 holds)
     registry = inflight._default or inflight.default_registry()
     # one step under the registry's lock, as in enqueue
     with registry._lock:
@@ -578,9 +612,7 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
                                      own.address, 0)
         if err:
             driver._raise("cuLaunchKernel", err)
-        keep = tuple(arrays) + (kernel,)
-        if plan.torch_arrays:
-            keep += tuple(arrays[i].untyped_storage() for i in plan.torch_arrays)
+        keep = tuple(arrays) + (kernel,) + holds
         # InflightRegistry.register_plan, inline (the lock is held already)
         if queues:
             registry._since_collect += 1

@@ -82,16 +82,20 @@ def _exact_ints(values: tuple) -> bool:
 # Tile shapes and orders made by partition() are interned: one object per distinct value, so a
 # launch plan's guard (guards.py) recognises a partition's fields by identity. A field replaced
 # through object.__setattr__ is another object (whatever it equals): the guard says no and the
-# launch checks it the full way.
+# launch checks it the full way. A canonical object never changes (the table is not emptied when
+# full: _SEEN_INT and the guards keep the objects they were given); values beyond
+# _MAX_INTERNED are not interned, and their partitions take the plan key's path.
 _INTERNED: dict = {}
+_MAX_INTERNED = 4096
 
 
 def intern_tile_shape(tile_shape: tuple) -> tuple:
-    """The canonical object of a checked tile shape (a tuple of exact ints)."""
+    """The canonical object of a checked tile shape (a tuple of exact ints); the tuple itself
+    when the table is full."""
     got = _INTERNED.get(tile_shape)
     if got is None or type(got) is not tuple or got != tile_shape:
-        if len(_INTERNED) >= 4096:
-            _INTERNED.clear()
+        if len(_INTERNED) >= _MAX_INTERNED:
+            return tile_shape
         _INTERNED[tile_shape] = got = tile_shape
     return got
 
@@ -317,10 +321,12 @@ class Partition:
         if blocks is None and order is None:
             # the common case, without the checks a tile shape seen before has passed (an int,
             # or a tuple of exact ints: an equal float or bool is not in the table)
+            # (the items are checked before the lookup: hashing and comparing a user's items
+            # could raise anything, where the checked path refuses them by name)
             t = type(tile_shape)
             ts = _SEEN_INT.get(tile_shape) if t is int else \
-                _INTERNED.get(tile_shape) if t is tuple else None
-            if ts is not None and (t is int or _exact_ints(tile_shape)):
+                _INTERNED.get(tile_shape) if t is tuple and _exact_ints(tile_shape) else None
+            if ts is not None:
                 setattr_ = object.__setattr__
                 setattr_(self, "array", array)
                 setattr_(self, "tile_shape", ts)
