@@ -239,7 +239,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "            return None"]
     lines += ["    with reg._lock:",
               "        queues = reg._streams",
-              "        if queues and (len(queues) > 1 or stream not in queues):",
+              "        qkey = stream if stream != 2 else INFLIGHT.queue_key(stream)",
+              "        if queues and (len(queues) > 1 or qkey not in queues):",
               "            return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, objs, "
               "on_conflict)",
               "        PACK(BUF, ptrs, scalars)",
@@ -269,9 +270,9 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "            raise",
               "        entry = Handle(reg, event, stream, keep, (), objs, (PLAN, ptrs, arrays, "
               "streams))",
-              "        queue = queues.get(stream)",
+              "        queue = queues.get(qkey)",
               "        if queue is None:",
-              "            queue = queues[stream] = deque()",
+              "            queue = queues[qkey] = deque()",
               "        queue.append(entry)",
               "        return entry"]
     text = "\n".join(lines) + "\n"

@@ -161,6 +161,22 @@ def _first_touch(theirs: Sequence[ArrayArg], ours: Sequence[ArrayArg]) -> ArrayA
     return None
 
 
+_thread = threading.local()
+
+
+def queue_key(stream: int):
+    """The registry's key of a stream handle: the handle itself, except ``CU_STREAM_PER_THREAD``
+    (2), which names the calling thread's own per-thread default stream: two threads' launches
+    on handle 2 are on two streams, which nothing orders (each thread's key is its own object,
+    never reused while the registry holds it)."""
+    if stream != 2:
+        return stream
+    key = getattr(_thread, "key", None)
+    if key is None:
+        key = _thread.key = ("per-thread default stream", object())
+    return key
+
+
 class InflightRegistry:
     """Registry of launches whose completion has not been observed yet.
 
@@ -179,7 +195,8 @@ class InflightRegistry:
         self._collect_every = collect_every
         self._since_collect = 0
         self._pool: list = []
-        self._streams: dict[int, collections.deque[LaunchHandle]] = {}
+        # queue_key(stream) -> its launches, oldest first
+        self._streams: dict[object, collections.deque[LaunchHandle]] = {}
         self._lock = threading.RLock()
 
     @property
@@ -231,9 +248,10 @@ class InflightRegistry:
             if arrays is None:
                 arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
             entry = LaunchHandle(self, event, stream, tuple(refs), tuple(writes), tuple(arrays))
-            queue = self._streams.get(stream)
+            key = queue_key(stream)
+            queue = self._streams.get(key)
             if queue is None:
-                queue = self._streams[stream] = collections.deque()
+                queue = self._streams[key] = collections.deque()
             queue.append(entry)
         return entry
 
@@ -256,9 +274,10 @@ class InflightRegistry:
                 raise
             entry = LaunchHandle(self, event, stream, keep, (), objs,
                                  (plan, ptrs, arrays, streams))
-            queue = self._streams.get(stream)
+            key = queue_key(stream)
+            queue = self._streams.get(key)
             if queue is None:
-                queue = self._streams[stream] = collections.deque()
+                queue = self._streams[key] = collections.deque()
             queue.append(entry)
         return entry
 
@@ -359,12 +378,13 @@ class InflightRegistry:
             covers all earlier ones on that stream) and the first argument it touches.
         """
         with self._lock:
-            if not self._streams or (len(self._streams) == 1 and stream in self._streams):
+            key = queue_key(stream)
+            if not self._streams or (len(self._streams) == 1 and key in self._streams):
                 return []
             self._collect_locked()
             found = []
             for other, queue in self._streams.items():
-                if same_stream(other, stream):
+                if same_stream(other, key):     # keys: handles, and per-thread stream keys
                     continue
                 for entry in reversed(queue):
                     if entry.finished:

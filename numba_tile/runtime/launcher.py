@@ -575,7 +575,8 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
     # one step under the registry's lock, as in enqueue
     with registry._lock:
         queues = registry._streams
-        if queues and (len(queues) > 1 or stream not in queues):
+        qkey = stream if stream != 2 else inflight.queue_key(stream)
+        if queues and (len(queues) > 1 or qkey not in queues):
             args, writes = plan.describe(ptrs, arrays, streams)
             found = registry.conflicts(stream, args, writes)
             if found:
@@ -628,8 +629,8 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
             raise
         entry = inflight.LaunchHandle(registry, event, stream, keep, (), objs,
                                       (plan, ptrs, arrays, streams))
-        queue = queues.get(stream)
+        queue = queues.get(qkey)
         if queue is None:
-            queue = queues[stream] = collections.deque()
+            queue = queues[qkey] = collections.deque()
         queue.append(entry)
         return entry

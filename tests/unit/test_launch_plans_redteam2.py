@@ -231,3 +231,39 @@ def test_cupys_stream_is_read_when_the_slow_path_reads_it(fake, fake_cupy, monke
                 monkeypatch.setattr(tadd._last_plan, "run", launcher._never_run)
     assert tadd._last_plan is not None and fake.slow_calls["n"] == calls
     assert waits == [(0, (0x77,))] * 3
+
+
+# ----------------------------------------------------------------------------- per-thread stream
+
+@pytest.mark.parametrize("second", ["plan", "slow"])
+def test_two_threads_per_thread_default_streams_are_two_streams(fake, monkeypatch, second):
+    """Handle 2 (CU_STREAM_PER_THREAD) is the calling thread's own per-thread default stream:
+    the registry filed both threads' launches under one stream, so a launch reading z on the
+    second thread's stream neither waited for the first thread's launch writing z nor (with
+    on_conflict='raise') was refused; on the same thread they stay one stream."""
+    import threading
+    from numba_tile.errors import StreamConflictError
+    from numba_tile.runtime import inflight
+    from tests.unit.test_launch_plans import axpb
+    x, y, z = _dev(1024), _dev(1024), _dev(1024)
+    tadd(x, y, nt.partition(z, 1024), B=1024, stream=2)
+    monkeypatch.setattr(inflight.default_registry().backend, "query", lambda e: False)
+    tadd(x, y, nt.partition(z, 1024), B=1024, stream=2)          # writes z, in flight
+    tadd(z, y, nt.partition(_dev(1024), 1024), B=1024, stream=2, on_conflict="raise")
+    out = []
+
+    def other():
+        try:
+            if second == "plan":
+                tadd(z, y, nt.partition(_dev(1024), 1024), B=1024, stream=2,
+                     on_conflict="raise")
+            else:
+                axpb(z, nt.partition(_dev(1024), 256), 2.0, 1.0, 256, stream=2,
+                     on_conflict="raise")
+            out.append("launched")
+        except StreamConflictError:
+            out.append("refused")
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert out == ["refused"]
