@@ -146,9 +146,14 @@ def _clone(obj):
                             f"PyTorch, Numba or NumPy array for each mutable argument")
 
 
+class ConfigurationError(TileArgumentError):
+    """A configuration's own values are unusable for this call (a tile extent that is no power
+    of two, say): the configuration is pruned, with this reason in the trials."""
+
+
 def _config_errors():
     from .errors import GridMismatchError, PartitionShapeError, TileTypingError
-    return (TileTypingError, PartitionShapeError, GridMismatchError)
+    return (TileTypingError, PartitionShapeError, GridMismatchError, ConfigurationError)
 
 
 #: errors that depend on the configuration (it is pruned); any other refusal is the call's
@@ -325,7 +330,14 @@ class Autotuned:
                             f"kernel '{self.__qualname__}': partition {p.name!r} is declared "
                             f"{p.declared} and configuration {c.describe()} sets no value for "
                             f"{[s for s in shape if isinstance(s, str)]}")
-                    v = make_partition(_scratch(v, p.name) if scratch else v, shape, **opts)
+                    target = _scratch(v, p.name) if scratch else v
+                    try:
+                        v = make_partition(target, shape, **opts)
+                    except TileArgumentError as exc:     # the configuration's tile shape
+                        raise ConfigurationError(
+                            f"kernel '{self.__qualname__}': configuration {c.describe()} "
+                            f"partitions '{p.name}' (declared {p.declared}) with tile shape "
+                            f"{shape}: {exc.message}") from None
             out.append(v)
         if given:
             raise TileArgumentError(f"kernel '{self.__qualname__}': unexpected arguments "
@@ -484,7 +496,11 @@ class Autotuned:
         return self._choose(args, kwargs, {}, None)
 
     def _choose(self, args, kwargs, launch_kw, interpret):
-        interp = self.kernel.interpret if interpret is None else interpret
+        from .runtime.defaults import current
+        # as Kernel.__call__ decides: the call's switch, else the kernel's option or the
+        # thread's launch_defaults (nt.launch_defaults, a torch_op on CPU tensors)
+        interp = (self.kernel.interpret or current().interpret is True) if interpret is None \
+            else interpret
         device = "interpreter" if interp else _device_name()
         key = self.tuning_key(args, kwargs)
         best = self._best.get((key, device))
@@ -496,6 +512,8 @@ class Autotuned:
                 if best is None:
                     best = self._load(key, device)
                     if best is None:
+                        if not interp:
+                            _refuse_under_capture(self.__qualname__, launch_kw.get("stream"))
                         best = self._tune(key, args, kwargs, launch_kw, interp)
                         self._store(key, device, best)
                     self._best[(key, device)] = best
@@ -508,6 +526,24 @@ class Autotuned:
         best = self._choose(args, kwargs, launch_kw, interpret)
         argv = self._bind(best, args, kwargs, scratch=False)
         return self._variant(best)(*argv, interpret=interpret, **launch_kw)
+
+
+def _refuse_under_capture(name, stream):
+    """Tuning runs timed trials and synchronizes: never on a stream being captured into a CUDA
+    graph (that would invalidate the capture). Raises CaptureError first."""
+    from .errors import CaptureError
+    from .runtime import capture, driver
+    from .runtime.defaults import current
+    from .runtime.streams import stream_handle
+    if not driver.gpu_available():
+        return
+    handle = stream_handle(current().stream if stream is None else stream)
+    if capture.status(handle) != driver.CAPTURE_NONE:
+        raise CaptureError(
+            f"autotune '{name}': the first call for a tuning key times its configurations and "
+            f"synchronizes, which a stream capture forbids; call it once with the same argument "
+            f"shapes before capturing (later calls launch the chosen configuration, which can "
+            f"be captured)")
 
 
 def _specialize(kern, argv, interpret):

@@ -303,6 +303,10 @@ class Graph:
         if self._exec is not None or self._stream is not None:
             raise CaptureError("Graph.capture(): this graph was already captured; make a new "
                                "Graph for another sequence")
+        if not driver.gpu_available():
+            raise CaptureError("Graph.capture(): numba_tile.Graph records launches into a CUDA "
+                               "graph, which needs a CUDA GPU and driver (none is usable here); "
+                               "in the interpreter, launch the kernels directly")
         if device is None:
             device = driver.current_device()
             device = 0 if device is None else device

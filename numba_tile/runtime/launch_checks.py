@@ -255,8 +255,9 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
                       f"argument '{spec.name}': interpreter mode runs on NumPy (host) arrays; got "
                       f"an array on CUDA device {array.device} ({type_name(target)})")
         raise err(HostArrayError,
-                  f"argument '{spec.name}': NumPy (host) arrays run only in interpreter mode; "
-                  f"pass a CuPy/Numba/PyTorch device array or launch with interpret=True")
+                  f"argument '{spec.name}': host arrays ({type_name(target)}: NumPy arrays, "
+                  f"PyTorch CPU tensors) run only in interpreter mode; pass a CuPy/Numba/PyTorch "
+                  f"device array or launch with interpret=True")
 
     if tile_shape is not None:
         _check_partition(spec, array, tile_shape, target, err)

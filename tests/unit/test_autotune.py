@@ -365,3 +365,23 @@ def test_tuners_of_one_kernel_tuning_at_once_in_threads_agree(monkeypatch):
         assert [(t.config, t.ms is None, t.error) for t in trials] == [
             (t.config, t.ms is None, t.error) for t in results[0][1]]
         assert best in [t.config for t in trials if t.ms is not None]   # timed at once
+
+
+@nt.autotune(configs=[nt.Config({"B": 100}), nt.Config({"B": 128})], reps=1, warmup=0)
+@nt.jit
+def scaled(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, 3.0 * nt.load_like(x, z))
+
+
+def test_launch_defaults_interpret_reaches_the_tuner_and_a_bad_tile_prunes_its_config():
+    # a kernel without interpret=True, tuned under launch_defaults(interpret=True) (as a
+    # torch_op body on CPU tensors is); B=100 is no power of two: that configuration is pruned
+    x = np.random.default_rng().standard_normal(1000).astype(np.float32)
+    z = np.zeros(1000, np.float32)
+    with nt.launch_defaults(interpret=True):
+        scaled(x, z).sync()
+        assert scaled.best_config(x, z) == nt.Config({"B": 128})
+    np.testing.assert_allclose(z, 3.0 * x, rtol=1e-6)
+    trials = scaled.trials[scaled.tuning_key((x, z), {})]
+    assert trials[0].ms is None and "configuration B=100" in trials[0].error
+    assert "power of two" in trials[0].error and trials[1].ms is not None

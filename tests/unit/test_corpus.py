@@ -1300,7 +1300,7 @@ def l33_tile_extent_not_a_power_of_two():
 
 
 @refused("L34", errors.HostArrayError, "argument 'x'",
-         "NumPy (host) arrays run only in interpreter mode")
+         "NumPy arrays, PyTorch CPU tensors) run only in interpreter mode")
 def l34_numpy_arrays_on_the_gpu_path():
     x, z = randn(16), randn(16)
 
