@@ -42,6 +42,7 @@ import enum
 import functools
 import hashlib
 import os
+import struct
 import sys
 import sysconfig
 import types
@@ -531,9 +532,9 @@ class _Digester:
         if v is None or v is Ellipsis or t in (bool, int, str):
             self.put(t.__name__, repr(v))
         elif t is float:
-            self.put("float", v.hex())
+            self.put("float", struct.pack("<d", v).hex())      # every NaN's own bits
         elif t is complex:
-            self.put("complex", v.real.hex(), v.imag.hex())
+            self.put("complex", struct.pack("<dd", v.real, v.imag).hex())
         elif t is bytes:
             self.put("bytes", v)
         elif isinstance(v, enum.Enum):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import struct
 import sys
 import threading
 
@@ -117,9 +118,13 @@ def _vec16(a) -> bool:
 
 def _constant_key(value):
     """A constant in a specialization key: by type and value, a float by its bits (0.0 and
-    -0.0 are equal, but ``1 / C`` is not)."""
+    -0.0 are equal, but ``1 / C`` is not; NaNs of other signs and payloads are other NaNs)."""
     t = type(value)
-    return (t, value.hex()) if t is float else (t, value)
+    return (t, _float_bits(value)) if t is float else (t, value)
+
+
+def _float_bits(value: float) -> bytes:
+    return struct.pack("<d", value)
 
 
 def _scalar_type(value, name):
@@ -731,7 +736,6 @@ class Kernel:
         plan.names = tuple(names)
         plan.torch_arrays = tuple(i for i, a in enumerate(arrays)
                                   if launcher._READERS.get(type(a.obj)) is launcher._read_torch)
-        plan.guard = launcher.guard_for(key, self._roles, plan)
         plan.run = launcher.runner_for(key, self._roles, plan, self)
         self._plans[key] = plan
         self._last_plan = plan

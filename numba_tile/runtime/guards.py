@@ -28,34 +28,9 @@ from __future__ import annotations
 
 from numba_tile.runtime.partition import ROW, Partition, intern_order, intern_tile_shape
 
-__all__ = ["make_guard", "make_runner"]
+__all__ = ["make_runner"]
 
 _ADDRESS_END = 1 << 64
-
-
-def make_guard(key: tuple, roles: tuple, plan, readers: dict):
-    """The guard of ``plan``, generated from its key (``launcher.plan_key``'s first item).
-
-    Args:
-        key: the plan key; roles: the kernel's parameter roles; plan: the Plan (spans, pairs);
-        readers: ``{"cupy": fn, "torch": fn, "cai": fn}``, the launcher's reader functions, to
-            recognise which one the key's classes use, and ``"cupy_stream"``.
-
-    Returns:
-        ``guard(values) -> (ptrs, scalars, arrays, streams, objs) | None``, or None when the key
-        has an entry this generator does not know (the plan is then found through its key).
-    """
-    made = _guard_body(key, roles, plan, readers)
-    if made is None:
-        return None
-    body, env, result, _streams = made
-    body = body + [f"return {result}"]
-    text = "def guard(values):\n    try:\n" + "".join(f"        {line}\n" for line in body) + \
-        "    except Exception:\n        return None\n"
-    exec(compile(text, f"<numba_tile plan guard of {len(key)} parameters>", "exec"), env)
-    guard = env["guard"]
-    guard.source = text
-    return guard
 
 
 def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
@@ -76,8 +51,9 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
             cls, value = entry
             env[f"T{i}"] = cls
             if cls is float:
-                env[f"V{i}"] = value        # the key holds float.hex(value)
-                body.append(f"if type({v}) is not T{i} or {v}.hex() != V{i}: return None")
+                env[f"V{i}"] = value        # the key holds the float's bits
+                env["BITS"] = launcher._FLOAT_BITS
+                body.append(f"if type({v}) is not T{i} or BITS({v}) != V{i}: return None")
             elif cls is bool or value is None:
                 env[f"V{i}"] = value
                 body.append(f"if {v} is not V{i}: return None")

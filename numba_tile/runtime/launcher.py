@@ -52,6 +52,8 @@ ARRAY, PART = "A", "P"
 _EXACT = frozenset((bool, int, float, str, bytes, complex, type(None)))
 # by identity: a class whose metaclass lies in __hash__ and __eq__ is "in" a set of classes
 _EXACT_IDS = frozenset(map(id, _EXACT))
+#: a float constant's key: its IEEE bits (0.0 and -0.0, and NaNs of other bits, differ)
+_FLOAT_BITS = struct.Struct("<d").pack
 
 # ----------------------------------------------------------------------------- readers
 # Each returns (ptr, key fields..., producer stream) for one exact producer type, or None to send
@@ -172,7 +174,7 @@ def plan_key(roles: tuple, values) -> tuple | None:
             if id(t) not in _EXACT_IDS:    # a subclass's hash and eq could find another's plan
                 return None
             # a float by its bits: 0.0 == -0.0, but 1 / C tells them apart
-            key.append((t, v.hex()) if t is float else (t, v))
+            key.append((t, _FLOAT_BITS(v)) if t is float else (t, v))
             objs.append(v)
             continue
         if role == "array" and (t is int or t is float or t is bool):   # a runtime scalar
@@ -238,25 +240,12 @@ def plan_key(roles: tuple, values) -> tuple | None:
     return tuple(key), ptrs, scalars, arrays, streams, objs
 
 
-def guard_for(key: tuple, roles: tuple, plan: "Plan"):
-    """The plan's guard (``guards.py``), or a guard that always says no when the key has an
-    entry the generator does not know."""
-    from numba_tile.runtime.guards import make_guard
-    guard = make_guard(key, roles, plan, {"cupy": _read_cupy, "torch": _read_torch,
-                                          "cai": _read_cai, "cupy_stream": _cupy_stream})
-    return guard if guard is not None else _never
-
-
 def runner_for(key: tuple, roles: tuple, plan: "Plan", kernel):
     """The plan's runner (``guards.make_runner``), or one that always says no."""
     from numba_tile.runtime.guards import make_runner
     run = make_runner(key, roles, plan, {"cupy": _read_cupy, "torch": _read_torch,
                                          "cai": _read_cai, "cupy_stream": _cupy_stream}, kernel)
     return run if run is not None else _never_run
-
-
-def _never(values):
-    return None
 
 
 def _never_run(values, stream, on_conflict):
@@ -317,7 +306,7 @@ class Plan:
 
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
                  "spans", "pairs", "writes", "device", "names", "grid3", "block3", "params",
-                 "ptr_setters", "scalar_setters", "func_address", "guard", "torch_arrays",
+                 "ptr_setters", "scalar_setters", "func_address", "torch_arrays",
                  "pack", "run")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
@@ -353,7 +342,6 @@ class Plan:
         self.scalar_slots = tuple(scalar_slots)
         self.device = device
         self.names = ()                      # the arrays' parameter names (messages)
-        self.guard = None                    # guards.make_guard's function, set by the kernel
         # indices of PyTorch arrays: a launch also holds their storage (set_ gives a tensor
         # object other memory, and the old storage must outlive the launch)
         self.torch_arrays = ()

@@ -269,11 +269,8 @@ def test_two_threads_per_thread_default_streams_are_two_streams(fake, monkeypatc
     assert out == ["refused"]
 
 
-# ----------------------------------------------------------------------------- not fixed here
+# ----------------------------------------------------------------------------- constants' bits
 
-@pytest.mark.xfail(strict=True, reason="float constants are keyed by float.hex(), which writes "
-                   "every NaN as 'nan': -NaN (and NaN payloads) share +NaN's specialization "
-                   "(kernel._constant_key, outside this round's files) and plan")
 def test_nan_constants_of_other_bits_are_other_specializations():
     import struct
     import numba_tile.kernel as K
