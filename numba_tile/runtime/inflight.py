@@ -233,52 +233,43 @@ class InflightRegistry:
         Raises:
             CudaDriverError: creating or recording the event failed.
         """
-        backend = self._backend or self.backend
         with self._lock:
-            if self._streams:
-                self._since_collect += 1
-                if self._since_collect >= self._collect_every:
-                    self._collect_locked()
-            event = self._pool.pop() if self._pool else backend.create()
-            try:
-                backend.record(event, stream)
-            except BaseException:
-                self._pool.append(event)
-                raise
             if arrays is None:
                 arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
-            entry = LaunchHandle(self, event, stream, tuple(refs), tuple(writes), tuple(arrays))
-            key = queue_key(stream)
-            queue = self._streams.get(key)
-            if queue is None:
-                queue = self._streams[key] = collections.deque()
-            queue.append(entry)
-        return entry
+            return self.file_locked(stream, tuple(refs), tuple(writes), tuple(arrays))
 
-    def register_plan(self, stream: int, plan, ptrs, arrays, streams, keep: tuple,
-                      objs: tuple) -> LaunchHandle:
-        """:meth:`register` for a launch through a launch plan (``launcher.py``): the arrays
-        are described (as ArrayArgs) only if a launch on another stream asks what this one
-        touches; ``keep`` (the arrays and the kernel) is held until the event completes."""
+    def file_locked(self, stream: int, keep: tuple, writes: tuple, arrays: tuple,
+                    lazy=None) -> LaunchHandle:
+        """The registration step of :meth:`register`, with the lock held by the caller (the
+        launch path holds it around the conflict check, the launch and this): polls completed
+        launches every ``collect_every`` calls, records a pooled event on ``stream`` and queues
+        the entry. ``lazy`` is a plan launch's ``(plan, pointers, arrays, streams)``, described
+        as ArrayArgs only if another stream's launch asks (``LaunchHandle.materialize``).
+        (The plan runner of ``guards.py`` repeats these lines inline, for speed.)
+
+        Raises:
+            CudaDriverError: creating or recording the event failed (the event goes back to the
+                pool).
+        """
+        queues = self._streams
+        if queues:
+            self._since_collect += 1
+            if self._since_collect >= self._collect_every:
+                self._collect_locked()
         backend = self._backend or self.backend
-        with self._lock:
-            if self._streams:
-                self._since_collect += 1
-                if self._since_collect >= self._collect_every:
-                    self._collect_locked()
-            event = self._pool.pop() if self._pool else backend.create()
-            try:
-                backend.record(event, stream)
-            except BaseException:
-                self._pool.append(event)
-                raise
-            entry = LaunchHandle(self, event, stream, keep, (), objs,
-                                 (plan, ptrs, arrays, streams))
-            key = queue_key(stream)
-            queue = self._streams.get(key)
-            if queue is None:
-                queue = self._streams[key] = collections.deque()
-            queue.append(entry)
+        pool = self._pool
+        event = pool.pop() if pool else backend.create()
+        try:
+            backend.record(event, stream)
+        except BaseException:
+            pool.append(event)
+            raise
+        entry = LaunchHandle(self, event, stream, keep, writes, arrays, lazy)
+        key = queue_key(stream)
+        queue = queues.get(key)
+        if queue is None:
+            queue = queues[key] = collections.deque()
+        queue.append(entry)
         return entry
 
     # -- completion ------------------------------------------------------------------------------

@@ -602,23 +602,4 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
         if err:
             driver._raise("cuLaunchKernel", err)
         keep = tuple(arrays) + (kernel,) + holds
-        # InflightRegistry.register_plan, inline (the lock is held already)
-        if queues:
-            registry._since_collect += 1
-            if registry._since_collect >= registry._collect_every:
-                registry._collect_locked()
-        pool = registry._pool
-        backend = registry._backend or registry.backend
-        event = pool.pop() if pool else backend.create()
-        try:
-            backend.record(event, stream)
-        except BaseException:
-            pool.append(event)
-            raise
-        entry = inflight.LaunchHandle(registry, event, stream, keep, (), objs,
-                                      (plan, ptrs, arrays, streams))
-        queue = queues.get(qkey)
-        if queue is None:
-            queue = queues[qkey] = collections.deque()
-        queue.append(entry)
-        return entry
+        return registry.file_locked(stream, keep, (), objs, (plan, ptrs, arrays, streams))
