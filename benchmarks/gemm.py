@@ -67,7 +67,6 @@ import statistics
 import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +76,7 @@ sys.path.insert(0, str(ROOT))           # this repository's numba_tile and examp
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.append(str(ROOT / "benchmarks"))   # benchmarks/_plot.py (also from a test)
 
+import _env  # noqa: E402
 import _plot  # noqa: E402
 import numba_tile as nt  # noqa: E402
 # examples/gemm.py as examples.gemm: run as a script, this file's own directory comes first
@@ -508,20 +508,7 @@ def bench_shape(dname, shape, args, timer, triton_impl, torch) -> tuple:
     return res, ok
 
 
-def _dist_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "?"
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
+_dist_version, _git_commit = _env.dist_version, _env.git_commit
 
 
 def driver_version() -> str:

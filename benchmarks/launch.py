@@ -54,11 +54,9 @@ import argparse
 import gc
 import math
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +68,7 @@ if str(HERE) not in sys.path:
     sys.path.append(str(HERE))          # benchmarks/_plot.py (also when imported by a test)
 
 import numba_tile as nt  # noqa: E402
+import _env  # noqa: E402
 import _plot  # noqa: E402
 
 #: Elements of the one partition (one block).
@@ -770,24 +769,7 @@ def plot_panels(cells, cases) -> list:
 
 # ------------------------------------------------------------------------------ main
 
-def _dist_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "?"
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10)
-        # a working tree copied over another checkout (the GPU machine) is not that commit
-        return (out.stdout.strip() or "?") + ("+modified" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "?"
+_dist_version, _git_commit = _env.dist_version, _env.git_commit
 
 
 def device_name() -> str:

@@ -33,7 +33,6 @@ type (``type(x) is cupy.ndarray``), so a subclass or a class that imitates one t
 
 from __future__ import annotations
 
-import collections
 import struct
 import sys
 
@@ -41,7 +40,7 @@ from numba_tile.runtime import capture, driver, inflight
 from numba_tile.runtime.arrays import ArrayArg, _pointer_device
 from numba_tile.runtime.params import PARAM_KINDS, ParamBuffer
 from numba_tile.runtime.partition import Partition
-from numba_tile.runtime.streams import same_stream
+from numba_tile.runtime.streams import producer_streams
 
 __all__ = ["Plan", "plan_key", "make_plan", "enqueue", "enqueue_plan"]
 
@@ -451,13 +450,7 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
                     raise_conflict(found, stream)
                 for entry, _arg in found:
                     registry.backend.wait(stream, entry.event)
-        producers = None
-        for s in streams:
-            if s is not None and not same_stream(s, stream):
-                if producers is None:
-                    producers = [s]
-                elif s not in producers:
-                    producers.append(s)
+        producers = producer_streams(streams, stream)
         if producers:
             registry.wait_for_streams(stream, producers)
         with kernel._lock:
@@ -480,7 +473,7 @@ def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st
         raise capture.CaptureError(
             f"kernel '{kernel.__qualname__}': stream {stream:#x} is in an invalidated capture; "
             f"end the capture (it was invalidated by an earlier call) and capture again")
-    producers = [s for s in streams if s is not None and not same_stream(s, stream)]
+    producers = producer_streams(streams, stream)
     # held before the launch is recorded: a graph never holds a kernel without its arguments
     capture.hold(stream, tuple(arrays) + tuple(keep_also) + (kernel,), arrays, writes,
                  producers)
@@ -573,14 +566,7 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
                                                  found, stream)
                 for entry, _arg in found:
                     registry.backend.wait(stream, entry.event)
-        canonical = stream or 1          # 0 and 1 both name the legacy default stream
-        producers = None
-        for s in streams:
-            if s is not None and s != canonical and (s or 1) != canonical:
-                if producers is None:
-                    producers = [s]
-                elif s not in producers:
-                    producers.append(s)
+        producers = producer_streams(streams, stream)
         if producers:
             registry.wait_for_streams(stream, producers)
         own = plan.params
