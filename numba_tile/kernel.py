@@ -37,13 +37,13 @@ from . import cache, dtypes, frozen
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError, shown
 from .layout import is_pow2
-from .runtime import driver, inflight, launcher
+from .runtime import driver, launcher
+from .runtime.defaults import current as _current_defaults
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
-from .runtime.partition import Partition
-from .runtime.defaults import current as _current_defaults
-from .runtime.streams import producer_streams, stream_handle
+from .runtime.partition import Partition  # noqa: F401 - re-exported
+from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, check_kernel_function, parse_params)
 from .typing.types import PartitionType, TensorType
