@@ -171,7 +171,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     The inline launch is ``enqueue_plan``'s, step for step: the registry's lock around the
     launch and its registration, the plan's buffer written by its generated setters, CuPy's
     ``launchKernel`` where CuPy is imported (``cuda.bindings``' otherwise, and after a CuPy
-    error), the registry's event recorded and its entry queued (a plan entry, described lazily).
+    error), then ``InflightRegistry.file_locked`` (the registry's event, and its entry: a plan
+    entry, described lazily).
     """
     from numba_tile.runtime import driver, inflight, launcher
     made = _guard_body(key, roles, plan, readers)
@@ -185,8 +186,7 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
                DRIVER=driver, FUNC=func, FUNCADDR=plan.func_address, PARAMS=plan.params,
                BUF=plan.params._buf, ADDR=plan.params.address, PACK=plan.pack,
                NB=plan.nblocks, NT=nthreads, SH=shared, CUPY_LAUNCH=fast if fast else None,
-               DEV=plan.device, Handle=inflight.LaunchHandle, deque=__import__(
-                   "collections").deque, TORCH=plan.torch_arrays,
+               DEV=plan.device, TORCH=plan.torch_arrays,
                HOLDS=launcher.held_storages)
     lines = ["def run(values, stream, on_conflict):", "    try:"]
     lines += [f"        {line}" for line in body]
@@ -231,26 +231,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "            err, = cu.cuLaunchKernel(FUNC, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
               "            if err:",
               "                DRIVER._raise('cuLaunchKernel', err)",
-              "        keep = tuple(arrays) + (KERNEL,) + holds",
-              "        if queues:",
-              "            reg._since_collect += 1",
-              "            if reg._since_collect >= reg._collect_every:",
-              "                reg._collect_locked()",
-              "        pool = reg._pool",
-              "        backend = reg._backend or reg.backend",
-              "        event = pool.pop() if pool else backend.create()",
-              "        try:",
-              "            backend.record(event, stream)",
-              "        except BaseException:",
-              "            pool.append(event)",
-              "            raise",
-              "        entry = Handle(reg, event, stream, keep, (), objs, (PLAN, ptrs, arrays, "
-              "streams))",
-              "        queue = queues.get(qkey)",
-              "        if queue is None:",
-              "            queue = queues[qkey] = deque()",
-              "        queue.append(entry)",
-              "        return entry"]
+              "        return reg.file_locked(stream, tuple(arrays) + (KERNEL,) + holds, (), "
+              "objs, (PLAN, ptrs, arrays, streams))"]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<numba_tile plan runner of {len(key)} parameters>", "exec"), env)
     run = env["run"]

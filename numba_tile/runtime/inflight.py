@@ -245,7 +245,6 @@ class InflightRegistry:
         launches every ``collect_every`` calls, records a pooled event on ``stream`` and queues
         the entry. ``lazy`` is a plan launch's ``(plan, pointers, arrays, streams)``, described
         as ArrayArgs only if another stream's launch asks (``LaunchHandle.materialize``).
-        (The plan runner of ``guards.py`` repeats these lines inline, for speed.)
 
         Raises:
             CudaDriverError: creating or recording the event failed (the event goes back to the
