@@ -186,7 +186,7 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
                DRIVER=driver, FUNC=func, FUNCADDR=plan.func_address, PARAMS=plan.params,
                BUF=plan.params._buf, ADDR=plan.params.address, PACK=plan.pack,
                NB=plan.nblocks, NT=nthreads, SH=shared, CUPY_LAUNCH=fast if fast else None,
-               DEV=plan.device, TORCH=plan.torch_arrays,
+               DEV=plan.device, TORCH=plan.torch_arrays, CTXI=driver._context_ints,
                HOLDS=launcher.held_storages)
     lines = ["def run(values, stream, on_conflict):", "    try:"]
     lines += [f"        {line}" for line in body]
@@ -194,8 +194,10 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "    except Exception:",
               "        return None",
               "    ptrs, scalars, arrays, streams, objs = got",
-              "    DRIVER.ensure_context(DEV)",
               "    cu = DRIVER._mod or DRIVER._cu()",
+              "    cur = cu.cuCtxGetCurrent()[1]",        # driver.ensure_context, inline
+              "    if cur is None or int(cur) != CTXI.get(DEV):",
+              "        DRIVER.ensure_context(DEV)",
               "    err, st = cu.cuStreamIsCapturing(stream)",
               "    reg = INFLIGHT._default",
               "    if err or int(st) or reg is None:",

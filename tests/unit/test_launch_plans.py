@@ -34,13 +34,16 @@ def _read_params(address, buf):
 
 
 class _FakeBindings:
-    """The two ``cuda.bindings.driver`` functions the plan path calls directly."""
+    """The ``cuda.bindings.driver`` functions the plan path calls directly."""
 
     def __init__(self, fd):
         self.fd = fd
 
     def cuStreamIsCapturing(self, stream):
         return 0, self.fd.status_of(stream)
+
+    def cuCtxGetCurrent(self):
+        return 0, None          # no context current: the (patched) ensure_context sets it
 
     def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         self.fd._launch(func, (gx, gy, gz), (bx, by, bz), shared, stream, params)
