@@ -119,7 +119,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                             f"D{k} or {a}.get_device() != DEV{k}: return None")
                 body.append(f"{s} = None")
                 torch_stream_vars.append(s)
-            elif reader is readers["cai"]:
+            elif reader is readers["cai"] or reader is readers.get("numba"):
                 env[f"R{k}"], env[f"F{k}"] = reader, fields
                 need_cs = True
                 body.append(f"got = R{k}({a})")

@@ -125,6 +125,34 @@ def _read_cai(a):
     return (ptr, (shape, strides, typestr, _pointer_device(ptr), ro), stream)
 
 
+def _read_numba(a):
+    # numba-cuda's own __cuda_array_interface__ (devicearray.py), without building the dict:
+    # the pointer of gpu_data (0 without one), shape and byte strides as the array holds them,
+    # the stream entry (None for stream 0, else int(stream)); the device is the one of the
+    # context that holds the memory (the slow path asks the driver for the pointer's: a plan
+    # is stored only when describes() finds them equal, so a disagreement costs speed only)
+    gpu_data = a.gpu_data
+    try:
+        ptr = gpu_data.device_ctypes_pointer.value
+    except AttributeError:
+        ptr = None
+    if ptr is None:
+        ptr = 0
+    try:
+        device = gpu_data.context.device.id
+    except AttributeError:
+        device = _pointer_device(ptr)
+    stream = a.stream
+    stream = int(stream) if stream != 0 else None
+    shape, strides = a.shape, a.strides
+    if (type(ptr) is not int or type(shape) is not tuple or type(strides) is not tuple
+            or (stream is not None and not 0 < stream < _ADDRESS_END)):
+        return None
+    if type(device) is not int:
+        return None
+    return ptr, (shape, strides, a.dtype, device, False), stream
+
+
 _READERS: dict[type, object] = {}
 
 
@@ -150,7 +178,7 @@ def _reader(t: type):
         elif mod.startswith("numba"):
             dev = sys.modules.get("numba.cuda.cudadrv.devicearray")
             if dev is not None and t is dev.DeviceNDArray:
-                r = _read_cai
+                r = _read_numba
         _READERS[t] = r
     return r
 
@@ -223,7 +251,7 @@ def plan_key(roles: tuple, values) -> tuple | None:
                 if cupy_stream is _CUPY_STREAM:
                     cupy_stream = _cupy_stream()
                 stream = cupy_stream
-            elif r is _read_cai:
+            elif r is _read_cai or r is _read_numba:
                 # an interface is Python code, which may make another CuPy stream current: the
                 # next CuPy array asks again (as the slow path, which reads each interface)
                 cupy_stream = _CUPY_STREAM
@@ -243,7 +271,8 @@ def runner_for(key: tuple, roles: tuple, plan: "Plan", kernel):
     """The plan's runner (``guards.make_runner``), or one that always says no."""
     from numba_tile.runtime.guards import make_runner
     run = make_runner(key, roles, plan, {"cupy": _read_cupy, "torch": _read_torch,
-                                         "cai": _read_cai, "cupy_stream": _cupy_stream}, kernel)
+                                         "cai": _read_cai, "numba": _read_numba,
+                                         "cupy_stream": _cupy_stream}, kernel)
     return run if run is not None else _never_run
 
 
@@ -284,7 +313,7 @@ def describes(key: tuple, bound) -> bool:
                 dtype = _typestr_dtype(dtype, "")
                 if strides is None:
                     strides = _c_strides(shape, dtype.itemsize)
-            elif r is not _read_cupy:
+            elif r is not _read_cupy and r is not _read_numba:
                 return False
         except Exception:  # noqa: BLE001 - fields no checked layout has
             return False
