@@ -37,7 +37,7 @@ from . import cache, dtypes, frozen
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError, shown
 from .layout import is_pow2
-from .runtime import driver, launcher
+from .runtime import driver, inflight, launcher
 from .runtime.defaults import current as _current_defaults
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
@@ -82,7 +82,7 @@ class CompletedLaunch:
 
     def then(self, kernel, *args, **kwargs):
         """Launch ``kernel`` after this launch, on its stream (see ``LaunchHandle.then``)."""
-        _no_stream_given(kwargs)
+        inflight.check_then(kernel, kwargs)
         if self._interpret:
             kwargs.setdefault("interpret", True)
             return kernel(*args, **kwargs)
@@ -90,12 +90,6 @@ class CompletedLaunch:
 
     def __repr__(self):
         return "<CompletedLaunch>"
-
-
-def _no_stream_given(kwargs):
-    if "stream" in kwargs:
-        raise _arg_error("then(): the chained launch runs on the stream of the launch it follows; "
-                         "leave stream= out (or launch it on its own)")
 
 
 # ----------------------------------------------------------------------------- kernel

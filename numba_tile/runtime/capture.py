@@ -210,9 +210,8 @@ class CapturedLaunch:
 
     def then(self, kernel, *args, **kwargs):
         """Capture ``kernel`` next on the same stream."""
-        if "stream" in kwargs:
-            raise TileArgumentError("then(): the chained launch runs on the stream of the launch "
-                                    "it follows; leave stream= out (or launch it on its own)")
+        from numba_tile.runtime.inflight import check_then
+        check_then(kernel, kwargs)
         g = self._graph
         if g is not None and g._stream != self._stream:
             raise CaptureError(

@@ -137,12 +137,10 @@ class LaunchHandle:
             The new launch's handle (chain further with ``.then``).
 
         Raises:
-            TileArgumentError: ``stream=`` given (the chain's stream is this launch's).
+            TileArgumentError: ``kernel`` is not a numba_tile kernel, or ``stream=`` given (the
+                chain's stream is this launch's).
         """
-        if "stream" in kwargs:
-            from numba_tile.errors import TileArgumentError
-            raise TileArgumentError("then(): the chained launch runs on the stream of the launch "
-                                    "it follows; leave stream= out (or launch it on its own)")
+        check_then(kernel, kwargs)
         return kernel(*args, stream=self.stream, **kwargs)
 
     def __repr__(self) -> str:
@@ -443,3 +441,29 @@ def collect() -> int:
 def synchronize_all() -> None:
     """:meth:`InflightRegistry.synchronize_all` on the process-wide registry."""
     return default_registry().synchronize_all()
+
+
+def check_then(kernel, kwargs) -> None:
+    """What every launch handle's ``then()`` refuses, at the user's line: something that is
+    not a numba_tile kernel (``@numba_tile.jit`` or ``@numba_tile.autotune``), and a
+    ``stream=`` (the chain's stream is the launch's it follows).
+
+    Raises:
+        TileArgumentError: either of those.
+    """
+    from numba_tile.autotune import Autotuned
+    from numba_tile.errors import TileArgumentError, type_name
+    from numba_tile.kernel import Kernel
+    from numba_tile.runtime.launch_checks import user_call_site
+    site = None
+    if not isinstance(kernel, (Kernel, Autotuned)):
+        message = (f"then(): expected a numba_tile kernel (@numba_tile.jit or "
+                   f"@numba_tile.autotune) to launch next, got {type_name(kernel)}")
+    elif "stream" in kwargs:
+        message = ("then(): the chained launch runs on the stream of the launch it follows; "
+                   "leave stream= out (or launch it on its own)")
+    else:
+        return
+    site = user_call_site() or (None, None)
+    raise TileArgumentError(message, filename=site[0], lineno=site[1])
+

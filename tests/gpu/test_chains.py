@@ -46,3 +46,14 @@ def test_then_keeps_the_stream(tile_backend):
         h.then(axpb, x, nt.partition(tile_backend.asarray(np.zeros(64, np.float32)), 64), 1.0,
                0.0, 64, stream=None)
     h.sync()
+
+
+def test_then_refuses_what_is_not_a_kernel(tile_backend):
+    x = tile_backend.asarray(np.ones(256, np.float32))
+    y = tile_backend.asarray(np.zeros(256, np.float32))
+    h = axpb(x, nt.partition(y, 256), 1.0, 0.0, 256, interpret=tile_backend.interpret)
+    with pytest.raises(TileArgumentError, match="expected a numba_tile kernel.*got builtin_function_or_method"):
+        h.then(print, 1)
+    with pytest.raises(TileArgumentError, match="leave stream= out"):
+        h.then(axpb, x, nt.partition(y, 256), 1.0, 0.0, 256, stream=0)
+    h.sync()
