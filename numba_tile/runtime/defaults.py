@@ -13,7 +13,6 @@ another thread's launches. Reading them costs one attribute lookup on the launch
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 __all__ = ["launch_defaults", "current"]
@@ -34,7 +33,6 @@ def current() -> _Defaults:
     return _local
 
 
-@contextlib.contextmanager
 def launch_defaults(*, stream: object = _UNSET, interpret: object = _UNSET):
     """Within the block, launches on this thread that give no ``stream=`` (``interpret=``) use
     these.
@@ -58,18 +56,39 @@ def launch_defaults(*, stream: object = _UNSET, interpret: object = _UNSET):
     from numba_tile.errors import TileArgumentError, shown
     from numba_tile.runtime.streams import stream_handle
 
+    from numba_tile.runtime.launch_checks import user_call_site
+    message = None
     if stream is not _UNSET and stream is not None:
-        stream_handle(stream)       # refuse a non-stream here, at the user's line
-    if interpret is not _UNSET and interpret is not None and interpret is not True \
-            and interpret is not False:
-        raise TileArgumentError(f"launch_defaults: interpret: expected True, False or None, got "
-                                f"{shown(interpret, with_type=True, qualified=False)}")
-    saved = (_local.stream, _local.interpret)
-    if stream is not _UNSET:
-        _local.stream = stream
-    if interpret is not _UNSET:
-        _local.interpret = interpret
-    try:
-        yield
-    finally:
-        _local.stream, _local.interpret = saved
+        try:
+            stream_handle(stream)       # refuse a non-stream here, at the user's line
+        except TileArgumentError as exc:
+            message = f"launch_defaults: {exc.message}"
+    if message is None and interpret is not _UNSET and interpret is not None \
+            and interpret is not True and interpret is not False:
+        message = (f"launch_defaults: interpret: expected True, False or None, got "
+                   f"{shown(interpret, with_type=True, qualified=False)}")
+    if message is not None:
+        site = user_call_site() or (None, None)
+        raise TileArgumentError(message, filename=site[0], lineno=site[1])
+    return _Scope(stream, interpret)
+
+
+class _Scope:
+    """The block of one :func:`launch_defaults` call (checked when it was made)."""
+
+    __slots__ = ("stream", "interpret", "saved")
+
+    def __init__(self, stream, interpret):
+        self.stream, self.interpret, self.saved = stream, interpret, []
+
+    def __enter__(self):
+        self.saved.append((_local.stream, _local.interpret))
+        if self.stream is not _UNSET:
+            _local.stream = self.stream
+        if self.interpret is not _UNSET:
+            _local.interpret = self.interpret
+        return None
+
+    def __exit__(self, *exc):
+        _local.stream, _local.interpret = self.saved.pop()
+        return False
