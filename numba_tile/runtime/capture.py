@@ -385,7 +385,7 @@ class Graph:
                         f"Graph.replay(): an array of the graph is in use by a launch in flight "
                         f"on stream {entry.stream:#x}; synchronize or use on_conflict='wait'")
                 for entry, _arg in found:
-                    registry.backend.wait(handle, entry.event)
+                    registry.wait_entry(handle, entry, "Graph.replay()")
             producers = producer_streams(self._producers, handle)
             if producers:
                 registry.wait_for_streams(handle, producers)

@@ -34,11 +34,15 @@ _ADDRESS_END = 1 << 64
 
 
 def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
-    """The guard's statements, its namespace, the text of its result tuple and the names of
-    the stream variables that may hold a producer stream."""
+    """The guard's statements, its namespace, the names of its variables (pointers, scalars,
+    arrays, producer streams, the call's objects) and those of the stream variables that may
+    hold a producer stream."""
     from numba_tile.runtime import launcher
     env = {"Partition": Partition, "ROW": ROW, "END": _ADDRESS_END, "_cupy_stream":
            readers["cupy_stream"]}
+    # CuPy's current stream as launcher._cupy_stream reads it, inline: its export version is
+    # read once (CuPy reads it once, at import)
+    current_stream = launcher._cupy_current_stream()
     body = []
     ptr_names, arr_names, stream_names, obj_names, scalar_names = [], [], [], [], []
     k = 0                            # array index
@@ -102,7 +106,13 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                     # CuPy's current stream, asked where plan_key asks it: at the first CuPy
                     # array and at the first after a CUDA Array Interface read (Python code,
                     # which may make another CuPy stream current)
-                    body.append("cs = _cupy_stream()")
+                    if current_stream is None:
+                        body.append("cs = _cupy_stream()")
+                    elif current_stream is False:
+                        body.append("cs = None")
+                    else:
+                        env["GCS"] = current_stream
+                        body.append("cs = GCS().ptr or 1")
                     need_cs = False
                 body.append(f"d = {a}.data")
                 body.append(f"{p} = d.ptr")
@@ -152,10 +162,8 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
         obj_names.append(v)
     for x, y in plan.pairs:
         body.append(f"if lo{x} < hi{y} and lo{y} < hi{x}: return None")
-    result = (f"([{', '.join(ptr_names)}], [{', '.join(scalar_names)}], "
-              f"[{', '.join(arr_names)}], [{', '.join(stream_names)}], "
-              f"({', '.join(obj_names)}{',' if len(obj_names) == 1 else ''}))")
-    return body, env, result, [n for n in stream_names if n not in torch_stream_vars]
+    names = (ptr_names, scalar_names, arr_names, stream_names, obj_names)
+    return body, env, names, [n for n in stream_names if n not in torch_stream_vars]
 
 
 def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
@@ -169,60 +177,86 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     handles capture, cross-stream ordering and producer streams.
 
     The inline launch is ``enqueue_plan``'s, step for step: the registry's lock around the
-    launch and its registration, the plan's buffer written by its generated setters, CuPy's
+    launch and its registration, the plan's buffer written by its setters (inline), CuPy's
     ``launchKernel`` where CuPy is imported (``cuda.bindings``' otherwise, and after a CuPy
     error), then ``InflightRegistry.file_locked`` (the registry's event, and its entry: a plan
-    entry, described lazily).
+    entry, described lazily). Where CuPy is imported, the current context is asked through its
+    ``cuCtxGetCurrent`` binding (a C integer; ``cuda.bindings`` builds a handle object).
     """
     from numba_tile.runtime import driver, inflight, launcher
     made = _guard_body(key, roles, plan, readers)
     if made is None:
         return None
-    body, env, result, stream_vars = made
+    body, env, names, stream_vars = made
+    ptr_names, scalar_names, arr_names, stream_names, obj_names = names
     _module, func, _params, nthreads, shared = plan.loaded
     fast = launcher._fast_launch if launcher._fast_launch is not None \
         else launcher._find_fast_launch()
     env.update(ENQ=launcher.enqueue_plan, KERNEL=kernel, PLAN=plan, INFLIGHT=inflight,
                DRIVER=driver, FUNC=func, FUNCADDR=plan.func_address, PARAMS=plan.params,
-               BUF=plan.params._buf, ADDR=plan.params.address, PACK=plan.pack,
+               BUF=plan.params._buf, ADDR=plan.params.address,
                NB=plan.nblocks, NT=nthreads, SH=shared, CUPY_LAUNCH=fast if fast else None,
                DEV=plan.device, TORCH=plan.torch_arrays, CTXI=driver._context_ints,
-               HOLDS=launcher.held_storages)
+               HOLDS=launcher.held_storages, CTX_CURRENT=launcher._cupy_context_current())
+
+    def tup(items):
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+    def lst(items):
+        return f"[{', '.join(items)}]"
+
+    enq = (f"ENQ(KERNEL, PLAN, stream, {lst(ptr_names)}, {lst(scalar_names)}, "
+           f"{lst(arr_names)}, {lst(stream_names)}, objs, on_conflict)")
     lines = ["def run(values, stream, on_conflict):", "    try:"]
     lines += [f"        {line}" for line in body]
-    lines += [f"        got = {result}",
+    lines += [f"        objs = {tup(obj_names)}",
               "    except Exception:",
-              "        return None",
-              "    ptrs, scalars, arrays, streams, objs = got",
-              "    cu = DRIVER._mod or DRIVER._cu()",
-              "    cur = cu.cuCtxGetCurrent()[1]",        # driver.ensure_context, inline
-              "    if cur is None or int(cur) != CTXI.get(DEV):",
-              "        DRIVER.ensure_context(DEV)",
-              "    err, st = cu.cuStreamIsCapturing(stream)",
+              "        return None"]
+    # driver.ensure_context, inline
+    if env["CTX_CURRENT"] is not None:
+        lines += ["    if CTX_CURRENT() != CTXI.get(DEV):",
+                  "        DRIVER.ensure_context(DEV)",
+                  "    cu = DRIVER._mod or DRIVER._cu()"]
+    else:
+        lines += ["    cu = DRIVER._mod or DRIVER._cu()",
+                  "    cur = cu.cuCtxGetCurrent()[1]",
+                  "    if cur is None or int(cur) != CTXI.get(DEV):",
+                  "        DRIVER.ensure_context(DEV)"]
+    lines += ["    err, st = cu.cuStreamIsCapturing(stream)",
               "    reg = INFLIGHT._default",
               "    if err or int(st) or reg is None:",
-              "        return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, objs, "
-              "on_conflict)"]
+              f"        return {enq}"]
     if stream_vars:
         canon = " or ".join(f"({v} is not None and ({v} or 1) != (stream or 1))"
                             for v in stream_vars)
         lines += [f"    if {canon}:",
-                  "        return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, "
-                  "objs, on_conflict)"]
+                  f"        return {enq}"]
     # the storages of PyTorch arrays, read after the guard's reads (which may run user code)
-    lines += ["    holds = ()",
-              "    if TORCH:",
-              "        holds = HOLDS(PLAN, ptrs, arrays)",
-              "        if holds is None:",
-              "            return None"]
+    keep = tup(arr_names + ["KERNEL"])
+    if plan.torch_arrays:
+        lines += [f"    holds = HOLDS(PLAN, {lst(ptr_names)}, {lst(arr_names)})",
+                  "    if holds is None:",
+                  "        return None",
+                  f"    keep = {keep} + holds"]
+    else:
+        lines += [f"    keep = {keep}"]
+    # the plan's buffer, written by its setters inline (the same struct pack_into calls as
+    # Plan.pack, at the same offsets)
+    packs = []
+    for kind, setters, vals in (("P", plan.ptr_setters, ptr_names),
+                                ("Q", plan.scalar_setters, scalar_names)):
+        for k, ((pack_into, off), v) in enumerate(zip(setters, vals)):
+            env[f"{kind}S{k}"] = pack_into
+            packs.append(f"        {kind}S{k}(BUF, {int(off)}, {v})")
+    if len(packs) != len(plan.ptr_setters) + len(plan.scalar_setters):
+        return None
     lines += ["    with reg._lock:",
               "        queues = reg._streams",
               "        qkey = stream if stream != 2 else INFLIGHT.queue_key(stream)",
               "        if queues and (len(queues) > 1 or qkey not in queues):",
-              "            return ENQ(KERNEL, PLAN, stream, ptrs, scalars, arrays, streams, objs, "
-              "on_conflict)",
-              "        PACK(BUF, ptrs, scalars)",
-              "        err = 1",
+              f"            return {enq}"]
+    lines += packs
+    lines += ["        err = 1",
               "        if CUPY_LAUNCH is not None and FUNCADDR:",
               "            try:",
               "                CUPY_LAUNCH(FUNCADDR, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
@@ -233,8 +267,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "            err, = cu.cuLaunchKernel(FUNC, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
               "            if err:",
               "                DRIVER._raise('cuLaunchKernel', err)",
-              "        return reg.file_locked(stream, tuple(arrays) + (KERNEL,) + holds, (), "
-              "objs, (PLAN, ptrs, arrays, streams))"]
+              f"        return reg.file_locked(stream, keep, (), objs, (PLAN, {tup(ptr_names)}, "
+              f"{tup(arr_names)}, {tup(stream_names)}))"]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<numba_tile plan runner of {len(key)} parameters>", "exec"), env)
     run = env["run"]

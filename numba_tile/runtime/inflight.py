@@ -2,9 +2,24 @@
 
 After each launch the launcher calls :func:`register` with everything the kernel uses (the
 :class:`~numba_tile.runtime.arrays.ArrayArg` of each argument, whose ``obj`` and ``owner`` keep the
-memory alive, and anything else). The registry records a CUDA event on the launch stream right after
-the kernel and holds those references until the event has completed. The returned
-:class:`LaunchHandle` is a view on that entry: dropping it releases nothing (case T1).
+memory alive, and anything else). The registry holds those references until a CUDA event recorded
+on the launch stream after the kernel has completed. The returned :class:`LaunchHandle` is a view on
+that entry: dropping it releases nothing (case T1).
+
+**Events.** A launch on any stream but the legacy default stream gets its own event, recorded right
+after the kernel. Launches on the legacy default stream (handle 0, the default of numba_tile, CuPy
+and PyTorch) share one: their entries are filed without an event, and one event recorded after the
+last of them covers them all (stream order: it completes only after every earlier launch on that
+stream). It is recorded every ``collect_every`` such launches, and at once whenever an event of
+theirs is needed: another stream's launch that must wait for one of them, ``sync()``, ``done()``,
+:meth:`InflightRegistry.collect`, ``numba_tile.synchronize()``. Recording an event costs 1.5 us on
+the H200 host (one run, 2026-12-01): a third of a launch. Only the legacy stream is treated so
+because it is never destroyed (a user's stream may be destroyed, and its handle reused, between a
+launch and a later recording) and names one stream for every thread (the per-thread default
+stream, handle 2, names the *calling* thread's). While a blocking stream is being captured, CUDA
+forbids touching the legacy stream: then the shared event cannot be recorded, the entries stay
+held, and what needs their event is refused with :class:`~numba_tile.errors.CaptureError`
+(synchronize before beginning such a capture).
 
 Completed entries are released on every :func:`register` call and by :func:`collect`. Events
 recorded on one stream complete in order, so polling stops at the first pending entry of each
@@ -57,6 +72,10 @@ class EventBackend(Protocol):
     def destroy(self, event: object) -> None:
         """Frees ``event``."""
 
+    # optional: ``capturing(stream) -> bool``, whether recording an event on ``stream`` is
+    # forbidden now (it is capturing, or it is the legacy stream while a blocking stream
+    # captures); a backend without it is never capturing.
+
 
 class DriverEventBackend:
     """:class:`EventBackend` over the CUDA driver (events created with timing disabled)."""
@@ -70,6 +89,11 @@ class DriverEventBackend:
         self.synchronize = driver.event_synchronize
         self.wait = driver.stream_wait_event
         self.destroy = driver.event_destroy
+
+    @staticmethod
+    def capturing(stream: int) -> bool:
+        from numba_tile.runtime import driver
+        return driver.stream_capture_status(stream) != driver.CAPTURE_NONE
 
 
 class LaunchHandle:
@@ -87,6 +111,8 @@ class LaunchHandle:
     def __init__(self, registry: "InflightRegistry", event: object, stream: int, refs: tuple,
                  writes: tuple, arrays: tuple, lazy=None):
         self._registry = registry
+        # the event that covers the launch; None until the legacy stream's shared event is
+        # recorded (see the module docstring), and again once the entry is released
         self.event = event
         #: handle of the stream the kernel was queued on
         self.stream = stream
@@ -193,6 +219,10 @@ class InflightRegistry:
         self._collect_every = collect_every
         self._since_collect = 0
         self._pool: list = []
+        # launches on the legacy stream filed without an event: the newest entries of its queue
+        self._unflushed = 0
+        # id(event) -> the number of entries that share it, for events shared by more than one
+        self._users: dict[int, int] = {}
         # queue_key(stream) -> its launches, oldest first
         self._streams: dict[object, collections.deque[LaunchHandle]] = {}
         self._lock = threading.RLock()
@@ -249,10 +279,25 @@ class InflightRegistry:
                 pool).
         """
         queues = self._streams
+        collect_now = False
         if queues:
             self._since_collect += 1
-            if self._since_collect >= self._collect_every:
+            collect_now = self._since_collect >= self._collect_every
+        if stream == 0:
+            # the legacy stream's launches share an event (the module docstring)
+            entry = LaunchHandle(self, None, 0, keep, writes, arrays, lazy)
+            queue = queues.get(0)
+            if queue is None:
+                queue = queues[0] = collections.deque()
+            queue.append(entry)
+            self._unflushed += 1
+            if self._unflushed >= self._collect_every:
+                self._flush_locked()
+            if collect_now:
                 self._collect_locked()
+            return entry
+        if collect_now:
+            self._collect_locked()
         backend = self._backend or self.backend
         pool = self._pool
         event = pool.pop() if pool else backend.create()
@@ -269,6 +314,67 @@ class InflightRegistry:
         queue.append(entry)
         return entry
 
+    def _flush_locked(self) -> bool:
+        """Records the legacy stream's shared event after its launches filed without one; False
+        (nothing recorded, the entries stay held) while recording on the legacy stream is
+        forbidden by a capture.
+
+        Raises:
+            CudaDriverError: creating or recording the event failed (the entries stay held).
+        """
+        n = self._unflushed
+        if not n:
+            return True
+        backend = self._backend or self.backend
+        capturing = getattr(backend, "capturing", None)
+        if capturing is not None and capturing(0):
+            return False
+        pool = self._pool
+        event = pool.pop() if pool else backend.create()
+        try:
+            backend.record(event, 0)
+        except BaseException:
+            pool.append(event)
+            raise
+        queue = self._streams[0]
+        for i in range(1, n + 1):
+            queue[-i].event = event
+        if n > 1:
+            self._users[id(event)] = n
+        self._unflushed = 0
+        return True
+
+    def _event_locked(self, entry: LaunchHandle, why: str):
+        """The event covering ``entry`` (recording the legacy stream's shared event if it has
+        none yet); None when the entry is released.
+
+        Raises:
+            CaptureError: the shared event cannot be recorded now (a capture forbids it).
+        """
+        event = entry.event
+        if event is None and not entry.finished:
+            if not self._flush_locked():
+                from numba_tile.errors import CaptureError
+                raise CaptureError(
+                    f"{why}: it must wait for a numba_tile launch on the legacy default stream "
+                    f"queued before a CUDA graph capture began, and that launch's completion "
+                    f"event cannot be recorded while a blocking stream is being captured (CUDA "
+                    f"forbids touching the legacy stream then). Call numba_tile.synchronize() "
+                    f"before beginning the capture, or capture on a non-blocking stream")
+            event = entry.event
+        return event
+
+    def wait_entry(self, stream: int, entry: LaunchHandle, why: str = "a launch") -> None:
+        """Makes ``stream`` wait for ``entry``'s launch (``cuStreamWaitEvent`` on its event).
+
+        Raises:
+            CaptureError: see :meth:`_event_locked`.
+        """
+        with self._lock:
+            event = self._event_locked(entry, why)
+            if event is not None:
+                (self._backend or self.backend).wait(stream, event)
+
     # -- completion ------------------------------------------------------------------------------
 
     def _release_locked(self, entry: LaunchHandle) -> None:
@@ -277,6 +383,14 @@ class InflightRegistry:
         entry.writes = ()
         entry.lazy = None
         event, entry.event = entry.event, None
+        if event is None:
+            return
+        users = self._users
+        if users:
+            count = users.pop(id(event), 1) - 1
+            if count > 0:
+                users[id(event)] = count       # other entries still share the event
+                return
         if len(self._pool) < self._pool_size:
             self._pool.append(event)
         else:
@@ -295,7 +409,8 @@ class InflightRegistry:
             while queue:
                 head = queue[0]
                 if not head.finished:
-                    if not query(head.event):
+                    event = head.event
+                    if event is None or not query(event):
                         break
                     self._release_locked(head)
                     released += 1
@@ -313,12 +428,15 @@ class InflightRegistry:
         from numba_tile.runtime import capture
         capture.poll()           # graphs destroyed since: their holds go too
         with self._lock:
+            self._flush_locked()
             return self._collect_locked()
 
     def _poll(self, entry: LaunchHandle) -> bool:
         with self._lock:
             if entry.finished:
                 return True
+            if entry.event is None and not self._flush_locked():
+                return False     # a capture forbids recording its event: not observed done
             if self.backend.query(entry.event):
                 self._release_locked(entry)
                 self._collect_locked()
@@ -329,7 +447,7 @@ class InflightRegistry:
         with self._lock:
             if entry.finished:
                 return
-            event = entry.event
+            event = self._event_locked(entry, "sync()")
         # Blocking outside the lock; if the entry completes meanwhile and its event is reused, this
         # waits at most for later work, never too little.
         self.backend.synchronize(event)
@@ -341,6 +459,13 @@ class InflightRegistry:
     def synchronize_all(self) -> None:
         """Waits for every registered launch and releases them all."""
         with self._lock:
+            if not self._flush_locked():
+                from numba_tile.errors import CaptureError
+                raise CaptureError(
+                    "numba_tile.synchronize(): launches on the legacy default stream are in "
+                    "flight and their completion event cannot be recorded while a blocking "
+                    "stream is being captured (CUDA forbids touching the legacy stream then); "
+                    "synchronize before beginning the capture, or after it ends")
             pending = [e for q in self._streams.values() for e in q if not e.finished]
         for entry in pending:
             self._wait(entry)
@@ -392,7 +517,7 @@ class InflightRegistry:
         finds. Returns the number of waits queued."""
         found = self.conflicts(stream, args, writes)
         for entry, _arg in found:
-            self.backend.wait(stream, entry.event)
+            self.wait_entry(stream, entry)
         return len(found)
 
     def wait_for_streams(self, stream: int, producers: Iterable[int]) -> None:

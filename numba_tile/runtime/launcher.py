@@ -478,7 +478,7 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
                 if on_conflict == "raise":
                     raise_conflict(found, stream)
                 for entry, _arg in found:
-                    registry.backend.wait(stream, entry.event)
+                    registry.wait_entry(stream, entry, f"kernel '{kernel.__qualname__}'")
         producers = producer_streams(streams, stream)
         if producers:
             registry.wait_for_streams(stream, producers)
@@ -534,6 +534,38 @@ def _find_fast_launch():
     if cupy is not None:
         _fast_launch = found      # without CuPy imported yet: asked again at the next launch
     return found
+
+
+def _cupy_context_current():
+    """CuPy's ``cuCtxGetCurrent`` binding (``cupy.cuda.driver.ctxGetCurrent``: the context
+    handle as a C integer, 0 for none), or None without CuPy imported."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return None
+    try:
+        from cupy.cuda import driver as cupy_driver
+        return cupy_driver.ctxGetCurrent
+    except Exception:  # noqa: BLE001 - any CuPy without it
+        return None
+
+
+def _cupy_current_stream():
+    """What :func:`_cupy_stream` calls, for a runner to call inline: CuPy's
+    ``get_current_stream`` when CuPy exports CUDA Array Interface v3 streams, False when it
+    exports none, None when that cannot be told (the runner calls ``_cupy_stream``)."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return None
+    try:
+        version = cupy._util.CUDA_ARRAY_INTERFACE_EXPORT_VERSION
+    except AttributeError:
+        version = 3
+    if version != 3:
+        return False
+    try:
+        return cupy.cuda.get_current_stream
+    except AttributeError:
+        return None
 
 
 def held_storages(plan: Plan, ptrs, arrays):
@@ -594,7 +626,7 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
                     kernel._raise_conflict_named({id(a): n for a, n in zip(args, plan.names)},
                                                  found, stream)
                 for entry, _arg in found:
-                    registry.backend.wait(stream, entry.event)
+                    registry.wait_entry(stream, entry, f"kernel '{kernel.__qualname__}'")
         producers = producer_streams(streams, stream)
         if producers:
             registry.wait_for_streams(stream, producers)

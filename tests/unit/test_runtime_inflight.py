@@ -72,9 +72,9 @@ def test_refs_held_until_event_completes_even_if_handle_dropped():
     reg = InflightRegistry(backend)
     x, y = Buffer(4), Buffer(4)
     refs = [weakref.ref(x), weakref.ref(y)]
-    handle = _launch(reg, 0, x, y)
+    handle = _launch(reg, 1, x, y)
     event = backend.created[0]
-    assert event.recorded_on == 0
+    assert event.recorded_on == 1
     del x, y, handle
     gc.collect()
     assert all(r() is not None for r in refs)  # the registry holds them (T1)
@@ -136,7 +136,7 @@ def test_done_polls_without_blocking():
 def test_pool_overflow_destroys_events():
     backend = FakeBackend()
     reg = InflightRegistry(backend, pool_size=2)
-    handles = [_launch(reg, s, Buffer(1)) for s in range(5)]  # 5 streams: 5 events
+    handles = [_launch(reg, s, Buffer(1)) for s in range(1, 6)]  # 5 streams: 5 events
     for ev in backend.created:
         ev.complete = True
     reg.collect()
@@ -235,3 +235,130 @@ def test_register_polls_every_collect_every_launches_and_stays_bounded():
     reg.collect()
     gc.collect()
     assert all(r() is None for r in refs) and reg.pending() == 0
+
+
+# -- the legacy stream's shared event -------------------------------------------------------------
+
+class CapturingBackend(FakeBackend):
+    """A fake whose legacy stream may be off limits, as while a blocking stream captures."""
+
+    def __init__(self):
+        super().__init__()
+        self.forbidden = False
+
+    def capturing(self, stream):
+        return self.forbidden and stream == 0
+
+
+def test_legacy_stream_launches_share_one_event_recorded_after_the_last():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend, collect_every=4)
+    bufs = [Buffer(1) for _ in range(4)]
+    refs = [weakref.ref(b) for b in bufs]
+    handles = [_launch(reg, 0, b) for b in bufs[:3]]
+    assert backend.created == [] and reg.pending() == 3       # filed without an event
+    handles.append(_launch(reg, 0, bufs[3]))
+    assert len(backend.created) == 1                          # one event for the four
+    event = backend.created[0]
+    assert backend.recorded[0] == [event]
+    assert all(h.event is event for h in handles)
+    del bufs
+    gc.collect()
+    assert all(r() is not None for r in refs) and reg.collect() == 0
+    event.complete = True
+    assert reg.collect() == 4 and reg.pending() == 0
+    del handles                                  # a handle keeps what sync() returns
+    gc.collect()
+    assert all(r() is None for r in refs)
+    # the shared event went back to the pool once, not once per entry
+    assert reg._pool == [event] and backend.destroyed == [] and reg._users == {}
+
+
+def test_a_legacy_launch_without_an_event_gets_one_when_it_is_needed():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend, collect_every=64)
+    h1 = _launch(reg, 0, Buffer(1))
+    h2 = _launch(reg, 0, Buffer(1))
+    assert backend.created == []
+    assert not h1.done()                         # done() records the shared event, then polls
+    assert len(backend.created) == 1 and h1.event is h2.event
+    h3 = _launch(reg, 0, Buffer(1))
+    assert h3.event is None
+    assert h3.sync() and backend.synchronized == [backend.created[1]]
+    assert h1.done() and h2.done() and reg.pending() == 0
+    # collect() records one too: nothing stays unobservable
+    h4 = _launch(reg, 0, Buffer(1))
+    reg.collect()
+    assert h4.event is not None and h4.event.recorded_on == 0 and not h4.event.complete
+
+
+def test_another_stream_waits_for_the_shared_event_recorded_after_the_conflicting_launch():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend, collect_every=64)
+    buf = np.zeros(16)
+    out = as_array_arg(FakeDeviceArray(buf[:8]), "z")
+    reg.register(0, (out,), writes=(out,))
+    later = reg.register(0, (as_array_arg(FakeDeviceArray(buf[8:]), "x"),))
+    assert backend.created == []
+    reader = as_array_arg(FakeDeviceArray(buf[2:4]), "y")
+    assert reg.order_after_conflicts(5, [reader], []) == 1
+    event = backend.created[0]
+    assert event.recorded_on == 0 and backend.waits == [(5, event)]
+    assert later.event is event                  # recorded after every legacy launch so far
+
+
+def test_a_shared_event_is_pooled_only_after_every_entry_that_shares_it_is_released():
+    backend = FakeBackend()
+    reg = InflightRegistry(backend, collect_every=64)
+    old = _launch(reg, 0, Buffer(1))
+    reg.collect()                                # old gets an event of its own
+    first = backend.created[0]
+    a, b = _launch(reg, 0, Buffer(1)), _launch(reg, 0, Buffer(1))
+    reg.collect()
+    shared = backend.created[1]
+    assert a.event is shared and b.event is shared and old.event is first
+    shared.complete = True                       # the fake: only the newer event is done
+    assert b.done()                              # b released, a waits behind old
+    assert a.event is shared and shared not in reg._pool
+    _launch(reg, 3, Buffer(1))                   # takes no event that a still needs
+    assert backend.created[2].recorded_on == 3 and shared.recorded_on == 0
+    first.complete = True
+    assert reg.collect() >= 2 and old.finished and a.finished
+    assert reg._pool.count(shared) == 1 and reg._users == {}
+
+
+def test_while_a_capture_forbids_the_legacy_stream_its_launches_stay_held_and_waits_refuse():
+    import pytest
+    from numba_tile.errors import CaptureError
+    backend = CapturingBackend()
+    reg = InflightRegistry(backend, collect_every=2)
+    buf = np.zeros(8)
+    out = as_array_arg(FakeDeviceArray(buf), "z")
+    keep = Buffer(1)
+    ref = weakref.ref(keep)
+    h = reg.register(0, (out, keep), writes=(out,))
+    del keep
+    backend.forbidden = True
+    assert not h.done() and reg.collect() == 0
+    reg.register(0, (Buffer(1),))                 # the second: the batch is full, not recorded
+    assert backend.created == [] and reg.pending() == 2
+    gc.collect()
+    assert ref() is not None
+    with pytest.raises(CaptureError, match="legacy default stream"):
+        h.sync()
+    with pytest.raises(CaptureError, match="synchronize"):
+        reg.synchronize_all()
+    reader = as_array_arg(FakeDeviceArray(buf[:2]), "y")
+    found = reg.conflicts(7, [reader], [])
+    assert [e for e, _ in found] == [h]
+    with pytest.raises(CaptureError, match="kernel 'k'"):
+        reg.wait_entry(7, h, "kernel 'k'")
+    del found
+    assert backend.waits == []
+    backend.forbidden = False                    # the capture ended
+    assert reg.order_after_conflicts(7, [reader], []) == 1
+    backend.synchronize(backend.created[0])
+    assert h.done() and reg.pending() == 0
+    del h                                        # a handle keeps what sync() returns
+    gc.collect()
+    assert ref() is None
