@@ -205,7 +205,7 @@ class Kernel:
         self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
         self._last_plan = None         # the plan of the last fast launch (its guard goes first)
         self._roles = tuple(p.role for p in self.params)   # 'array' holds arrays or scalars
-        self._kw_orders: dict = {}      # (positional count, keyword names) -> binding order
+        self._kw_orders: dict = {}      # (positional count, *keyword names) -> binder
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -528,21 +528,39 @@ class Kernel:
                                      tuple(objs), on_conflict)
 
     def _fast_values(self, args, kwargs):
-        """The call's values in parameter order when the call names every parameter once
-        (positionally, then by keyword, defaults filled in), else None: the slow path binds
-        (and words the refusal). The order for a keyword set is computed once."""
-        kwkey = (len(args), tuple(kwargs))
-        order = self._kw_orders.get(kwkey)
-        if order is None:
-            order = self._kw_order(len(args), kwkey[1])
+        """The call's values in parameter order (a tuple) when the call names every parameter
+        once (positionally, then by keyword, defaults filled in), else None: the slow path binds
+        (and words the refusal). Each positional count and keyword sequence gets a generated
+        binder, made once."""
+        kwkey = (len(args), *kwargs)
+        binder = self._kw_orders.get(kwkey)
+        if binder is None:
+            binder = self._make_binder(len(args), kwkey[1:])
             if len(self._kw_orders) < 64:
-                self._kw_orders[kwkey] = order
-        if order is False:
+                self._kw_orders[kwkey] = binder
+        if binder is False:
             return None
-        vals = list(args)
-        for name, default in order:
-            vals.append(kwargs[name] if name is not None else default)
-        return vals
+        return binder(args, kwargs)
+
+    def _make_binder(self, npos, names):
+        """``bind(args, kwargs)``: the values in parameter order, for calls with ``npos``
+        positional values and the keywords ``names`` (in that order); False when those do not
+        bind each parameter exactly once. Generated from the parameter list only (indices, the
+        keyword names as constants of its namespace, defaults as constants)."""
+        order = self._kw_order(npos, names)
+        if order is False:
+            return False
+        env, items = {}, [f"a[{i}]" for i in range(npos)]
+        for i, (name, default) in enumerate(order):
+            if name is not None:
+                env[f"K{i}"] = name
+                items.append(f"kw[K{i}]")
+            else:
+                env[f"D{i}"] = default
+                items.append(f"D{i}")
+        text = f"def bind(a, kw):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})\n"
+        exec(compile(text, f"<numba_tile binder of {self.__qualname__}>", "exec"), env)
+        return env["bind"]
 
     def _kw_order(self, npos, names):
         """Per parameter after the positional ones: (keyword name, None) or (None, default);

@@ -549,6 +549,20 @@ def _cupy_context_current():
         return None
 
 
+def _cupy_stream_is_capturing():
+    """CuPy's ``cudaStreamIsCapturing`` binding (``cupy.cuda.runtime.streamIsCapturing``: a
+    bool; raises ``CUDARuntimeError`` for the legacy stream while a blocking stream captures),
+    or None without CuPy imported."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return None
+    try:
+        from cupy.cuda import runtime as cupy_runtime
+        return cupy_runtime.streamIsCapturing
+    except Exception:  # noqa: BLE001 - any CuPy without it
+        return None
+
+
 def _cupy_current_stream():
     """What :func:`_cupy_stream` calls, for a runner to call inline: CuPy's
     ``get_current_stream`` when CuPy exports CUDA Array Interface v3 streams, False when it

@@ -467,6 +467,14 @@ def launch_fields(p: Partition, name: str) -> tuple[object, tuple[int, ...], int
         f"{tile_shape!r}; make a new partition")
 
 
+_object_new = object.__new__
+# the slots' own setters (Partition.__setattr__ refuses every assignment)
+_set_array = Partition.array.__set__
+_set_tile_shape = Partition.tile_shape.__set__
+_set_blocks = Partition.blocks.__set__
+_set_order = Partition.order.__set__
+
+
 def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | None = None,
               order: object = None) -> Partition:
     """Splits ``array`` into disjoint tiles, to pass it to a mutable kernel parameter.
@@ -503,6 +511,16 @@ def partition(array: object, tile_shape: int | tuple[int, ...], blocks: int | No
         >>> kernel(x, y, z)                # doctest: +SKIP
         >>> c = partition(c_out, (128, 128), order=grouped(8))   # GEMM, grouped tiles  # doctest: +SKIP
     """
+    if blocks is None and order is None and type(tile_shape) is int:
+        # the common case, as Partition.__init__'s first branch, without its call layers
+        ts = _SEEN_INT.get(tile_shape)
+        if ts is not None:
+            p = _object_new(Partition)
+            _set_array(p, array)
+            _set_tile_shape(p, ts)
+            _set_blocks(p, None)
+            _set_order(p, ROW)
+            return p
     try:
         return Partition(array, tile_shape, blocks, order)
     except TileArgumentError as exc:
