@@ -391,6 +391,7 @@ class Graph:
                 registry.wait_for_streams(handle, producers)
             driver.graph_launch(self._exec, handle)
             return registry.register(handle, tuple(self._arrays) + (self,), writes=self._writes,
+                                     device=self._device,
                                      arrays=())
 
     def close(self) -> None:

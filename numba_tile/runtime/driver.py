@@ -131,6 +131,36 @@ def gpu_available() -> bool:
     return _available
 
 
+class device_context:
+    """``with device_context(device):`` the primary context of ``device`` current on the
+    calling thread for the block; the thread's previous context (or none) restored after it.
+    Costs one ``cuCtxGetCurrent`` when that context is current already."""
+
+    __slots__ = ("device", "previous")
+
+    def __init__(self, device: int):
+        self.device = device
+        self.previous = False
+
+    def __enter__(self):
+        cu = _mod or _cu()
+        current = cu.cuCtxGetCurrent()[1]
+        mine = _context_ints.get(self.device)
+        if mine is not None and current is not None and int(current) == mine:
+            return self
+        ensure_context(self.device)
+        self.previous = current
+        return self
+
+    def __exit__(self, *exc):
+        previous = self.previous
+        if previous is not False:
+            self.previous = False
+            cu = _mod or _cu()
+            cu.cuCtxSetCurrent(previous if previous is not None else cu.CUcontext(0))
+        return False
+
+
 def ensure_context(device: int):
     """Makes the primary context of ``device`` current on the calling thread.
 

@@ -288,7 +288,7 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "            if err:",
               "                DRIVER._raise('cuLaunchKernel', err)",
               f"        return reg.file_locked(stream, keep, (), objs, (PLAN, {tup(ptr_names)}, "
-              f"{tup(arr_names)}, {tup(stream_names)}))"]
+              f"{tup(arr_names)}, {tup(stream_names)}), DEV)"]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<numba_tile plan runner of {len(key)} parameters>", "exec"), env)
     run = env["run"]

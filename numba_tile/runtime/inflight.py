@@ -10,12 +10,15 @@ that entry: dropping it releases nothing (case T1).
 after the kernel. Launches on the legacy default stream (handle 0, the default of numba_tile, CuPy
 and PyTorch) share one: their entries are filed without an event, and one event recorded after the
 last of them covers them all (stream order: it completes only after every earlier launch on that
-stream). It is recorded every ``collect_every`` such launches, and at once whenever an event of
-theirs is needed: another stream's launch that must wait for one of them, ``sync()``, ``done()``,
+stream). Handle 0 names the legacy stream *of the current context*, one per device: a batch
+holds the launches of one device (a legacy launch on another device first records the pending
+batch's event), and its event is recorded with that device's context current, whichever thread
+records it. The event is recorded at every ``collect_every``-th registration on any stream,
+and at once whenever an event of theirs is needed: another stream's launch that must wait for one of them, ``sync()``, ``done()``,
 :meth:`InflightRegistry.collect`, ``numba_tile.synchronize()``. Recording an event costs 1.5 us on
 the H200 host (one run, 2026-12-01): a third of a launch. Only the legacy stream is treated so
 because it is never destroyed (a user's stream may be destroyed, and its handle reused, between a
-launch and a later recording) and names one stream for every thread (the per-thread default
+launch and a later recording) and names one stream of a device for every thread (the per-thread default
 stream, handle 2, names the *calling* thread's). While a blocking stream is being captured, CUDA
 forbids touching the legacy stream: then the shared event cannot be recorded, the entries stay
 held, and what needs their event is refused with :class:`~numba_tile.errors.CaptureError`
@@ -33,6 +36,7 @@ The event backend is an object with ``create``, ``record``, ``query``, ``synchro
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from typing import Iterable, Protocol, Sequence
 
@@ -74,7 +78,9 @@ class EventBackend(Protocol):
 
     # optional: ``capturing(stream) -> bool``, whether recording an event on ``stream`` is
     # forbidden now (it is capturing, or it is the legacy stream while a blocking stream
-    # captures); a backend without it is never capturing.
+    # captures); a backend without it is never capturing. Optional: ``in_device(device)``, a
+    # context manager making ``device``'s context current (handle 0 names the legacy stream of
+    # the current context); a backend without it has one device.
 
 
 class DriverEventBackend:
@@ -94,6 +100,13 @@ class DriverEventBackend:
     def capturing(stream: int) -> bool:
         from numba_tile.runtime import driver
         return driver.stream_capture_status(stream) != driver.CAPTURE_NONE
+
+    @staticmethod
+    def in_device(device: int):
+        """A context manager: the primary context of ``device`` current on this thread for
+        the block (the thread's own context restored after it, none if it had none)."""
+        from numba_tile.runtime import driver
+        return driver.device_context(device)
 
 
 class LaunchHandle:
@@ -219,8 +232,14 @@ class InflightRegistry:
         self._collect_every = collect_every
         self._since_collect = 0
         self._pool: list = []
-        # launches on the legacy stream filed without an event: the newest entries of its queue
+        # launches on the legacy stream filed without an event: the newest entries of its queue,
+        # all of one device (_unflushed_device)
         self._unflushed = 0
+        self._unflushed_device = None
+        # id(event) -> threads blocked in synchronize() on it, and the events whose last entry
+        # was released meanwhile (pooled or destroyed when the last waiter is done)
+        self._waiting: dict[int, int] = {}
+        self._parked: dict[int, object] = {}
         # id(event) -> the number of entries that share it, for events shared by more than one
         self._users: dict[int, int] = {}
         # queue_key(stream) -> its launches, oldest first
@@ -241,7 +260,7 @@ class InflightRegistry:
     # -- registration ----------------------------------------------------------------------------
 
     def register(self, stream: int, refs: tuple, *, writes: Sequence[ArrayArg] = (),
-                 arrays: tuple | None = None) -> LaunchHandle:
+                 arrays: tuple | None = None, device: int | None = None) -> LaunchHandle:
         """Records an event after the kernel on ``stream``; holds ``refs`` until it completes.
 
         Call right after the launch, before anything else is queued on ``stream``.
@@ -254,6 +273,9 @@ class InflightRegistry:
                 by :meth:`order_after_conflicts`.
             arrays: what :meth:`LaunchHandle.sync` returns; by default ``refs`` with every
                 :class:`ArrayArg` replaced by its ``obj``.
+            device: the device whose context is current (the launch's); None: unknown, and a
+                legacy-stream launch then gets an event of its own (unless the backend has
+                one device: no ``in_device``).
 
         Returns:
             LaunchHandle: the handle; dropping it releases nothing.
@@ -264,10 +286,11 @@ class InflightRegistry:
         with self._lock:
             if arrays is None:
                 arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
-            return self.file_locked(stream, tuple(refs), tuple(writes), tuple(arrays))
+            return self.file_locked(stream, tuple(refs), tuple(writes), tuple(arrays),
+                                    device=device)
 
     def file_locked(self, stream: int, keep: tuple, writes: tuple, arrays: tuple,
-                    lazy=None) -> LaunchHandle:
+                    lazy=None, device: int | None = None) -> LaunchHandle:
         """The registration step of :meth:`register`, with the lock held by the caller (the
         launch path holds it around the conflict check, the launch and this): polls completed
         launches every ``collect_every`` calls, records a pooled event on ``stream`` and queues
@@ -283,20 +306,28 @@ class InflightRegistry:
         if queues:
             self._since_collect += 1
             collect_now = self._since_collect >= self._collect_every
-        if stream == 0:
-            # the legacy stream's launches share an event (the module docstring)
+        if stream == 0 and (device is not None or not hasattr(self._backend or self.backend,
+                                                               "in_device")) and (
+                not self._unflushed or self._unflushed_device == device
+                or self._flush_locked()):
+            # the legacy stream's launches share an event (the module docstring); a batch
+            # holds one device's launches (another device's pending batch was recorded above;
+            # when a capture forbids that, this launch gets an event of its own, below)
             entry = LaunchHandle(self, None, 0, keep, writes, arrays, lazy)
             queue = queues.get(0)
             if queue is None:
                 queue = queues[0] = collections.deque()
             queue.append(entry)
             self._unflushed += 1
+            self._unflushed_device = device
             if self._unflushed >= self._collect_every:
                 self._flush_locked()
             if collect_now:
                 self._collect_locked()
             return entry
         if collect_now:
+            if self._unflushed:
+                self._flush_locked()
             self._collect_locked()
         backend = self._backend or self.backend
         pool = self._pool
@@ -329,16 +360,26 @@ class InflightRegistry:
         capturing = getattr(backend, "capturing", None)
         if capturing is not None and capturing(0):
             return False
-        pool = self._pool
-        event = pool.pop() if pool else backend.create()
-        try:
-            backend.record(event, 0)
-        except BaseException:
-            pool.append(event)
-            raise
-        queue = self._streams[0]
-        for i in range(1, n + 1):
-            queue[-i].event = event
+        in_device = getattr(backend, "in_device", None)
+        scope = in_device(self._unflushed_device) if in_device is not None \
+            and self._unflushed_device is not None else contextlib.nullcontext()
+        with scope:
+            pool = self._pool
+            event = pool.pop() if pool else backend.create()
+            try:
+                backend.record(event, 0)
+            except BaseException:
+                pool.append(event)
+                raise
+        # the entries without an event, newest first (a legacy launch of unknown device, with
+        # an event of its own, may sit among them)
+        left = n
+        for entry in reversed(self._streams[0]):
+            if entry.event is None and not entry.finished:
+                entry.event = event
+                left -= 1
+                if not left:
+                    break
         if n > 1:
             self._users[id(event)] = n
         self._unflushed = 0
@@ -391,6 +432,12 @@ class InflightRegistry:
             if count > 0:
                 users[id(event)] = count       # other entries still share the event
                 return
+        if self._waiting and id(event) in self._waiting:
+            self._parked[id(event)] = event    # a thread is blocked on it: not reused yet
+            return
+        self._retire_locked(event)
+
+    def _retire_locked(self, event) -> None:
         if len(self._pool) < self._pool_size:
             self._pool.append(event)
         else:
@@ -448,9 +495,22 @@ class InflightRegistry:
             if entry.finished:
                 return
             event = self._event_locked(entry, "sync()")
-        # Blocking outside the lock; if the entry completes meanwhile and its event is reused, this
-        # waits at most for later work, never too little.
-        self.backend.synchronize(event)
+            key = id(event)
+            # pinned while this thread blocks outside the lock: an entry released meanwhile
+            # (by another thread's done() or collect) parks the event instead of pooling or
+            # destroying it
+            self._waiting[key] = self._waiting.get(key, 0) + 1
+        try:
+            self.backend.synchronize(event)
+        finally:
+            with self._lock:
+                left = self._waiting.pop(key) - 1
+                if left:
+                    self._waiting[key] = left
+                else:
+                    parked = self._parked.pop(key, None)
+                    if parked is not None:
+                        self._retire_locked(parked)
         with self._lock:
             if not entry.finished:
                 self._release_locked(entry)

@@ -486,7 +486,8 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
             ptr = params.pack(flat)
             driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
         arrays.append(kernel)
-        return registry.register(stream, tuple(arrays), writes=writes, arrays=objs)
+        return registry.register(stream, tuple(arrays), writes=writes, arrays=objs,
+                                 device=device)
 
 
 def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat, arrays,
@@ -663,4 +664,5 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
         if err:
             driver._raise("cuLaunchKernel", err)
         keep = tuple(arrays) + (kernel,) + holds
-        return registry.file_locked(stream, keep, (), objs, (plan, ptrs, arrays, streams))
+        return registry.file_locked(stream, keep, (), objs, (plan, ptrs, arrays, streams),
+                                    plan.device)

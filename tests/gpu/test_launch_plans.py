@@ -100,3 +100,39 @@ def test_torch_tensors_through_a_plan():
             z = torch.empty(n, device="cuda")
             add(x, y, nt.partition(z, 256), B=256).sync()
             torch.testing.assert_close(z, x + y)
+
+
+@nt.jit
+def scale_add(x, z: nt.Partition["B"], a: float, B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) * a + nt.load(z))
+
+
+def test_legacy_launches_share_one_event_and_other_streams_still_wait_for_them():
+    """Launches on the legacy stream file no event of their own (runtime/inflight.py); a
+    launch on a non-blocking stream that reads what they wrote must still wait for them:
+    many large writes on the legacy stream, then a reader on another stream, checked against
+    NumPy. And a batch is released once the GPU is done (the registry holds nothing after
+    sync)."""
+    cp = pytest.importorskip("cupy")
+    from numba_tile.runtime import inflight
+    rng = np.random.default_rng()
+    n = (1 << 24) + 3
+    x = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    z = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    ref = cp.asnumpy(z).astype(np.float64)
+    reg = inflight.default_registry()
+    nt.synchronize()
+    rounds = 5
+    for _ in range(rounds):             # fewer than collect_every: no event recorded yet
+        scale_add(x, nt.partition(z, 1024), 0.5, 1024)
+        ref += 0.5 * cp.asnumpy(x).astype(np.float64)
+    assert reg._unflushed == rounds
+    s = cp.cuda.Stream(non_blocking=True)
+    w = cp.zeros(n, cp.float32)
+    with s:
+        h = add(z, x, nt.partition(w, 1024), 1024, stream=s)   # reads z: waits for the batch
+    h.sync()
+    want = ref + cp.asnumpy(x).astype(np.float64)
+    np.testing.assert_allclose(cp.asnumpy(w), want, rtol=1e-5, atol=1e-5)
+    nt.synchronize()
+    assert reg.pending() == 0 and reg._unflushed == 0

@@ -45,6 +45,11 @@ class _FakeBindings:
     def cuCtxGetCurrent(self):
         return 0, None          # no context current: the (patched) ensure_context sets it
 
+    CUcontext = int
+
+    def cuCtxSetCurrent(self, ctx):
+        return (0,)
+
     def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         self.fd._launch(func, (gx, gy, gz), (bx, by, bz), shared, stream, params)
         return (0,)
