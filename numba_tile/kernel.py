@@ -468,6 +468,8 @@ class Kernel:
                 unchecked kernel launched without ``unchecked=True``.
             TileTypingError: the kernel does not type for these arguments.
         """
+        if _defaults.watch is not None:
+            _defaults.watch(self, args, kwargs)       # inside a torch_op body (torch_library)
         if (interpret is None and grid is None and not self.interpret
                 and _defaults.interpret is not True and (unchecked is True or (
                     unchecked is False and not self.unchecked))

@@ -159,11 +159,12 @@ class _Body:
     """The op's kernel: runs the user's function with the launch defaults of its tensors'
     device, and refuses launch handles among its results."""
 
-    def __init__(self, torch, name: str, fn, sig: inspect.Signature):
+    def __init__(self, torch, name: str, fn, sig: inspect.Signature, written=()):
         self.torch = torch
         self.name = name
         self.fn = fn
         self.params = [p.name for p in sig.parameters.values()]
+        self.written = frozenset(written)
         self.__name__ = getattr(fn, "__name__", "op")
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__module__ = getattr(fn, "__module__", None)
@@ -171,8 +172,17 @@ class _Body:
         self.__signature__ = sig
 
     def __call__(self, *args, **kwargs):
-        with self._defaults(args, kwargs):
-            out = self.fn(*args, **kwargs)
+        from .runtime.defaults import current
+        local = current()
+        kept = [(n, t) for n, t in self._tensors(args, kwargs)
+                if isinstance(t, self.torch.Tensor) and n.split("[")[0] not in self.written]
+        saved = local.watch
+        local.watch = _Watch(self, kept) if kept else None
+        try:
+            with self._defaults(args, kwargs):
+                out = self.fn(*args, **kwargs)
+        finally:
+            local.watch = saved
         self._check_result(out)
         return out
 
@@ -233,6 +243,58 @@ class _Body:
                     f"need not be kept", **_fn_site(self.fn))
 
 
+def _span(t):
+    """``(device, lo, hi)``: the bytes a tensor's elements lie in (None when it has none)."""
+    if t.numel() == 0:
+        return None
+    lo = hi = t.data_ptr()
+    size = t.element_size()
+    for extent, stride in zip(t.shape, t.stride()):
+        step = (extent - 1) * stride * size
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    return t.device, lo, hi + size
+
+
+class _Watch:
+    """The check a torch op's body makes of each numba_tile launch in it, before the launch
+    queues anything: a kernel's mutable argument (a partition) must not lie in the memory of
+    an op argument that ``mutates_args`` does not name. PyTorch's functionalization and
+    ``torch.compile`` treat the other arguments as read-only: an undeclared write would be lost
+    or seen by the wrong consumer, silently."""
+
+    __slots__ = ("body", "kept")
+
+    def __init__(self, body, kept):
+        self.body = body
+        self.kept = [(n, _span(t)) for n, t in kept]
+
+    def __call__(self, kernel, args, kwargs):
+        from .runtime.partition import Partition
+        Tensor = self.body.torch.Tensor
+        for value in list(args) + list(kwargs.values()):
+            if type(value) is not Partition or not isinstance(value.array, Tensor):
+                continue
+            span = _span(value.array)
+            if span is None:
+                continue
+            for pname, theirs in self.kept:
+                if theirs is not None and theirs[0] == span[0] and theirs[1] < span[2] \
+                        and span[1] < theirs[2]:
+                    from .runtime.launch_checks import user_call_site
+                    site = user_call_site() or (None, None)
+                    raise TileArgumentError(
+                        f"torch op '{self.body.name}': kernel "
+                        f"'{getattr(kernel, '__qualname__', kernel)}' writes the memory of the "
+                        f"op's argument '{pname}' (a partition of it, or of a view of it), but "
+                        f"mutates_args does not name '{pname}': PyTorch treats it as read-only "
+                        f"(torch.compile and functionalization would lose or misorder the "
+                        f"write); add '{pname.split('[')[0]}' to mutates_args, or write into a "
+                        f"new output", filename=site[0], lineno=site[1])
+
+
 def torch_op(name: str, *, mutates_args: "Iterable[str] | str" = (), fake: Callable | None = None,
              device_types: "str | Sequence[str] | None" = None):
     """Registers a host function that launches numba_tile kernels as a PyTorch custom op.
@@ -256,6 +318,8 @@ def torch_op(name: str, *, mutates_args: "Iterable[str] | str" = (), fake: Calla
         mutates_args (tuple of str, or ``"unknown"``): the parameters the op writes in place
             (each a tensor parameter the body hands to a kernel's ``nt.Partition``); default:
             none. It must be accurate: PyTorch's functionalization copies only these back.
+            A launch in the body whose partition lies in the memory of a tensor argument not
+            named here is refused (``TileArgumentError``) before it queues anything.
         fake (callable or None): the fake (meta) implementation, called with the op's
             arguments as fake tensors while ``torch.compile`` or ``torch.export`` traces; it
             returns empty tensors (``torch.empty_like``, ``x.new_empty(shape)``) with the
@@ -275,7 +339,9 @@ def torch_op(name: str, *, mutates_args: "Iterable[str] | str" = (), fake: Calla
             no parameter of the function; the function's annotations give no schema; ``fake``
             is None though the op returns something, or cannot take the op's arguments. When
             the op runs: tensors on two CUDA devices, or on a device that is neither CUDA nor
-            the CPU; the body returned a launch handle instead of its output tensors.
+            the CPU; a launch in the body writes (through a partition) the memory of a tensor
+            argument that ``mutates_args`` does not name; the body returned a launch handle
+            instead of its output tensors.
         Errors of the body's launches (``TileArgumentError``, ``OwnershipError``, ...) pass
         through unchanged; PyTorch's own refusals (an output that aliases an input, a name
         already registered) are PyTorch's errors.
@@ -323,7 +389,7 @@ def torch_op(name: str, *, mutates_args: "Iterable[str] | str" = (), fake: Calla
         returns_none = schema.rsplit("->", 1)[1].strip() == "()"
         _check_fake(name, fn, sig, fake, returns_none)
         try:
-            op = torch.library.custom_op(name, _Body(torch, name, fn, sig),
+            op = torch.library.custom_op(name, _Body(torch, name, fn, sig, written),
                                          mutates_args=written, device_types=device_types,
                                          schema=schema)
         except (ValueError, NotImplementedError) as exc:    # e.g. keyword-only tensors

@@ -72,6 +72,11 @@ def interp_values(params, bound):
                     out.append(InterpTensor(p.name, work, dt, writable=True))
             else:
                 out.append(InterpTensor(p.name, host_view(b.array, writable=False), dt))
+        elif type(b) is float:
+            # a float scalar or constant is a float64 on the GPU, with IEEE arithmetic (the
+            # kernel's error model is NumPy's): 1.0 / c with c == 0.0 is inf, not Python's
+            # ZeroDivisionError. np.float64 is a float subclass: every other use is unchanged
+            out.append(np.float64(b))
         else:
             out.append(b)
     return out, staged
@@ -90,7 +95,8 @@ def run_blocks(fn, params, bound, argtypes, grid):
             order = b.order if b.blocks is None else "row"
             break
     for linear in range(int(np.prod(grid))):
-        with running_block(BlockContext(linear, tuple(grid), order)):
+        # scalar float arithmetic on np.float64 follows IEEE, silently, as on the GPU
+        with running_block(BlockContext(linear, tuple(grid), order)), np.errstate(all="ignore"):
             fn(*values)
     for view, work in staged:
         np.copyto(view, work)

@@ -21,6 +21,9 @@ __all__ = ["launch_defaults", "current"]
 class _Defaults(threading.local):
     stream = None          # a stream object or handle (None: the legacy default stream)
     interpret = None       # True/False, or None: each kernel's own option
+    # a PyTorch custom op's check of its body's launches (torch_library._Body), called with
+    # (kernel, args, kwargs) before a launch queues anything; None outside op bodies
+    watch = None
 
 
 _local = _Defaults()

@@ -94,6 +94,11 @@ def type_load(x, index, shape, padding):
 def type_load_like(x, like, padding, index):
     if not isinstance(like, PartitionType):
         raise fail("load_like", "like", "a partition parameter", like)
+    if isinstance(padding, PartitionIndexType):
+        # load_like(x, z, idx): the third positional parameter is padding, not the index
+        raise fail("load_like", "padding", "a scalar or None (the value of elements outside "
+                   "x); an index from tiles() goes by keyword: load_like(x, z, index=idx)",
+                   "an index from tiles()")
     if is_omitted(index):
         if like.mapped:
             raise _mapped_needs_index("load_like", like)

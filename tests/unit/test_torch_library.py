@@ -289,3 +289,49 @@ def test_numba_tile_imports_without_torch():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "refused: torch_op('mylib::x'): needs PyTorch" in out.stdout
+
+
+# -- mutates_args is checked against the body's launches ----------------------------------------
+
+def test_a_write_into_an_argument_not_in_mutates_args_is_refused_before_it_runs():
+    @nt.torch_op(op_name("sneaky"))
+    def sneaky(x: torch.Tensor, z: torch.Tensor, alpha: float) -> None:
+        add_into_kernel(x, nt.partition(z, 1024), alpha, B=1024)   # z is not in mutates_args
+
+    rng = np.random.default_rng()
+    x, z = rand(rng, 3000), rand(rng, 3000)
+    before = z.clone()
+    with pytest.raises(TileArgumentError, match=r"add_into_kernel.*argument 'z'.*mutates_args"):
+        sneaky(x, z, 2.5)
+    assert torch.equal(z, before)                  # refused before the launch ran
+    assert defaults.current().watch is None        # the watch ends with the body
+
+
+def test_a_write_through_a_view_of_an_undeclared_argument_is_refused():
+    @nt.torch_op(op_name("sneaky_view"), mutates_args=("out",))
+    def sneaky_view(x: torch.Tensor, out: torch.Tensor, y: torch.Tensor) -> None:
+        add_into_kernel(x, nt.partition(out, 1024), 1.0, B=1024)      # declared: fine
+        add_into_kernel(x[:500], nt.partition(y.view(-1)[100:600], 512), 1.0, B=512)
+
+    rng = np.random.default_rng()
+    x, out, y = rand(rng, 3000), rand(rng, 3000), rand(rng, 3000)
+    out0 = out.numpy().astype(np.float64)
+    y0 = y.clone()
+    with pytest.raises(TileArgumentError, match="argument 'y'"):
+        sneaky_view(x, out, y)
+    np.testing.assert_allclose(out.numpy(), out0 + x.numpy(), rtol=1e-6, atol=1e-6)
+    assert torch.equal(y, y0)
+
+
+def test_writes_into_outputs_and_declared_arguments_pass_and_reads_of_others_are_free():
+    @nt.torch_op(op_name("honest"), mutates_args=("z",),)
+    def honest(x: torch.Tensor, z: torch.Tensor) -> None:
+        tmp = torch.empty_like(x)
+        add_kernel(x, x, nt.partition(tmp, 1024), B=1024)           # reads x twice: fine
+        add_into_kernel(tmp, nt.partition(z, 1024), 0.5, B=1024)
+
+    rng = np.random.default_rng()
+    x, z = rand(rng, 2500), rand(rng, 2500)
+    z0 = z.numpy().astype(np.float64)
+    honest(x, z)
+    np.testing.assert_allclose(z.numpy(), z0 + x.numpy(), rtol=1e-6, atol=1e-6)

@@ -84,3 +84,29 @@ def test_summary_of_a_colored_numba_report():
     err = _summarize(Exception(report), None, SimpleNamespace(kernel_name="k", pyfunc=None))
     assert "Untyped global name 'python_helper'" in err.message
     assert "\x1b" not in str(err)
+
+
+@nt.jit(interpret=True)
+def index_as_padding(x, z: nt.Partition["B"], B: nt.Constant):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, idx) * 2.0, idx)  # MARK padding
+
+
+@nt.jit(interpret=True)
+def index_by_keyword(x, z: nt.Partition["B"], B: nt.Constant):
+    for idx in nt.tiles(z):
+        nt.store(z, nt.load_like(x, z, index=idx) * 2.0, idx)
+
+
+def test_an_index_passed_as_load_likes_third_positional_is_named_as_padding():
+    """load_like(x, z, idx): the third positional parameter is padding; the message says so
+    and shows the keyword form, at the user's line (not 'index ... got nothing')."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal(70).astype(np.float32)
+    z = np.zeros(70, np.float32)
+    with pytest.raises(TileTypingError, match=r"padding.*index=idx.*got an index") as info:
+        index_as_padding(x, nt.partition(z, 16, blocks=2), 16)
+    assert info.value.lineno == mark_line("padding")
+    assert not z.any()
+    index_by_keyword(x, nt.partition(z, 16, blocks=2), 16)
+    np.testing.assert_allclose(z, 2.0 * x.astype(np.float64), rtol=1e-6)
