@@ -260,8 +260,9 @@ def _span(t):
 
 class _Watch:
     """The check a torch op's body makes of each numba_tile launch in it, before the launch
-    queues anything: a kernel's mutable argument (a partition) must not lie in the memory of
-    an op argument that ``mutates_args`` does not name. PyTorch's functionalization and
+    queues anything: a kernel's mutable argument (a partition, or an unchecked kernel's
+    ``Mutable`` array) must not lie in the memory of an op argument that ``mutates_args`` does
+    not name. PyTorch's functionalization and
     ``torch.compile`` treat the other arguments as read-only: an undeclared write would be lost
     or seen by the wrong consumer, silently."""
 
@@ -274,13 +275,21 @@ class _Watch:
     def __call__(self, kernel, args, kwargs):
         from .runtime.partition import Partition
         Tensor = self.body.torch.Tensor
-        for value in list(args) + list(kwargs.values()):
-            if type(value) is not Partition or not isinstance(value.array, Tensor):
+        params = getattr(kernel, "params", ())
+        mutable = {p.name for p in params if getattr(p, "role", None) == "mutable"}
+        named = [(params[i].name if i < len(params) else None, v) for i, v in enumerate(args)]
+        named += list(kwargs.items())
+        for pname, value in named:
+            if type(value) is Partition:
+                value = value.array
+            elif pname not in mutable:         # an unchecked kernel's Mutable array
                 continue
-            span = _span(value.array)
+            if not isinstance(value, Tensor):
+                continue
+            span = _span(value)
             if span is None:
                 continue
-            for pname, theirs in self.kept:
+            for arg, theirs in self.kept:
                 if theirs is not None and theirs[0] == span[0] and theirs[1] < span[2] \
                         and span[1] < theirs[2]:
                     from .runtime.launch_checks import user_call_site
@@ -288,11 +297,11 @@ class _Watch:
                     raise TileArgumentError(
                         f"torch op '{self.body.name}': kernel "
                         f"'{getattr(kernel, '__qualname__', kernel)}' writes the memory of the "
-                        f"op's argument '{pname}' (a partition of it, or of a view of it), but "
-                        f"mutates_args does not name '{pname}': PyTorch treats it as read-only "
-                        f"(torch.compile and functionalization would lose or misorder the "
-                        f"write); add '{pname.split('[')[0]}' to mutates_args, or write into a "
-                        f"new output", filename=site[0], lineno=site[1])
+                        f"op's argument '{arg}' (a partition or Mutable array of it, or of a "
+                        f"view of it), but mutates_args does not name '{arg}': PyTorch treats "
+                        f"it as read-only (torch.compile and functionalization would lose or "
+                        f"misorder the write); add '{arg.split('[')[0]}' to mutates_args, or "
+                        f"write into a new output", filename=site[0], lineno=site[1])
 
 
 def torch_op(name: str, *, mutates_args: "Iterable[str] | str" = (), fake: Callable | None = None,

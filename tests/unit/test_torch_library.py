@@ -335,3 +335,28 @@ def test_writes_into_outputs_and_declared_arguments_pass_and_reads_of_others_are
     z0 = z.numpy().astype(np.float64)
     honest(x, z)
     np.testing.assert_allclose(z.numpy(), z0 + x.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@nt.jit(unchecked=True)
+def scatter_add_kernel(idx, vals, out: nt.Mutable, B: nt.Constant):
+    i = nt.bid(0)
+    nt.atomic_add(out, nt.load(idx, (i,), (B,), padding=-1), nt.load(vals, (i,), (B,)))
+
+
+def test_an_unchecked_kernels_mutable_array_counts_as_a_write():
+    @nt.torch_op(op_name("scatter"), mutates_args=("out",))
+    def scatter(idx: torch.Tensor, vals: torch.Tensor, out: torch.Tensor,
+                other: torch.Tensor) -> None:
+        scatter_add_kernel(idx, vals, out, 16, grid=1, unchecked=True)          # declared
+        scatter_add_kernel(idx, vals, other, B=16, grid=1, unchecked=True)      # not declared
+
+    rng = np.random.default_rng()
+    idx = torch.from_numpy(rng.integers(0, 40, 16).astype(np.int64))
+    vals = rand(rng, 16)
+    out, other = torch.zeros(40), torch.zeros(40)
+    with pytest.raises(TileArgumentError, match="argument 'other'"):
+        scatter(idx, vals, out, other)
+    want = np.zeros(40)
+    np.add.at(want, idx.numpy(), vals.numpy().astype(np.float64))
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert not other.any()
