@@ -537,31 +537,29 @@ def _find_fast_launch():
     return found
 
 
-def _cupy_context_current():
-    """CuPy's ``cuCtxGetCurrent`` binding (``cupy.cuda.driver.ctxGetCurrent``: the context
-    handle as a C integer, 0 for none), or None without CuPy imported."""
-    cupy = sys.modules.get("cupy")
-    if cupy is None:
+def _cupy_binding(module: str, name: str):
+    """``cupy.cuda.<module>.<name>``, one of CuPy's Cython bindings of C integers, or None
+    without CuPy imported (or without that binding)."""
+    if sys.modules.get("cupy") is None:
         return None
     try:
-        from cupy.cuda import driver as cupy_driver
-        return cupy_driver.ctxGetCurrent
+        import importlib
+        return getattr(importlib.import_module(f"cupy.cuda.{module}"), name)
     except Exception:  # noqa: BLE001 - any CuPy without it
         return None
+
+
+def _cupy_context_current():
+    """CuPy's ``cuCtxGetCurrent`` binding (``cupy.cuda.driver.ctxGetCurrent``: the context
+    handle as a C integer, 0 for none), or None."""
+    return _cupy_binding("driver", "ctxGetCurrent")
 
 
 def _cupy_stream_is_capturing():
     """CuPy's ``cudaStreamIsCapturing`` binding (``cupy.cuda.runtime.streamIsCapturing``: a
     bool; raises ``CUDARuntimeError`` for the legacy stream while a blocking stream captures),
-    or None without CuPy imported."""
-    cupy = sys.modules.get("cupy")
-    if cupy is None:
-        return None
-    try:
-        from cupy.cuda import runtime as cupy_runtime
-        return cupy_runtime.streamIsCapturing
-    except Exception:  # noqa: BLE001 - any CuPy without it
-        return None
+    or None."""
+    return _cupy_binding("runtime", "streamIsCapturing")
 
 
 def _cupy_current_stream():
