@@ -177,7 +177,7 @@ class _Body:
         kept = [(n, t) for n, t in self._tensors(args, kwargs)
                 if isinstance(t, self.torch.Tensor) and n.split("[")[0] not in self.written]
         saved = local.watch
-        local.watch = _Watch(self, kept) if kept else None
+        local.watch = _Watch(self, kept, saved) if kept else saved
         try:
             with self._defaults(args, kwargs):
                 out = self.fn(*args, **kwargs)
@@ -244,7 +244,8 @@ class _Body:
 
 
 def _span(t):
-    """``(device, lo, hi)``: the bytes a tensor's elements lie in (None when it has none)."""
+    """``(device, lo, hi)``: the bytes a tensor's elements lie in (None when it has none);
+    the device as :class:`~numba_tile.runtime.arrays.ArrayArg` names it (None: host memory)."""
     if t.numel() == 0:
         return None
     lo = hi = t.data_ptr()
@@ -255,24 +256,38 @@ def _span(t):
             lo += step
         else:
             hi += step
-    return t.device, lo, hi + size
+    dev = t.device
+    return (None if dev.type == "cpu" else dev.index), lo, hi + size
 
 
 class _Watch:
     """The check a torch op's body makes of each numba_tile launch in it, before the launch
     queues anything: a kernel's mutable argument (a partition, or an unchecked kernel's
-    ``Mutable`` array) must not lie in the memory of an op argument that ``mutates_args`` does
-    not name. PyTorch's functionalization and
-    ``torch.compile`` treat the other arguments as read-only: an undeclared write would be lost
-    or seen by the wrong consumer, silently."""
+    ``Mutable`` array) must not share memory with an op argument that ``mutates_args`` does
+    not name. PyTorch's functionalization and ``torch.compile`` treat the other arguments as
+    read-only: an undeclared write would be lost or seen by the wrong consumer, silently.
 
-    __slots__ = ("body", "kept")
+    The mutable argument may be any array a launch accepts (a tensor, or a NumPy, CuPy or
+    DLPack view of an argument's memory). Byte ranges that meet are settled by the exact test
+    of ``runtime/overlap.py``, so disjoint interleaved views of one buffer pass. The watch of
+    an op whose body calls another op stays on inside the inner op's body (watches chain)."""
 
-    def __init__(self, body, kept):
+    __slots__ = ("body", "kept", "outer")
+
+    def __init__(self, body, kept, outer):
         self.body = body
-        self.kept = [(n, _span(t)) for n, t in kept]
+        self.kept = [(n, t, _span(t)) for n, t in kept]
+        self.outer = outer
 
     def __call__(self, kernel, args, kwargs):
+        if self.kept:
+            self._check(kernel, args, kwargs)
+        if self.outer is not None:
+            self.outer(kernel, args, kwargs)
+
+    def _check(self, kernel, args, kwargs):
+        from .runtime.arrays import as_array_arg
+        from .runtime.overlap import shares_memory
         from .runtime.partition import Partition
         Tensor = self.body.torch.Tensor
         params = getattr(kernel, "params", ())
@@ -284,24 +299,40 @@ class _Watch:
                 value = value.array
             elif pname not in mutable:         # an unchecked kernel's Mutable array
                 continue
-            if not isinstance(value, Tensor):
-                continue
-            span = _span(value)
+            mine = None
+            if isinstance(value, Tensor):
+                span = _span(value)
+            else:
+                try:
+                    mine = as_array_arg(value, pname or "argument")
+                except Exception:  # noqa: BLE001 - not an array: the launch refuses it
+                    continue
+                span = None if mine.size == 0 else (mine.device, *mine.byte_bounds)
             if span is None:
                 continue
-            for arg, theirs in self.kept:
-                if theirs is not None and theirs[0] == span[0] and theirs[1] < span[2] \
-                        and span[1] < theirs[2]:
-                    from .runtime.launch_checks import user_call_site
-                    site = user_call_site() or (None, None)
-                    raise TileArgumentError(
-                        f"torch op '{self.body.name}': kernel "
-                        f"'{getattr(kernel, '__qualname__', kernel)}' writes the memory of the "
-                        f"op's argument '{arg}' (a partition or Mutable array of it, or of a "
-                        f"view of it), but mutates_args does not name '{arg}': PyTorch treats "
-                        f"it as read-only (torch.compile and functionalization would lose or "
-                        f"misorder the write); add '{arg.split('[')[0]}' to mutates_args, or "
-                        f"write into a new output", filename=site[0], lineno=site[1])
+            for arg, tensor, theirs in self.kept:
+                if theirs is None or theirs[0] != span[0] or not (
+                        theirs[1] < span[2] and span[1] < theirs[2]):
+                    continue
+                try:
+                    if mine is None:
+                        mine = as_array_arg(value, pname or "argument")
+                    hit = shares_memory(mine, as_array_arg(tensor, arg))
+                except Exception:  # noqa: BLE001 - undecidable: the ranges meet
+                    hit = True
+                if hit:
+                    self._refuse(kernel, arg)
+
+    def _refuse(self, kernel, arg):
+        from .runtime.launch_checks import user_call_site
+        site = user_call_site() or (None, None)
+        raise TileArgumentError(
+            f"torch op '{self.body.name}': kernel '{getattr(kernel, '__qualname__', kernel)}' "
+            f"writes the memory of the op's argument '{arg}' (a partition or Mutable array of "
+            f"it, or of a view of it), but mutates_args does not name '{arg}': PyTorch treats "
+            f"it as read-only (torch.compile and functionalization would lose or misorder the "
+            f"write); add '{arg.split('[')[0]}' to mutates_args, or write into a new output",
+            filename=site[0], lineno=site[1])
 
 
 def torch_op(name: str, *, mutates_args: "Iterable[str] | str" = (), fake: Callable | None = None,
