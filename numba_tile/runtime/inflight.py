@@ -240,6 +240,9 @@ class InflightRegistry:
         # was released meanwhile (pooled or destroyed when the last waiter is done)
         self._waiting: dict[int, int] = {}
         self._parked: dict[int, object] = {}
+        # what launches whose event could not be created or recorded use: the kernel is
+        # queued and nothing will tell when it is done, so these are never released
+        self._orphans: list = []
         # id(event) -> the number of entries that share it, for events shared by more than one
         self._users: dict[int, int] = {}
         # queue_key(stream) -> its launches, oldest first
@@ -298,21 +301,27 @@ class InflightRegistry:
         as ArrayArgs only if another stream's launch asks (``LaunchHandle.materialize``).
 
         Raises:
-            CudaDriverError: creating or recording the event failed (the event goes back to the
-                pool).
+            CudaDriverError: creating or recording an event failed. The launch's references
+                are held all the same: in its entry (a legacy-stream launch, filed before any
+                recording), or for the life of the process (an event of its own could not be
+                recorded: nothing will say when the kernel is done).
         """
         queues = self._streams
         collect_now = False
         if queues:
             self._since_collect += 1
             collect_now = self._since_collect >= self._collect_every
-        if stream == 0 and (device is not None or not hasattr(self._backend or self.backend,
-                                                               "in_device")) and (
-                not self._unflushed or self._unflushed_device == device
-                or self._flush_locked()):
-            # the legacy stream's launches share an event (the module docstring); a batch
-            # holds one device's launches (another device's pending batch was recorded above;
-            # when a capture forbids that, this launch gets an event of its own, below)
+        lazy_ok = stream == 0 and (device is not None or not hasattr(
+            self._backend or self.backend, "in_device"))
+        if lazy_ok and self._unflushed and self._unflushed_device != device:
+            # a batch holds one device's launches: the other device's pending batch first (a
+            # failure, or a capture that forbids it, gives this launch an event of its own)
+            try:
+                lazy_ok = self._flush_locked()
+            except Exception:  # noqa: BLE001 - the batch stays held; this launch: below
+                lazy_ok = False
+        if lazy_ok:
+            # the legacy stream's launches share an event (the module docstring)
             entry = LaunchHandle(self, None, 0, keep, writes, arrays, lazy)
             queue = queues.get(0)
             if queue is None:
@@ -320,22 +329,26 @@ class InflightRegistry:
             queue.append(entry)
             self._unflushed += 1
             self._unflushed_device = device
+            # the entry is filed: a failure below leaves it held, and raises
             if self._unflushed >= self._collect_every:
                 self._flush_locked()
             if collect_now:
                 self._collect_locked()
             return entry
         if collect_now:
-            if self._unflushed:
-                self._flush_locked()
-            self._collect_locked()
+            self._collect_locked()             # first: completed events go back to the pool
         backend = self._backend or self.backend
         pool = self._pool
-        event = pool.pop() if pool else backend.create()
+        try:
+            event = pool.pop() if pool else backend.create()
+        except BaseException:
+            self._orphans.append(keep)         # the kernel is queued: never release its refs
+            raise
         try:
             backend.record(event, stream)
         except BaseException:
             pool.append(event)
+            self._orphans.append(keep)
             raise
         entry = LaunchHandle(self, event, stream, keep, writes, arrays, lazy)
         key = queue_key(stream)
@@ -343,6 +356,8 @@ class InflightRegistry:
         if queue is None:
             queue = queues[key] = collections.deque()
         queue.append(entry)
+        if collect_now and self._unflushed:
+            self._flush_locked()               # after filing: a failure leaves it held
         return entry
 
     def _flush_locked(self) -> bool:

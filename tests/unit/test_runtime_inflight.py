@@ -362,3 +362,58 @@ def test_while_a_capture_forbids_the_legacy_stream_its_launches_stay_held_and_wa
     del h                                        # a handle keeps what sync() returns
     gc.collect()
     assert ref() is None
+
+
+class FailingBackend(FakeBackend):
+    """Recording fails while ``failing`` is set (a CUDA error)."""
+
+    def __init__(self):
+        super().__init__()
+        self.failing = False
+
+    def record(self, event, stream):
+        if self.failing:
+            raise RuntimeError("cuEventRecord: CUDA_ERROR_LAUNCH_FAILED")
+        super().record(event, stream)
+
+
+def test_a_launch_whose_event_cannot_be_recorded_keeps_its_references():
+    import pytest
+    backend = FailingBackend()
+    reg = InflightRegistry(backend)
+    keep = Buffer(1)
+    ref = weakref.ref(keep)
+    backend.failing = True
+    with pytest.raises(RuntimeError, match="cuEventRecord"):
+        reg.register(3, (keep,))
+    del keep
+    gc.collect()
+    assert ref() is not None                  # the kernel was queued: nothing says it is done
+    backend.failing = False
+    h = reg.register(3, (Buffer(1),))
+    assert h.event is not None and reg.pending() == 1
+
+
+def test_another_devices_batch_that_cannot_be_recorded_stays_held_and_the_launch_is_filed():
+    backend = FailingBackend()
+    backend.in_device = lambda device: __import__("contextlib").nullcontext()
+    reg = InflightRegistry(backend, collect_every=64)
+    first = Buffer(1)
+    ref = weakref.ref(first)
+    h0 = reg.register(0, (first,), device=0, arrays=())
+    del first
+    backend.failing = True
+    second = Buffer(1)
+    ref2 = weakref.ref(second)
+    try:
+        reg.register(0, (second,), device=1, arrays=())   # its own event fails too: raises
+    except RuntimeError:
+        pass
+    del second
+    gc.collect()
+    assert ref() is not None and ref2() is not None      # both held
+    assert h0.event is None and reg._unflushed == 1 and reg._unflushed_device == 0
+    backend.failing = False
+    h2 = reg.register(0, (Buffer(1),), device=1, arrays=())
+    assert h0.event is not None and h0.event.recorded_on == 0
+    assert h2.event is None and reg._unflushed_device == 1
