@@ -280,6 +280,15 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
             abi_info={})
 
 
+def mma_impl() -> str:
+    """``NUMBA_TILE_MMA``: ``"wgmma"`` forces Hopper's wgmma for the 16-bit products whose
+    shapes fit (``typing/mma.use_wgmma``); anything else, or unset: ``"sync"`` (mma.sync). Read
+    at each compilation, and part of the compile cache's key (``Kernel.compile``)."""
+    import os
+    return "wgmma" if os.environ.get("NUMBA_TILE_MMA", "").strip().lower() == "wgmma" \
+        else "sync"
+
+
 def _context(pyfunc, argtypes, num_warps, grid_param, unchecked=False):
     return compiler_context.CompileContext(
         num_warps=num_warps, kernel_name=pyfunc.__qualname__, argtypes=tuple(argtypes),
@@ -336,6 +345,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     ctx.cc = tuple(cc)
     ctx.num_stages = num_stages
+    ctx.mma_impl = mma_impl()
     with compiler_context.compiling(ctx):
         try:
             cres = _run(pyfunc, argtypes, ctx, typing_only=False, cc=cc, lineinfo=lineinfo)
@@ -351,7 +361,8 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
                                    else (ctx.num_threads, min_blocks_per_sm))
             kinds = tuple(_param_kind(a.type) for a in kernel.args)
             shared = ctx.smem.finish(cc) if ctx.smem is not None else 0
-            ptx = lib.get_asm_str(cc=cc)
+            # sm_90a-only instructions (wgmma) need the arch-specific target, compute_90a
+            ptx = lib.get_asm_str(cc=(cc[0], cc[1], "a") if ctx.arch_specific else cc)
         except Exception as exc:  # noqa: BLE001
             raise _translate(exc, ctx) from None
     m = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx)

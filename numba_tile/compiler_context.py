@@ -30,6 +30,8 @@ class CompileContext:
             first op that needs shared memory; None when none does.
         cc: the compute capability being compiled for.
         num_stages: pipeline stages of staged loads (``typing/pipeline.py``; 1: none).
+        mma_impl: ``"sync"`` or ``"wgmma"`` (see the field).
+        arch_specific: whether the lowering emitted ``sm_90a`` instructions.
         ordered_partitions: names of the partition parameters whose accesses (loads and
             stores of the block's own or branded tiles) the lowering must order with a
             block barrier (``bar.sync 0``) before each one: a partition the kernel
@@ -50,6 +52,11 @@ class CompileContext:
     unchecked: bool = False
     smem: object = None
     cc: tuple = (9, 0)
+    # "wgmma": 16-bit products whose shapes fit lower to Hopper's wgmma on cc 9.0 (forced
+    # with NUMBA_TILE_MMA=wgmma; lowering/wgmma.py), "sync": mma.sync everywhere (default)
+    mma_impl: str = "sync"
+    # set by a lowering that emits sm_90a-only instructions: the PTX targets sm_90a
+    arch_specific: bool = False
     num_stages: int = 1
     ordered_partitions: frozenset | None = None
     errors: list = field(default_factory=list)

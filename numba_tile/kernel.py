@@ -391,13 +391,16 @@ class Kernel:
         """The compiled kernel of a specialization: from memory, else from the disk cache
         (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
         the snapshot is typed and ownership-checked before it is used."""
-        ck = self._compiled.get((key, cc))
+        from .compiler import mma_impl
+        ck = self._compiled.get((key, cc, mma_impl()))
         if ck is None:
             with self._lock:
-                ck = self._compiled.get((key, cc))
+                ck = self._compiled.get((key, cc, mma_impl()))
                 if ck is None:
                     snap = self.snapshot(key)
+                    from .compiler import mma_impl
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
+                               "mma": mma_impl(),
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}
@@ -418,7 +421,7 @@ class Kernel:
                             cache.store(digest, ck)
                     else:
                         self.check(key, argtypes, grid_param)   # never the cache's verdict
-                    self._compiled[(key, cc)] = ck
+                    self._compiled[(key, cc, mma_impl())] = ck
         return ck
 
     def check(self, key, argtypes, grid_param):

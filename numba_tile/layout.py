@@ -208,10 +208,17 @@ class MmaLayout:
     of the warp's sub-tile: the C/D fragment of ``mma.sync.m16n8k16`` (PTX ISA, figure
     "MMA .m16n8k16 fragment layout for accumulator matrix C/D"), and of ``wgmma``'s
     accumulator row by row (``shared/notes/hopper-gemm.md`` section 1.4).
+
+    ``wgmma=True``: the accumulator of Hopper's ``wgmma.mma_async.m64nNk16``
+    (``lowering/wgmma.py``), for ``M = 16 * num_warps``: the warps split M only
+    (``warps = (num_warps, 1)``), so warp ``w`` owns rows ``16 w .. 16 w + 15`` and every
+    column, which is the row block warp ``w % 4`` of warpgroup ``w // 4`` holds of that
+    warpgroup's 64-row slab.
     """
 
     shape: tuple
     num_threads: int
+    wgmma: bool = False
 
     def __post_init__(self):
         m, n = self.shape
@@ -221,6 +228,8 @@ class MmaLayout:
 
     @cached_property
     def warps(self) -> tuple:
+        if self.wgmma:
+            return self.num_threads // 32, 1
         return mma_warps(self.shape, self.num_threads // 32)
 
     @property
@@ -268,7 +277,8 @@ class MmaLayout:
         return row * self.shape[1] + col
 
     def describe(self) -> str:
-        return (f"mma(warps={self.warps_m}x{self.warps_n}, atoms={self.atoms[0]}x"
+        return (f"{'wgmma' if self.wgmma else 'mma'}(warps={self.warps_m}x{self.warps_n}, "
+                f"atoms={self.atoms[0]}x"
                 f"{self.atoms[1]}, threads={self.threads_used}/{self.num_threads})")
 
 

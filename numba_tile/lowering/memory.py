@@ -89,7 +89,11 @@ def own_tile_index(builder, view: ArrayView, tile_shape):
     if view.ty.ndim == 1:
         return [lin]
     from .partition import tile_coords   # late: lowering/partition.py imports this module
-    return tile_coords(builder, view, tile_shape, view.ty.order, lin)
+    from .. import compiler_context
+    # a block index is below 2**32: 32-bit divisions, for now where wgmma is forced (a 64-bit
+    # one is a call, which serializes wgmma); everywhere once run on the GPU
+    small = compiler_context.current().mma_impl == "wgmma"
+    return tile_coords(builder, view, tile_shape, view.ty.order, lin, small)
 
 
 def order_access(builder, ty):

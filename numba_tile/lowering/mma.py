@@ -293,6 +293,10 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
     staged = getattr(sig, "operands", None) or {}
     p = plan("mma", aty.dtype, res.dtype, precision)
     layout = res.layout
+    if layout.wgmma and not staged:          # Hopper (typing/mma.use_wgmma): lowering/wgmma.py
+        from .wgmma import wgmma_product
+        return wgmma_product(builder, p, layout, aty, a, bty, b, acc,
+                             lambda bl, ty, v, st: _store_operand(bl, ty, v, st, False, False))
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
     transpose_b = p.kind in ("s8", "tf32")

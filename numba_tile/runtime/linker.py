@@ -78,7 +78,9 @@ def _link(ptx: str, cc: tuple, verbose: bool) -> tuple[bytes, str] | None:
         from cuda.bindings import nvjitlink as nj
     except ImportError:
         return None
-    arch = f"-arch=sm_{cc[0]}{cc[1]}"
+    # PTX for an arch-specific target (sm_90a: wgmma) links only for that target
+    suffix = "a" if f".target sm_{cc[0]}{cc[1]}a" in ptx else ""
+    arch = f"-arch=sm_{cc[0]}{cc[1]}{suffix}"
     options = [arch, "-O3"] + (["-verbose"] if verbose else [])
     try:
         handle = nj.create(len(options), options)

@@ -121,9 +121,23 @@ def check_operands(opname, a, b):
     return m, k, n
 
 
-def result_type(opname, dt, shape, masked=False) -> TileType:
+def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
+    """Whether an ``(m, k) @ (k, n)`` product of ``kind`` lowers to Hopper's ``wgmma`` here
+    (``lowering/wgmma.py``): forced with ``NUMBA_TILE_MMA=wgmma`` (the compile context's
+    ``mma_impl``), on cc 9.0, for float16 and bfloat16 inputs with a float32 accumulator,
+    ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each), ``k`` and ``n``
+    multiples of 64 (128-byte swizzle atoms), ``n`` at most 256 (one instruction), operands
+    from registers (``num_stages == 1``: no pipelined loads)."""
     ctx = compiler_context.current()
-    layout = MmaLayout(tuple(shape), ctx.num_threads)
+    nw = ctx.num_warps
+    return (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0) and ctx.num_stages == 1
+            and kind in ("f16", "bf16") and nw % 4 == 0 and m == 16 * nw
+            and k % 64 == 0 and n % 64 == 0 and n <= 256)
+
+
+def result_type(opname, dt, shape, masked=False, wgmma=False) -> TileType:
+    ctx = compiler_context.current()
+    layout = MmaLayout(tuple(shape), ctx.num_threads, wgmma)
     if layout.elems_per_thread > MAX_ELEMS_PER_THREAD:
         raise TileTypingError(
             f"{opname}(): a {tuple(shape)} accumulator over {ctx.num_threads} threads puts "
@@ -140,8 +154,9 @@ def type_mma(a, b, acc, precision):
     if acc.shape != (m, n):
         raise fail("mma", "acc", f"a tile of shape {(m, n)} for {a.shape} @ {b.shape}",
                    f"a tile of shape {acc.shape}")
-    plan("mma", a.dtype, acc.dtype, precision_value("mma", precision))
-    return result_type("mma", acc.dtype, (m, n), acc.masked)
+    p = plan("mma", a.dtype, acc.dtype, precision_value("mma", precision))
+    return result_type("mma", acc.dtype, (m, n), acc.masked,
+                       use_wgmma(p.kind, m, a.shape[1], n))
 
 
 @typing_rule("matmul")
@@ -149,8 +164,8 @@ def type_matmul(a, b, out_dtype, precision):
     m, _k, n = check_operands("matmul", a, b)
     dt = default_acc_dtype(a.dtype) if is_omitted(out_dtype) else \
         dtype_arg(out_dtype, "matmul", "out_dtype")
-    plan("matmul", a.dtype, dt, precision_value("matmul", precision))
-    return result_type("matmul", dt, (m, n))
+    p = plan("matmul", a.dtype, dt, precision_value("matmul", precision))
+    return result_type("matmul", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n))
 
 
 @typing_rule("matmul_operator")
@@ -159,8 +174,8 @@ def type_matmul_operator(a, b):
         return None
     m, _k, n = check_operands("@", a, b)
     dt = default_acc_dtype(a.dtype)
-    plan("@", a.dtype, dt, "ieee")
-    return result_type("@", dt, (m, n))
+    p = plan("@", a.dtype, dt, "ieee")
+    return result_type("@", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n))
 
 
 def place_constant_accumulators(func_ir, typemap, calltypes) -> int:

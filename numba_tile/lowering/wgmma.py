@@ -1,0 +1,144 @@
+"""Lowering of ``mma`` to Hopper's ``wgmma.mma_async`` (sm_90a), operands staged from registers.
+
+Taken for the products ``typing/mma.use_wgmma`` admits (forced with ``NUMBA_TILE_MMA=wgmma``
+for now: float16 / bfloat16 inputs, a float32 accumulator, ``M = 16 * num_warps``, ``K`` and
+``N`` multiples of 64, ``N <= 256``); the accumulator is an
+:class:`~numba_tile.layout.MmaLayout` with ``wgmma=True``. Facts and encodings:
+``shared/notes/hopper-gemm.md`` (sections 1.1-1.7, the numbers below are from there).
+
+1. **Staging.** The block barrier; every thread writes its elements of ``a`` (``M x K``,
+   K-major) and ``b`` (``K x N``, N-major) to the kernel's shared scratch region, rebased to a
+   1024-byte boundary (the 128-byte swizzle XORs absolute address bits 4-6 with bits 7-9), zero
+   where a masked operand is invalid. Each operand is stored as 128-byte *atom columns*: the
+   bytes ``[128 c, 128 c + 128)`` of every row form column ``c``, ``rows x 128`` bytes, rows
+   consecutive, the 16-byte chunk ``j`` of row ``r`` at ``j ^ (r % 8)`` (CUTLASS
+   ``Swizzle<3,4,3>``, TMA's ``CU_TENSOR_MAP_SWIZZLE_128B``). Then ``fence.proxy.async`` (the
+   stores are generic-proxy writes that the async proxy reads) and the block barrier.
+2. **Descriptors** (64-bit, section 1.5): start address >> 4 in bits 0-13, the leading byte
+   offset >> 4 in bits 16-29, the stride byte offset >> 4 in bits 32-45, swizzle mode 1
+   (128 bytes) in bits 62-63. A (K-major): stride 1024 (8 rows of 128 bytes), leading offset
+   unused (16); the K step of 16 elements is +32 bytes inside an atom column, and the next
+   atom column is ``M * 128`` bytes on. B (N-major, ``imm-trans-b = 1``): stride 1024 (8 K
+   rows), leading offset ``K * 128`` (from one 64-column atom to the next); a K step is 16
+   rows, +2048 bytes.
+3. **Issue.** Warpgroup ``g`` (threads ``128 g .. 128 g + 127``) multiplies its 64-row slab of
+   A (rows ``64 g ..``) by all of B: ``wgmma.fence``, one ``wgmma.mma_async.m64nNk16`` per K
+   step accumulating into the thread's ``N / 2`` registers (outputs tied to inputs, so nothing
+   else touches them in flight), ``commit_group``, ``wait_group 0`` (also tied: later uses of
+   the accumulator depend on the wait). The registers come back in the layout's slot order:
+   ``d[4 jn + i]`` is ``mma.sync``'s C fragment of atom ``jn`` (section 1.4).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import compiler_context, dtypes
+from .common import F32, I32, I64, const_i64
+from .layouts import barrier
+from .shared import address32, pool
+
+_SWIZZLE_128B = 1 << 62
+_STRIDE_1024 = (1024 >> 4) << 32
+
+
+def _c32(v: int) -> ir.Constant:
+    return ir.Constant(I32, v)
+
+
+class AtomStaged:
+    """A ``rows x cols`` matrix of ``itemsize``-byte elements in shared memory as 128-byte
+    atom columns, 128-byte swizzled (the module docstring); ``cols * itemsize`` a multiple of
+    128, ``base`` 1024-byte aligned."""
+
+    def __init__(self, base, rows: int, cols: int, itemsize: int):
+        self.base, self.rows, self.cols, self.itemsize = base, rows, cols, itemsize
+        self.nbytes = rows * cols * itemsize
+
+    def offset(self, builder, row, byte_col):
+        atom = builder.lshr(byte_col, _c32(7))
+        chunk = builder.and_(builder.lshr(byte_col, _c32(4)), _c32(7))
+        within = builder.and_(byte_col, _c32(15))
+        swz = builder.shl(builder.xor(chunk, builder.and_(row, _c32(7))), _c32(4))
+        return builder.add(builder.add(builder.mul(atom, _c32(self.rows * 128)),
+                                       builder.mul(row, _c32(128))),
+                           builder.add(swz, within))
+
+    def pointer(self, builder, row, byte_col, ty):
+        off = builder.zext(self.offset(builder, row, byte_col), I64)
+        return builder.bitcast(builder.gep(self.base, [off]), ty.as_pointer(3))
+
+
+def _asm(builder, text, constraints="~{memory}"):
+    builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, constraints,
+                              side_effect=True), [])
+
+
+def _descriptor(builder, addr32, lead_bytes: int):
+    """The smem matrix descriptor (i64) of the 128-byte swizzled operand at ``addr32``."""
+    start = builder.lshr(builder.and_(builder.zext(addr32, I64), const_i64(0x3FFFF)),
+                         const_i64(4))
+    fixed = _SWIZZLE_128B | _STRIDE_1024 | ((lead_bytes >> 4) << 16)
+    return builder.or_(start, const_i64(fixed))
+
+
+def _mma_async(builder, ptx_type: str, n: int, desc_a, desc_b, acc):
+    """One ``wgmma.mma_async.m64nNk16`` (A K-major, B N-major), accumulating into ``acc``."""
+    nd = n // 2
+    d = ",".join(f"${i}" for i in range(nd))
+    asm = ir.InlineAsm(
+        ir.FunctionType(ir.LiteralStructType([F32] * nd), [I64, I64] + [F32] * nd),
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+        f"{{{d}}}, ${nd}, ${nd + 1}, 1, 1, 1, 0, 1;",
+        ",".join(["=f"] * nd) + ",l,l," + ",".join(str(i) for i in range(nd)) + ",~{memory}",
+        side_effect=True)
+    out = builder.call(asm, [desc_a, desc_b] + list(acc))
+    return [builder.extract_value(out, i) for i in range(nd)]
+
+
+def _wait(builder, acc):
+    """``wgmma.commit_group`` then ``wgmma.wait_group 0``, the accumulator tied through it."""
+    _asm(builder, "wgmma.commit_group.sync.aligned;")
+    nd = len(acc)
+    asm = ir.InlineAsm(
+        ir.FunctionType(ir.LiteralStructType([F32] * nd), [F32] * nd),
+        "wgmma.wait_group.sync.aligned 0;",
+        ",".join(["=f"] * nd) + "," + ",".join(str(i) for i in range(nd)) + ",~{memory}",
+        side_effect=True)
+    out = builder.call(asm, list(acc))
+    return [builder.extract_value(out, i) for i in range(nd)]
+
+
+def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand):
+    """The accumulator elements (``layout``'s slot order) after ``acc + a @ b`` on Hopper's
+    tensor cores. ``store_operand(builder, ty, value, staged)`` writes a register tile into a
+    staged operand (``lowering/mma._store_operand``)."""
+    from .common import thread_index
+    ctx = compiler_context.current()
+    ctx.arch_specific = True
+    (m, k), n = aty.shape, bty.shape[1]
+    isz = dtypes.itemsize(aty.dtype)
+    a_bytes, b_bytes = m * k * isz, k * n * isz
+    base = pool().scratch(builder, a_bytes + b_bytes + 1024,
+                          f"wgmma operands {aty.shape} @ {bty.shape}")
+    pad = builder.and_(builder.sub(_c32(0), address32(builder, base)), _c32(1023))
+    base = builder.gep(base, [builder.zext(pad, I64)])
+    sa = AtomStaged(base, m, k, isz)
+    sb = AtomStaged(builder.gep(base, [const_i64(a_bytes)]), k, n, isz)
+    barrier(builder)
+    store_operand(builder, aty, a, sa)
+    store_operand(builder, bty, b, sb)
+    _asm(builder, "fence.proxy.async.shared::cta;")
+    barrier(builder)
+    group = builder.trunc(builder.lshr(thread_index(builder), const_i64(7)), I32)
+    a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * 128)))
+    b_addr = address32(builder, sb.base)
+    ptx_type = "bf16" if p.kind == "bf16" else "f16"
+    out = list(acc)
+    _asm(builder, "wgmma.fence.sync.aligned;")
+    for ks in range(k // 16):
+        da = _descriptor(builder, builder.add(a_addr, _c32((ks // 4) * m * 128 + (ks % 4) * 32)),
+                         16)
+        db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * 128)), k * 128)
+        out = _mma_async(builder, ptx_type, n, da, db, out)
+    return _wait(builder, out)

@@ -1,0 +1,91 @@
+"""``NUMBA_TILE_MMA=wgmma`` on cc 9.0: 16-bit products whose shapes fit lower to Hopper's
+``wgmma.mma_async`` (``lowering/wgmma.py``), the PTX targets sm_90a and ptxas (nvJitLink, no
+GPU) assembles it without spills; unset, and on sm_80, the same kernels keep ``mma.sync``."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.dtypes import BFLOAT16_NP
+from numba_tile.runtime import linker
+
+
+def _gemm(num_warps):
+    @nt.jit(num_warps=num_warps)
+    def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+             BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+        nt.store(c, acc)
+    return gemm
+
+
+# (input dtype, (BM, BN, BK), num_warps): BM = 16 * num_warps, BK and BN multiples of 64
+CASES = [
+    (BFLOAT16_NP, (64, 64, 64), 4),
+    (np.float16, (64, 128, 64), 4),
+    (BFLOAT16_NP, (64, 256, 64), 4),
+    (BFLOAT16_NP, (128, 128, 64), 8),
+    (np.float16, (128, 256, 128), 8),
+]
+
+
+def _ptx(case, cc, monkeypatch, mode):
+    dt, (bm, bn, bk), w = case
+    if mode is None:
+        monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    else:
+        monkeypatch.setenv("NUMBA_TILE_MMA", mode)
+    a = np.zeros((1000, 704), dt)
+    b = np.zeros((704, 896), dt)
+    c = np.zeros((1000, 896), np.float32)
+    return _gemm(w).ptx(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=cc)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
+def test_forced_wgmma_forms(case, monkeypatch):
+    ptx = _ptx(case, (9, 0), monkeypatch, "wgmma")
+    dt, (bm, bn, bk), _w = case
+    t = "bf16" if dt is BFLOAT16_NP else "f16"
+    body = ptx[ptx.index(".entry"):]
+    assert ".target sm_90a" in ptx
+    instr = f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{t}.{t}"
+    assert body.count(instr) == bk // 16, body.count(instr)   # one per K step, per warpgroup
+    for needed in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                   "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"):
+        assert needed in body, needed
+    assert "mma.sync" not in body and "ldmatrix" not in body
+    assert ".local" not in ptx
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
+def test_forced_wgmma_assembles_for_sm90a_without_spills(nvjitlink, case, monkeypatch):
+    out = linker.assemble(_ptx(case, (9, 0), monkeypatch, "wgmma"), (9, 0))
+    assert out is not None
+    registers, spilled = linker.spill_report(out[1])
+    assert spilled == 0, out[1]
+    assert registers <= 255
+    # ptxas says when it serializes the wgmmas (C7510, C7511, C7515): a performance bug
+    assert not re.search(r"wgmma.*serializ", out[1], re.IGNORECASE), out[1]
+
+
+@pytest.mark.parametrize("mode", [None, "sync"])
+def test_default_keeps_mma_sync(mode, monkeypatch):
+    ptx = _ptx(CASES[0], (9, 0), monkeypatch, mode)
+    assert "wgmma." not in ptx and "mma.sync.aligned.m16n8k16" in ptx
+    assert re.search(r"^\.target sm_90$", ptx, re.MULTILINE)
+
+
+def test_sm80_and_shapes_that_do_not_fit_keep_mma_sync(monkeypatch):
+    assert "wgmma." not in _ptx(CASES[0], (8, 0), monkeypatch, "wgmma")
+    # BK = 32: not a whole 128-byte atom of bf16
+    assert "wgmma." not in _ptx((BFLOAT16_NP, (64, 64, 32), 4), (9, 0), monkeypatch, "wgmma")
+    # BM = 128 over 4 warps: two slabs per warpgroup (not lowered to wgmma yet)
+    assert "wgmma." not in _ptx((BFLOAT16_NP, (128, 64, 64), 4), (9, 0), monkeypatch, "wgmma")
