@@ -316,7 +316,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
                    cc: tuple = (9, 0), lineinfo: bool = False,
                    unchecked: bool = False,
                    min_blocks_per_sm: int | None = None,
-                   num_stages: int = 1) -> CompiledKernel:
+                   num_stages: int = 1, mma: str | None = None) -> CompiledKernel:
     """Compile ``pyfunc`` for ``argtypes`` to PTX.
 
     Args:
@@ -326,6 +326,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
         grid_param: index of the partition parameter that defines the grid.
         cc: compute capability ``(major, minor)``.
         min_blocks_per_sm: ``.minnctapersm`` launch bound (None: none).
+        mma: ``"sync"`` or ``"wgmma"`` (:func:`mma_impl`); None: read ``NUMBA_TILE_MMA`` now.
 
     Returns:
         CompiledKernel.
@@ -345,7 +346,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     ctx.cc = tuple(cc)
     ctx.num_stages = num_stages
-    ctx.mma_impl = mma_impl()
+    ctx.mma_impl = mma if mma is not None else mma_impl()   # the caller's, for its cache key
     with compiler_context.compiling(ctx):
         try:
             cres = _run(pyfunc, argtypes, ctx, typing_only=False, cc=cc, lineinfo=lineinfo)

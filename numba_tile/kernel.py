@@ -392,15 +392,15 @@ class Kernel:
         (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
         the snapshot is typed and ownership-checked before it is used."""
         from .compiler import mma_impl
-        ck = self._compiled.get((key, cc, mma_impl()))
+        impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
+        ck = self._compiled.get((key, cc, impl))
         if ck is None:
             with self._lock:
-                ck = self._compiled.get((key, cc, mma_impl()))
+                ck = self._compiled.get((key, cc, impl))
                 if ck is None:
                     snap = self.snapshot(key)
-                    from .compiler import mma_impl
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
-                               "mma": mma_impl(),
+                               "mma": impl,
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}
@@ -410,7 +410,7 @@ class Kernel:
                         try:
                             ck = compile_kernel(snap.fn, argtypes, num_warps=self.num_warps,
                                                 min_blocks_per_sm=self.min_blocks_per_sm,
-                                                num_stages=self.num_stages,
+                                                num_stages=self.num_stages, mma=impl,
                                                 grid_param=grid_param, cc=cc,
                                                 unchecked=self.unchecked)
                         except Exception:
@@ -421,7 +421,7 @@ class Kernel:
                             cache.store(digest, ck)
                     else:
                         self.check(key, argtypes, grid_param)   # never the cache's verdict
-                    self._compiled[(key, cc, mma_impl())] = ck
+                    self._compiled[(key, cc, impl)] = ck
         return ck
 
     def check(self, key, argtypes, grid_param):
