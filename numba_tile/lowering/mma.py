@@ -293,10 +293,12 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
     staged = getattr(sig, "operands", None) or {}
     p = plan("mma", aty.dtype, res.dtype, precision)
     layout = res.layout
-    if layout.wgmma and not staged:          # Hopper (typing/mma.use_wgmma): lowering/wgmma.py
+    if layout.wgmma:                         # Hopper (typing/mma.use_wgmma): lowering/wgmma.py
         from .wgmma import wgmma_product
         return wgmma_product(builder, p, layout, aty, a, bty, b, acc,
-                             lambda bl, ty, v, st: _store_operand(bl, ty, v, st, False, False))
+                             lambda bl, ty, v, st: _store_operand(bl, ty, v, st, False, False),
+                             staged, sig)
+    from .wgmma import staging_layout
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
     transpose_b = p.kind in ("s8", "tf32")
@@ -306,11 +308,11 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
                               f"mma operands {aty.shape} @ {bty.shape}")
         sb_base = builder.gep(base, [const_i64(a_bytes)])
     if 0 in staged:
-        sa = Staged(staged_operand(staged[0]), m, k, isz)
+        sa = staging_layout(staged_operand(staged[0]), m, k, isz)
     else:
         sa = Staged(base, m, k, isz)
     if 1 in staged:
-        sb = Staged(staged_operand(staged[1]), k, n, isz)
+        sb = staging_layout(staged_operand(staged[1]), k, n, isz)
     else:
         sb = Staged(sb_base, n, k, isz) if transpose_b else Staged(sb_base, k, n, isz)
     from .pipeline import await_operands

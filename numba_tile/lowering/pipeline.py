@@ -55,14 +55,21 @@ class Ring:
     """The ``stages`` slots of one staged load."""
 
     def __init__(self, builder, tile, stages: int, what: str):
-        from .mma import Staged
+        from .wgmma import AtomStaged, align_1024, staging_layout
         from .. import dtypes
         self.rows, self.cols = tile.shape
         self.itemsize = dtypes.itemsize(tile.dtype)
         self.tile_bytes = self.rows * self.cols * self.itemsize
         self.stages = stages
-        self.base = pool().allocate(builder, stages * self.tile_bytes, what)
-        self.layout = Staged(self.base, self.rows, self.cols, self.itemsize)
+        probe = staging_layout(None, self.rows, self.cols, self.itemsize)
+        if isinstance(probe, AtomStaged):
+            # wgmma reads the slots through descriptors: 1024-byte aligned (each slot a
+            # multiple of 1024 bytes: 8-row groups of 128-byte atoms)
+            self.base = align_1024(builder, pool().allocate(
+                builder, stages * self.tile_bytes + 1024, what))
+        else:
+            self.base = pool().allocate(builder, stages * self.tile_bytes, what)
+        self.layout = staging_layout(self.base, self.rows, self.cols, self.itemsize)
 
     def slot(self, builder, k):
         """``i8 addrspace(3)*`` of the slot of tile ``k`` (i64)."""
@@ -83,7 +90,7 @@ class ChunkPlan:
     """
 
     def __init__(self, builder, view, ring: Ring, index, axis: int):
-        from .mma import Staged
+        from .wgmma import staging_layout
         ctx = compiler_context.current()
         self.axis = axis
         per_row = ring.cols * ring.itemsize // 16
@@ -97,7 +104,7 @@ class ChunkPlan:
         grid_o = builder.lshr(builder.add(view.shape[other], const_i64(tile_o - 1)),
                               const_i64(tile_o.bit_length() - 1))
         other_in_grid = builder.icmp_unsigned("<", index[other], grid_o)
-        layout = Staged(ring.base, ring.rows, ring.cols, ring.itemsize)
+        layout = staging_layout(ring.base, ring.rows, ring.cols, ring.itemsize)
         self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
         t = thread_index(builder)
         self.cells = []
@@ -213,6 +220,9 @@ def _await(builder, k, S, depth):
                 wait_group(builder, depth)
             with fill:
                 wait_group(builder, early)
+    if compiler_context.current().mma_impl == "wgmma":
+        from .wgmma import fence_proxy_async
+        fence_proxy_async(builder)       # cp.async wrote in the generic proxy; wgmma reads async
     barrier(builder)
 
 
@@ -223,10 +233,10 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
     the ordinary load's valid extents."""
     from .common import chunk_coords, make_fragment, padding_element, valid_bits
     from .memory import _storage_to_reg, load_extents, tile_in_grid
-    from .mma import Staged
+    from .wgmma import staging_layout
     from numba.cuda import types as ntypes
     layout, dt = tile.layout, tile.dtype
-    slot = Staged(ring.slot(builder, k), ring.rows, ring.cols, ring.itemsize)
+    slot = staging_layout(ring.slot(builder, k), ring.rows, ring.cols, ring.itemsize)
     storage = ir.IntType(8 * ring.itemsize)
     elems = []
     for rep in range(layout.reps):

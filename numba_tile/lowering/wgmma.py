@@ -54,6 +54,17 @@ class AtomStaged:
     def __init__(self, base, rows: int, cols: int, itemsize: int):
         self.base, self.rows, self.cols, self.itemsize = base, rows, cols, itemsize
         self.nbytes = rows * cols * itemsize
+        # the distance between two rows of one atom column: what ``mma.sync``'s ``ldmatrix``
+        # path (``lowering/mma._tensor_core_product``) moves by, as with ``Staged.row_bytes``
+        self.row_bytes = 128
+
+    @staticmethod
+    def fits(rows: int, cols: int, itemsize: int) -> bool:
+        return (cols * itemsize) % 128 == 0 and rows % 8 == 0
+
+    def address(self, builder, row, byte_col):
+        """32-bit ``.shared`` address of a byte, for inline PTX."""
+        return builder.add(address32(builder, self.base), self.offset(builder, row, byte_col))
 
     def offset(self, builder, row, byte_col):
         atom = builder.lshr(byte_col, _c32(7))
@@ -67,6 +78,31 @@ class AtomStaged:
     def pointer(self, builder, row, byte_col, ty):
         off = builder.zext(self.offset(builder, row, byte_col), I64)
         return builder.bitcast(builder.gep(self.base, [off]), ty.as_pointer(3))
+
+
+def staging_layout(base, rows: int, cols: int, itemsize: int):
+    """The shared-memory layout of a staged operand (a pipeline slot, ``lowering/pipeline.py``,
+    or an operand ``mma.sync`` stages): :class:`AtomStaged` where wgmma is forced and the tile
+    is whole 128-byte atoms (wgmma reads it through descriptors, ``ldmatrix`` as well), else
+    ``lowering/mma.Staged``."""
+    from .mma import Staged
+    if compiler_context.current().mma_impl == "wgmma" and AtomStaged.fits(rows, cols, itemsize):
+        return AtomStaged(base, rows, cols, itemsize)
+    return Staged(base, rows, cols, itemsize)
+
+
+def align_1024(builder, base):
+    """``base`` (an ``i8 addrspace(3)*``) moved up to the next 1024-byte boundary (the caller
+    reserved 1024 bytes more)."""
+    pad = builder.and_(builder.sub(_c32(0), address32(builder, base)), _c32(1023))
+    return builder.gep(base, [builder.zext(pad, I64)])
+
+
+def fence_proxy_async(builder):
+    """``fence.proxy.async.shared::cta``: this thread's generic-proxy writes to shared memory
+    (``st.shared``, ``cp.async``) visible to the async proxy (wgmma), before the barrier that
+    hands them over."""
+    _asm(builder, "fence.proxy.async.shared::cta;")
 
 
 def _asm(builder, text, constraints="~{memory}"):
@@ -109,27 +145,46 @@ def _wait(builder, acc):
     return [builder.extract_value(out, i) for i in range(nd)]
 
 
-def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand):
+def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged=None,
+                  sig=None):
     """The accumulator elements (``layout``'s slot order) after ``acc + a @ b`` on Hopper's
     tensor cores. ``store_operand(builder, ty, value, staged)`` writes a register tile into a
-    staged operand (``lowering/mma._store_operand``)."""
+    staged operand (``lowering/mma._store_operand``). ``staged``: the operands (0: a, 1: b) a
+    pipelined load already put in shared memory (``lowering/pipeline.py``: their slots are
+    :class:`AtomStaged`, see :func:`staging_layout`); ``sig`` the product's signature (its
+    wait depth)."""
     from .common import thread_index
+    from .pipeline import await_operands, staged_operand
+    staged = staged or {}
     ctx = compiler_context.current()
     ctx.arch_specific = True
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
     a_bytes, b_bytes = m * k * isz, k * n * isz
-    base = pool().scratch(builder, a_bytes + b_bytes + 1024,
-                          f"wgmma operands {aty.shape} @ {bty.shape}")
-    pad = builder.and_(builder.sub(_c32(0), address32(builder, base)), _c32(1023))
-    base = builder.gep(base, [builder.zext(pad, I64)])
-    sa = AtomStaged(base, m, k, isz)
-    sb = AtomStaged(builder.gep(base, [const_i64(a_bytes)]), k, n, isz)
-    barrier(builder)
-    store_operand(builder, aty, a, sa)
-    store_operand(builder, bty, b, sb)
-    _asm(builder, "fence.proxy.async.shared::cta;")
-    barrier(builder)
+    ops = {}
+    for i, (rows, cols) in ((0, (m, k)), (1, (k, n))):
+        if i in staged:
+            ops[i] = staging_layout(staged_operand(staged[i]), rows, cols, isz)
+            assert isinstance(ops[i], AtomStaged), "a pipelined wgmma operand in another layout"
+    need = (0 not in staged) * a_bytes + (1 not in staged) * b_bytes
+    if need:
+        base = align_1024(builder, pool().scratch(builder, need + 1024,
+                                                  f"wgmma operands {aty.shape} @ {bty.shape}"))
+        if 0 not in staged:
+            ops[0] = AtomStaged(base, m, k, isz)
+        if 1 not in staged:
+            ops[1] = AtomStaged(builder.gep(base, [const_i64(a_bytes if 0 not in staged else 0)]),
+                                k, n, isz)
+    await_operands(builder, sig)              # pipelined operands landed (and fenced)
+    if need:
+        barrier(builder)
+        if 0 not in staged:
+            store_operand(builder, aty, a, ops[0])
+        if 1 not in staged:
+            store_operand(builder, bty, b, ops[1])
+        fence_proxy_async(builder)
+        barrier(builder)
+    sa, sb = ops[0], ops[1]
     group = builder.trunc(builder.lshr(thread_index(builder), const_i64(7)), I32)
     a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * 128)))
     b_addr = address32(builder, sb.base)

@@ -126,11 +126,11 @@ def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     (``lowering/wgmma.py``): forced with ``NUMBA_TILE_MMA=wgmma`` (the compile context's
     ``mma_impl``), on cc 9.0, for float16 and bfloat16 inputs with a float32 accumulator,
     ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each), ``k`` and ``n``
-    multiples of 64 (128-byte swizzle atoms), ``n`` at most 256 (one instruction), operands
-    from registers (``num_stages == 1``: no pipelined loads)."""
+    multiples of 64 (128-byte swizzle atoms), ``n`` at most 256 (one instruction). Operands
+    come from registers or from a pipelined load's slots (``num_stages > 1``)."""
     ctx = compiler_context.current()
     nw = ctx.num_warps
-    return (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0) and ctx.num_stages == 1
+    return (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0)
             and kind in ("f16", "bf16") and nw % 4 == 0 and m == 16 * nw
             and k % 64 == 0 and n % 64 == 0 and n <= 256)
 

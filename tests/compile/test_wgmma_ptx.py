@@ -14,8 +14,8 @@ from numba_tile.dtypes import BFLOAT16_NP
 from numba_tile.runtime import linker
 
 
-def _gemm(num_warps):
-    @nt.jit(num_warps=num_warps)
+def _gemm(num_warps, num_stages=1):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages)
     def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
              BK: nt.Constant):
         acc = nt.zeros((BM, BN), nt.float32)
@@ -37,7 +37,7 @@ CASES = [
 ]
 
 
-def _ptx(case, cc, monkeypatch, mode):
+def _ptx(case, cc, monkeypatch, mode, stages=1):
     dt, (bm, bn, bk), w = case
     if mode is None:
         monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
@@ -46,7 +46,7 @@ def _ptx(case, cc, monkeypatch, mode):
     a = np.zeros((1000, 704), dt)
     b = np.zeros((704, 896), dt)
     c = np.zeros((1000, 896), np.float32)
-    return _gemm(w).ptx(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=cc)
+    return _gemm(w, stages).ptx(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=cc)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
@@ -89,3 +89,34 @@ def test_sm80_and_shapes_that_do_not_fit_keep_mma_sync(monkeypatch):
     assert "wgmma." not in _ptx((BFLOAT16_NP, (64, 64, 32), 4), (9, 0), monkeypatch, "wgmma")
     # BM = 128 over 4 warps: two slabs per warpgroup (not lowered to wgmma yet)
     assert "wgmma." not in _ptx((BFLOAT16_NP, (128, 64, 64), 4), (9, 0), monkeypatch, "wgmma")
+
+
+# 64 x 256 over 4 warps is left out: its 128 accumulator registers and the copy plan's
+# per-chunk addresses (20 16-byte chunks a thread per stage) spill at 255 registers
+PIPELINED = [CASES[0], CASES[1], CASES[3]]
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("case", PIPELINED, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
+def test_pipelined_operands_feed_wgmma_from_their_slots(case, stages, nvjitlink, monkeypatch):
+    """num_stages > 1: the K loop's loads are cp.async copies into 128-byte-atom slots that
+    wgmma reads through descriptors (no register staging, no ldmatrix), fenced to the async
+    proxy after they land."""
+    ptx = _ptx(case, (9, 0), monkeypatch, "wgmma", stages)
+    _dt, (bm, bn, bk), _w = case
+    body = ptx[ptx.index(".entry"):]
+    assert body.count("wgmma.mma_async") == bk // 16
+    assert "cp.async.cg.shared.global" in body and "fence.proxy.async.shared::cta" in body
+    assert "ldmatrix" not in body and "mma.sync" not in body
+    out = linker.assemble(ptx, (9, 0))
+    assert out is not None
+    registers, spilled = linker.spill_report(out[1])
+    assert spilled == 0 and registers <= 255, out[1]
+    assert not re.search(r"wgmma.*serializ", out[1], re.IGNORECASE), out[1]
+
+
+def test_pipelined_mma_sync_path_unchanged_by_default(monkeypatch):
+    ptx = _ptx(CASES[3], (9, 0), monkeypatch, None, 3)
+    body = ptx[ptx.index(".entry"):]
+    assert "wgmma." not in body and "fence.proxy.async" not in body
+    assert "cp.async.cg.shared.global" in body and "ldmatrix" in body
