@@ -120,3 +120,13 @@ def test_pipelined_mma_sync_path_unchanged_by_default(monkeypatch):
     body = ptx[ptx.index(".entry"):]
     assert "wgmma." not in body and "fence.proxy.async" not in body
     assert "cp.async.cg.shared.global" in body and "ldmatrix" in body
+
+
+def test_an_mma_sync_product_reads_atom_slots_where_wgmma_is_forced(nvjitlink, monkeypatch):
+    """M = 128 over 4 warps is not a wgmma product: it stays on mma.sync, whose ldmatrix
+    reads the pipelined slots in the 128-byte atom layout they take in this mode."""
+    ptx = _ptx((BFLOAT16_NP, (128, 128, 64), 4), (9, 0), monkeypatch, "wgmma", 3)
+    body = ptx[ptx.index(".entry"):]
+    assert "wgmma." not in body and "ldmatrix" in body and "cp.async.cg.shared.global" in body
+    out = linker.assemble(ptx, (9, 0))
+    assert out is not None and linker.spill_report(out[1])[1] == 0

@@ -57,3 +57,23 @@ def test_wgmma_products_against_float64(case, stages, monkeypatch):
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
     assert np.isfinite(got).all()
     assert (np.abs(got - want) <= 1e-4 * scale).all(), np.abs(got - want).max()
+
+
+def test_a_product_wgmma_does_not_take_reads_atom_slots_with_ldmatrix(monkeypatch):
+    """Where wgmma is forced, pipelined slots of whole 128-byte atoms take the atom layout
+    even when their product stays on mma.sync (here M = 128 over 4 warps): ldmatrix reads that
+    layout too, and the values are NumPy's."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
+    rng = np.random.default_rng()
+    m, k, n = 300, 200, 260
+    a = rng.integers(-3, 4, (m, k)).astype(np.float64).astype(BFLOAT16_NP)
+    b = rng.standard_normal((k, n)).astype(BFLOAT16_NP)
+    kernel = _gemm(4, 3)
+    ptx = kernel.ptx(a, b, nt.partition(np.zeros((m, n), np.float32), (128, 128)), 128, 128, 64)
+    assert "mma.sync" in ptx and "wgmma.mma_async" not in ptx
+    c = cp.full((m, n), np.nan, cp.float32)
+    kernel(cp.asarray(a), cp.asarray(b), nt.partition(c, (128, 128)), 128, 128, 64).sync()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
+    assert (np.abs(cp.asnumpy(c) - want) <= 1e-4 * scale).all()
