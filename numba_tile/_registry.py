@@ -155,15 +155,18 @@ def _typing_loc():
 
 def _argument_type(d: OpDef, ty):
     """The type an op's lowering receives for an argument of type ``ty``: elementwise ops
-    and the matrix products take tiles in any layout; the others get them in the blocked layout (Numba inserts the
-    conversion, ``lowering/elementwise.py``'s cast)."""
+    and the matrix products take tiles in any layout, ``store`` also an ``mma`` accumulator's;
+    the others get them in the blocked layout (Numba inserts the conversion,
+    ``lowering/elementwise.py``'s cast)."""
     from .typing.types import TileType   # late: avoids an import cycle
     if not isinstance(ty, TileType) or d.family in ("elementwise", "mma"):
         return ty
-    from .layout import BlockedLayout
+    from .layout import BlockedLayout, MmaLayout
     from .typing.common import make_tile
     if isinstance(ty.layout, BlockedLayout):
         return ty
+    if d.name == "store" and isinstance(ty.layout, MmaLayout):
+        return ty        # stored from its fragments (lowering/memory._emit_store_mma)
     return make_tile(ty.dtype, ty.shape, masked=ty.masked, align=ty.align)
 
 

@@ -41,6 +41,7 @@ from numba.cuda import cgutils, types
 
 from .. import compiler_context, dtypes
 from .._registry import lowering_rule
+from ..layout import MmaLayout
 from ..typing.types import (PartitionIndexType, PartitionType, TensorType, TileType,
                             element_llvm_type)
 from ..typing.common import make_tile
@@ -265,6 +266,8 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
     with ``extents`` (a masked tile's), only its valid elements; with ``in_grid`` (from
     :func:`tile_in_grid`), nothing when the index lies outside the tile grid."""
     layout, dt = tile.layout, tile.dtype
+    if isinstance(layout, MmaLayout):
+        return _emit_store_mma(builder, view, index, tile, frag_elems, extents, in_grid)
     grid_mask = _grid_mask(in_grid)
     last = view.ty.ndim - 1
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
@@ -301,6 +304,54 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
                 k += 1
                 with builder.if_then(mask, likely=True):
                     builder.store(val, ptr, align=view.itemsize)
+
+
+def _emit_store_mma(builder, view: ArrayView, index, tile: TileType, frag_elems, extents,
+                    in_grid):
+    """A tile in an ``mma`` accumulator layout stored from its fragments, with no layout
+    conversion (no shared memory, no barrier): slots ``2 j`` and ``2 j + 1`` of a thread are
+    one row's columns ``c`` and ``c + 1`` (``c`` even; ``layouts.mma_slots``), written as one
+    two-element vector where the array allows 16-byte accesses (``vec16``: then ``c`` even
+    keeps the pair aligned) and both lie inside, else element by element, each masked
+    against the array's extents (and a masked tile's valid extents)."""
+    from .layouts import mma_slots
+    dt = tile.dtype
+    limits = view.shape
+    if extents is not None:
+        limits = [umin(builder, view.shape[d], builder.add(
+            builder.mul(index[d], const_i64(tile.shape[d])), extents[d])) for d in range(2)]
+    base_mask = [is_storing_thread(builder, tile.layout)] + _grid_mask(in_grid)
+    r0 = builder.mul(index[0], const_i64(tile.shape[0]))
+    c0 = builder.mul(index[1], const_i64(tile.shape[1]))
+    slots = mma_slots(builder, tile.layout)
+    pair = view.ty.vec16
+    for j in range(0, len(slots), 2):
+        (row, col), _linear = slots[j]
+        g_row, g_col = builder.add(r0, row), builder.add(c0, col)
+        row_ok = builder.icmp_unsigned("<", g_row, limits[0])
+        ok0 = _and_all(builder, base_mask + [row_ok, builder.icmp_unsigned("<", g_col, limits[1])])
+        g_col1 = builder.add(g_col, const_i64(1))
+        ok1 = _and_all(builder, base_mask + [row_ok, builder.icmp_unsigned("<", g_col1, limits[1])])
+        v0 = _reg_to_storage(builder, frag_elems[j], dt, view.storage_llvm)
+        v1 = _reg_to_storage(builder, frag_elems[j + 1], dt, view.storage_llvm)
+        row_off = builder.mul(g_row, view.strides[0])
+        if pair:                                  # vec16: the last stride is 1
+            ptr = view.global_ptr(builder, builder.add(row_off, g_col), 2)
+            vec = ir.Constant(ptr.type.pointee, ir.Undefined)
+            vec = builder.insert_element(vec, v0, ir.Constant(ir.IntType(32), 0))
+            vec = builder.insert_element(vec, v1, ir.Constant(ir.IntType(32), 1))
+            with builder.if_else(ok1, likely=True) as (both, edge):
+                with both:
+                    builder.store(vec, ptr, align=2 * view.itemsize)
+                with edge:
+                    with builder.if_then(ok0):
+                        builder.store(v0, view.global_ptr(builder, builder.add(row_off, g_col), 1),
+                                      align=view.itemsize)
+            continue
+        for v, gc, ok in ((v0, g_col, ok0), (v1, g_col1, ok1)):
+            off = builder.add(row_off, builder.mul(gc, view.strides[1]))
+            with builder.if_then(ok, likely=True):
+                builder.store(v, view.global_ptr(builder, off, 1), align=view.itemsize)
 
 
 def _index_values(context, builder, ty, val, ndim):

@@ -188,14 +188,17 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
         if info.order == 0:
             _restart(builder)
         plan = ChunkPlan(builder, view, ring, index, info.axis)
-        for j in range(S - 2):
-            plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
-            commit(builder)
+        if not info.deferred:
+            for j in range(S - 2):
+                plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
+                commit(builder)
         plan.carry(builder)
     plan.reload(builder, view)
-    plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)))
-    commit(builder)
-    ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S)
+    if not info.deferred:           # deferred: the product issues the copies (_deferred_*)
+        plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)))
+        commit(builder)
+    ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S,
+                                                       (plan, ring, view))
     if info.mode == "registers":
         _await(builder, k, S, sig.wait[1])
         return _read_back(context, builder, view, index, tile, ring, k, padty, pad)
@@ -281,8 +284,42 @@ def await_operands(builder, sig):
     keys = list((getattr(sig, "operands", None) or {}).values())
     if not keys:
         return
-    _slot, k, S = compiler_context.current().__dict__["staged"][keys[0]]
-    _await(builder, k, S, sig.wait[1])
+    staged = compiler_context.current().__dict__["staged"]
+    _slot, k, S, _copy = staged[keys[0]]
+    if not getattr(sig, "deferred", False):
+        _await(builder, k, S, sig.wait[1])
+        return
+    # deferred schedule: at k == 0 the prologue, tiles 0 .. S-2 (one group per tile, every
+    # operand's chunks in it); then tile k is the oldest of S - 1 pending groups
+    with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+        for j in range(S - 1):
+            _issue_tile(builder, staged, keys, builder.add(k, const_i64(j)))
+    wait_group(builder, S - 2)
+    from .wgmma import fence_proxy_async
+    fence_proxy_async(builder)       # cp.async wrote in the generic proxy; wgmma reads async
+    barrier(builder)
+
+
+def _issue_tile(builder, staged, keys, kk):
+    """One commit group: tile ``kk`` of every staged operand ``keys``."""
+    for key in keys:
+        plan, ring, view = staged[key][3]
+        plan.issue(builder, view, ring, kk)
+    commit(builder)
+
+
+def refill_operands(builder, sig):
+    """The deferred schedule's refill, emitted by the product right after it has issued (and
+    committed) its ``wgmma``s on tile ``k``: tile ``k + S - 1`` of every staged operand into
+    slot ``(k - 1) mod S``. That slot's last reader was the product of iteration ``k - 1``,
+    which every thread waited for (``wgmma.wait_group 0``) before this iteration's barrier.
+    A no-op for a product whose operands are not deferred."""
+    keys = list((getattr(sig, "operands", None) or {}).values())
+    if not keys or not getattr(sig, "deferred", False):
+        return
+    staged = compiler_context.current().__dict__["staged"]
+    _slot, k, S, _copy = staged[keys[0]]
+    _issue_tile(builder, staged, keys, builder.add(k, const_i64(S - 1)))
 
 
 def drain_at_exit(kernel) -> None:
@@ -303,4 +340,5 @@ def staged_operand(key):
     return compiler_context.current().__dict__["staged"][key][0]
 
 
-__all__ = ["await_operands", "drain_at_exit", "lower_staged_load", "staged_operand"]
+__all__ = ["await_operands", "drain_at_exit", "lower_staged_load", "refill_operands",
+           "staged_operand"]

@@ -133,8 +133,8 @@ def _mma_async(builder, ptx_type: str, n: int, desc_a, desc_b, acc):
 
 
 def _wait(builder, acc):
-    """``wgmma.commit_group`` then ``wgmma.wait_group 0``, the accumulator tied through it."""
-    _asm(builder, "wgmma.commit_group.sync.aligned;")
+    """``wgmma.wait_group 0`` (after the caller's ``commit_group``), the accumulator tied
+    through it."""
     nd = len(acc)
     asm = ir.InlineAsm(
         ir.FunctionType(ir.LiteralStructType([F32] * nd), [F32] * nd),
@@ -154,7 +154,7 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     :class:`AtomStaged`, see :func:`staging_layout`); ``sig`` the product's signature (its
     wait depth)."""
     from .common import thread_index
-    from .pipeline import await_operands, staged_operand
+    from .pipeline import await_operands, refill_operands, staged_operand
     staged = staged or {}
     ctx = compiler_context.current()
     ctx.arch_specific = True
@@ -196,4 +196,6 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
                          16)
         db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * 128)), k * 128)
         out = _mma_async(builder, ptx_type, n, da, db, out)
+    _asm(builder, "wgmma.commit_group.sync.aligned;")
+    refill_operands(builder, sig)           # deferred copies overlap the tensor cores' work
     return _wait(builder, out)

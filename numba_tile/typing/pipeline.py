@@ -57,20 +57,39 @@ class StageInfo:
     #: ``"shared"``: the product reads the slot; ``"registers"``: the load reads it back into
     #: the tile's registers itself
     mode: str = "shared"
+    #: the product issues this load's copies (:func:`defer_to_product`): every staged load of
+    #: the loop feeds one ``wgmma`` product
+    deferred: bool = False
 
 
 class StagedSignature(Signature):
     """A call signature with the pipelining facts of its call (``stage``: a
     :class:`StageInfo` for a staged load; ``operands``: ``{0: key, 1: key}`` for a product
-    fed by staged loads, ``wait``: ``(last operand order, wait depth)``)."""
+    fed by staged loads, ``wait``: ``(last operand order, wait depth)``; ``deferred``: the
+    product issues its operands' copies, :func:`defer_to_product`)."""
 
-    __slots__ = ("stage", "operands", "wait")
+    __slots__ = ("stage", "operands", "wait", "deferred")
 
     @classmethod
-    def of(cls, sig, stage=None, operands=None, wait=None):
+    def of(cls, sig, stage=None, operands=None, wait=None, deferred=False):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
         new.stage, new.operands, new.wait = stage, operands or {}, wait
+        new.deferred = deferred
         return new
+
+
+def defer_to_product(found, typemap_product) -> bool:
+    """Whether a loop's staged loads take the *deferred* schedule (``lowering/pipeline.py``):
+    every one of them feeds the same product, and that product lowers to Hopper's ``wgmma``
+    (its accumulator's layout says so). The product then issues all the copies itself, one
+    commit group per tile holding every operand's chunks, right after it has issued its
+    asynchronous ``wgmma``: ``S - 1`` tiles in flight, and the copies' issue overlaps the
+    tensor cores' work."""
+    products = {id(prod) for (_st, _axis, prod, _operand, _pos, _ppos) in found}
+    if len(products) != 1 or found[0][2] is None:
+        return False
+    layout = getattr(typemap_product, "layout", None)
+    return bool(getattr(layout, "wgmma", False))
 
 
 def wait_depth(count: int, last: int, before: int, stages: int) -> int:
@@ -148,13 +167,15 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
                         if isinstance(s2, ir.Assign) and s2.value is prod)
                     found.append(info + ((label, blocks[label].body.index(st)), ppos))
         n = len(found)
+        deferred = bool(found) and defer_to_product(
+            found, found[0][2] is not None and calltypes[found[0][2]].return_type)
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
         # loads of a loop run in label order, which Numba gives in program order
         for order, (st, axis, product, operand, _pos, ppos) in enumerate(found):
             key = id(st.value)
             stage = StageInfo(key, loop_id, n, order, axis, num_stages,
-                              "shared" if product is not None else "registers")
+                              "shared" if product is not None else "registers", deferred)
             # calltypes refuses a second assignment: replace through dict's own method
             dict.__setitem__(calltypes, st.value, StagedSignature.of(
                 calltypes[st.value], stage=stage,
@@ -168,7 +189,8 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
             last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
             before = sum(1 for q in positions if q < ppos)
             dict.__setitem__(calltypes, product, StagedSignature.of(
-                psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages))))
+                psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
+                deferred=deferred))
     return marked
 
 

@@ -10,7 +10,6 @@ import pytest
 import numba_tile as nt
 from numba_tile.dtypes import BFLOAT16_NP
 
-pytestmark = pytest.mark.gpu
 
 
 def _gemm(num_warps, num_stages=1):
@@ -38,8 +37,7 @@ CASES = [
 
 @pytest.mark.parametrize("stages", [1, 3])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-{c[2]}-w{c[3]}")
-def test_wgmma_products_against_float64(case, stages, monkeypatch):
-    cp = pytest.importorskip("cupy")
+def test_wgmma_products_against_float64(tile_backend, case, stages, monkeypatch):
     monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
     dt, (m, k, n), (bm, bn, bk), w = case
     rng = np.random.default_rng()
@@ -50,20 +48,76 @@ def test_wgmma_products_against_float64(case, stages, monkeypatch):
     kernel = _gemm(w, stages)
     assert "wgmma.mma_async" in kernel.ptx(a, b, nt.partition(np.zeros((m, n), np.float32),
                                                                (bm, bn)), bm, bn, bk)
-    c = cp.full((m, n), np.nan, cp.float32)
-    kernel(cp.asarray(a), cp.asarray(b), nt.partition(c, (bm, bn)), bm, bn, bk).sync()
+    c = tile_backend.asarray(np.full((m, n), np.nan, np.float32))
+    tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
+                     nt.partition(c, (bm, bn)), bm, bn, bk)
     want = a.astype(np.float64) @ b.astype(np.float64)
-    got = cp.asnumpy(c)
+    got = tile_backend.to_numpy(c)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
     assert np.isfinite(got).all()
     assert (np.abs(got - want) <= 1e-4 * scale).all(), np.abs(got - want).max()
 
 
-def test_a_product_wgmma_does_not_take_reads_atom_slots_with_ldmatrix(monkeypatch):
+def _rerun(num_stages):
+    @nt.jit(num_warps=8, num_stages=num_stages)
+    def rerun(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+              BK: nt.Constant, R: nt.Constant, DT: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for r in range(R):
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (nt.bid(0) + r * 0, k), (BM, BK), padding=0)
+                y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+        nt.store(c, nt.astype(acc, DT))
+    return rerun
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("k", [64, 104, 200, 1000])       # rows of 16-byte multiples
+def test_deferred_schedule_short_and_rerun_loops(tile_backend, stages, k, monkeypatch):
+    """The deferred schedule (the product issues the copies): K loops shorter than the
+    pipeline (1 or 2 tiles against S - 1 in the prologue), ragged K, the loop run again
+    (R = 2: its prologue after the last run's refills past the end), C in float16 with an
+    odd N (the last column pair half outside)."""
+    monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
+    rng = np.random.default_rng()
+    m, n = 200, 2 * 129 + 1
+    a = rng.integers(-3, 4, (m, k)).astype(np.float16)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    kernel = _rerun(stages)
+    cpu_c = np.zeros((m, n), np.float16)
+    ptx = kernel.ptx(a, b, nt.partition(cpu_c, (128, 128)), 128, 128, 64, 2, "float16")
+    assert "wgmma.mma_async" in ptx and "cp.async.cg" in ptx
+    c = tile_backend.asarray(np.full((m, n), np.nan, np.float16))
+    tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
+                     nt.partition(c, (128, 128)), 128, 128, 64, 2, "float16")
+    want = (2 * (a.astype(np.float64) @ b.astype(np.float64))).astype(np.float16)
+    np.testing.assert_array_equal(tile_backend.to_numpy(c), want)
+
+
+def test_accumulator_stored_into_a_strided_view(tile_backend, monkeypatch):
+    """An accumulator stored from its fragments into a view that allows no vector access
+    (odd row stride, every other column): element by element, nothing outside the view."""
+    monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
+    rng = np.random.default_rng()
+    m, k, n = 130, 128, 70
+    a = rng.integers(-3, 4, (m, k)).astype(BFLOAT16_NP)
+    b = rng.integers(-3, 4, (k, n)).astype(BFLOAT16_NP)
+    big = tile_backend.asarray(np.full((m + 3, 2 * n + 3), -5.0, np.float32))
+    view = big[1:m + 1, 1:2 * n + 1:2]
+    kernel = _gemm(8, 3)
+    tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
+                     nt.partition(view, (128, 64)), 128, 64, 64)
+    got = tile_backend.to_numpy(big)
+    want = np.full((m + 3, 2 * n + 3), -5.0)
+    want[1:m + 1, 1:2 * n + 1:2] = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_product_wgmma_does_not_take_reads_atom_slots_with_ldmatrix(tile_backend, monkeypatch):
     """Where wgmma is forced, pipelined slots of whole 128-byte atoms take the atom layout
     even when their product stays on mma.sync (here M = 128 over 4 warps): ldmatrix reads that
     layout too, and the values are NumPy's."""
-    cp = pytest.importorskip("cupy")
     monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
     rng = np.random.default_rng()
     m, k, n = 300, 200, 260
@@ -72,8 +126,9 @@ def test_a_product_wgmma_does_not_take_reads_atom_slots_with_ldmatrix(monkeypatc
     kernel = _gemm(4, 3)
     ptx = kernel.ptx(a, b, nt.partition(np.zeros((m, n), np.float32), (128, 128)), 128, 128, 64)
     assert "mma.sync" in ptx and "wgmma.mma_async" not in ptx
-    c = cp.full((m, n), np.nan, cp.float32)
-    kernel(cp.asarray(a), cp.asarray(b), nt.partition(c, (128, 128)), 128, 128, 64).sync()
+    c = tile_backend.asarray(np.full((m, n), np.nan, np.float32))
+    tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
+                     nt.partition(c, (128, 128)), 128, 128, 64)
     want = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
-    assert (np.abs(cp.asnumpy(c) - want) <= 1e-4 * scale).all()
+    assert (np.abs(tile_backend.to_numpy(c) - want) <= 1e-4 * scale).all()
