@@ -391,16 +391,19 @@ class Kernel:
         """The compiled kernel of a specialization: from memory, else from the disk cache
         (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
         the snapshot is typed and ownership-checked before it is used."""
+        import os
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
-        ck = self._compiled.get((key, cc, impl))
+        # the experiment switch of typing/pipeline.pending_products, keyed like the rest
+        pend = os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip() == "1"
+        ck = self._compiled.get((key, cc, impl, pend))
         if ck is None:
             with self._lock:
-                ck = self._compiled.get((key, cc, impl))
+                ck = self._compiled.get((key, cc, impl, pend))
                 if ck is None:
                     snap = self.snapshot(key)
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
-                               "mma": impl,
+                               "mma": impl, "wgmma_pending": pend,
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}
@@ -421,7 +424,7 @@ class Kernel:
                             cache.store(digest, ck)
                     else:
                         self.check(key, argtypes, grid_param)   # never the cache's verdict
-                    self._compiled[(key, cc, impl)] = ck
+                    self._compiled[(key, cc, impl, pend)] = ck
         return ck
 
     def check(self, key, argtypes, grid_param):

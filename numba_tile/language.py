@@ -324,6 +324,14 @@ def matmul(a, b, out_dtype=None, precision=None):
     """
 
 
+@op("mma")
+def _wgmma_drain(acc, k, n):
+    """Internal (inserted by the compiler after a pipelined K loop's product,
+    ``typing/pipeline.py``): ``acc``, and in the loop's last iteration (``k + 1 >= n``) once
+    every ``wgmma`` group still in flight has completed. Identity on values; in the
+    interpreter, identity."""
+
+
 for _f in (mma, matmul):
     _f.__doc__ = _f.__doc__.format(table=_MMA_TABLE)
 

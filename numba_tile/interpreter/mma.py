@@ -73,6 +73,11 @@ def interp_mma(a, b, acc, precision=None):
     return _run("mma", a, b, acc.dtype, precision, acc)
 
 
+@interp_rule("_wgmma_drain")
+def interp_wgmma_drain(acc, k, n):
+    return acc
+
+
 @interp_rule("matmul")
 def interp_matmul(a, b, out_dtype=None, precision=None):
     dt = default_acc_dtype(a.dtype) if out_dtype is None else dtypes.from_any(out_dtype)

@@ -33,7 +33,7 @@ iterations; only a store or another non-elementwise op converts it (``lowering/l
 from __future__ import annotations
 
 from llvmlite import ir
-from numba.cuda import cgutils
+from numba.cuda import cgutils, types
 
 from .. import dtypes
 from .._registry import OPS, lowering_rule
@@ -347,6 +347,34 @@ def lower_mma(context, builder, sig, args):
                         precision_value("mma", prec), sig)
     return make_fragment(builder, res, out,
                          tile_extents(builder, accty, args[2]) if res.masked else None)
+
+
+@lowering_rule("_wgmma_drain")
+def lower_wgmma_drain(context, builder, sig, args):
+    """In the iteration ``k + 1 >= n``: ``wgmma.wait_group 0`` with the accumulator tied
+    through it (``lowering/wgmma.py``), so every later read of the tile depends on the wait;
+    in the others the registers pass unchanged (the next ``wgmma`` reads them). Identity for
+    other layouts."""
+    ty, kty, nty = sig.args
+    if not (isinstance(ty.layout, MmaLayout) and ty.layout.wgmma):
+        return args[0]
+    from .wgmma import wait_tied
+    k = context.cast(builder, args[1], kty, types.int64)
+    n = context.cast(builder, args[2], nty, types.int64)
+    last = builder.icmp_signed(">=", builder.add(k, const_i64(1)), n)
+    elems = fragment_elements(builder, args[0], ty.layout.elems_per_thread)
+    before = builder.block
+    with builder.if_then(last, likely=False):
+        waited = wait_tied(builder, elems, 0)
+        then = builder.block
+    out = []
+    for e, w in zip(elems, waited):
+        phi = builder.phi(e.type)
+        phi.add_incoming(e, before)
+        phi.add_incoming(w, then)
+        out.append(phi)
+    return make_fragment(builder, ty, out, tile_extents(builder, ty, args[0]) if ty.masked
+                         else None)
 
 
 @lowering_rule("matmul")

@@ -289,12 +289,14 @@ def await_operands(builder, sig):
     if not getattr(sig, "deferred", False):
         _await(builder, k, S, sig.wait[1])
         return
-    # deferred schedule: at k == 0 the prologue, tiles 0 .. S-2 (one group per tile, every
-    # operand's chunks in it); then tile k is the oldest of S - 1 pending groups
+    # deferred schedule: at k == 0 the prologue, tiles 0 .. S-2-P (one group per tile, every
+    # operand's chunks in it; P: the wgmma groups a product leaves pending); then tile k is
+    # the oldest of S - 1 - P pending groups
+    P = getattr(sig, "pending", 0) or 0
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
-        for j in range(S - 1):
+        for j in range(S - 1 - P):
             _issue_tile(builder, staged, keys, builder.add(k, const_i64(j)))
-    wait_group(builder, S - 2)
+    wait_group(builder, S - 2 - P)
     from .wgmma import fence_proxy_async
     fence_proxy_async(builder)       # cp.async wrote in the generic proxy; wgmma reads async
     barrier(builder)
@@ -310,16 +312,19 @@ def _issue_tile(builder, staged, keys, kk):
 
 def refill_operands(builder, sig):
     """The deferred schedule's refill, emitted by the product right after it has issued (and
-    committed) its ``wgmma``s on tile ``k``: tile ``k + S - 1`` of every staged operand into
-    slot ``(k - 1) mod S``. That slot's last reader was the product of iteration ``k - 1``,
-    which every thread waited for (``wgmma.wait_group 0``) before this iteration's barrier.
-    A no-op for a product whose operands are not deferred."""
+    committed) its ``wgmma``s on tile ``k``: tile ``k + S - 1 - P`` of every staged operand
+    into slot ``(k - 1 - P) mod S``. That slot's last reader was the product of iteration
+    ``k - 1 - P``, which every thread waited for (``wgmma.wait_group P`` in iteration
+    ``k - 1``) before this iteration's barrier; with ``P = 1`` the product of ``k - 1`` may
+    still read slot ``k - 1``, a different slot when ``S >= 3``. A no-op for a product whose
+    operands are not deferred."""
     keys = list((getattr(sig, "operands", None) or {}).values())
     if not keys or not getattr(sig, "deferred", False):
         return
     staged = compiler_context.current().__dict__["staged"]
     _slot, k, S, _copy = staged[keys[0]]
-    _issue_tile(builder, staged, keys, builder.add(k, const_i64(S - 1)))
+    P = getattr(sig, "pending", 0) or 0
+    _issue_tile(builder, staged, keys, builder.add(k, const_i64(S - 1 - P)))
 
 
 def drain_at_exit(kernel) -> None:

@@ -132,13 +132,15 @@ def _mma_async(builder, ptx_type: str, n: int, desc_a, desc_b, acc):
     return [builder.extract_value(out, i) for i in range(nd)]
 
 
-def _wait(builder, acc):
-    """``wgmma.wait_group 0`` (after the caller's ``commit_group``), the accumulator tied
-    through it."""
+def wait_tied(builder, acc, pending: int = 0):
+    """``wgmma.wait_group pending`` (after the caller's ``commit_group``), the accumulator
+    tied through it: every later use of the registers depends on the wait. With
+    ``pending = 1`` the group just committed may still run; its accumulator then only
+    feeds the next ``wgmma`` (which orders itself after it) or ``_wgmma_drain``."""
     nd = len(acc)
     asm = ir.InlineAsm(
         ir.FunctionType(ir.LiteralStructType([F32] * nd), [F32] * nd),
-        "wgmma.wait_group.sync.aligned 0;",
+        f"wgmma.wait_group.sync.aligned {pending};",
         ",".join(["=f"] * nd) + "," + ",".join(str(i) for i in range(nd)) + ",~{memory}",
         side_effect=True)
     out = builder.call(asm, list(acc))
@@ -198,4 +200,4 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
         out = _mma_async(builder, ptx_type, n, da, db, out)
     _asm(builder, "wgmma.commit_group.sync.aligned;")
     refill_operands(builder, sig)           # deferred copies overlap the tensor cores' work
-    return _wait(builder, out)
+    return wait_tied(builder, out, getattr(sig, "pending", 0) or 0)

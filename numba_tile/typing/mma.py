@@ -159,6 +159,16 @@ def type_mma(a, b, acc, precision):
                        use_wgmma(p.kind, m, a.shape[1], n))
 
 
+@typing_rule("_wgmma_drain")
+def type_wgmma_drain(acc, k, n):
+    if not isinstance(acc, TileType):
+        raise fail("_wgmma_drain", "acc", "a tile", acc)
+    for name, v in (("k", k), ("n", n)):
+        if not isinstance(v, types.Integer):
+            raise fail("_wgmma_drain", name, "an integer", v)
+    return acc
+
+
 @typing_rule("matmul")
 def type_matmul(a, b, out_dtype, precision):
     m, _k, n = check_operands("matmul", a, b)

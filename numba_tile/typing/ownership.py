@@ -258,7 +258,8 @@ class OwnershipPass(AnalysisPass):
         if not ctx.unchecked:
             # after every check: staging changes how checked loads travel, not what they read
             from .pipeline import mark_staged_loads
-            mark_staged_loads(state.func_ir, state.typemap, state.calltypes, ctx.num_stages)
+            mark_staged_loads(state.func_ir, state.typemap, state.calltypes, ctx.num_stages,
+                              state.typingctx)
         from .mma import place_constant_accumulators
         place_constant_accumulators(state.func_ir, state.typemap, state.calltypes)
         return False

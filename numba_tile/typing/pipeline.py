@@ -68,13 +68,13 @@ class StagedSignature(Signature):
     fed by staged loads, ``wait``: ``(last operand order, wait depth)``; ``deferred``: the
     product issues its operands' copies, :func:`defer_to_product`)."""
 
-    __slots__ = ("stage", "operands", "wait", "deferred")
+    __slots__ = ("stage", "operands", "wait", "deferred", "pending")
 
     @classmethod
-    def of(cls, sig, stage=None, operands=None, wait=None, deferred=False):
+    def of(cls, sig, stage=None, operands=None, wait=None, deferred=False, pending=0):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
         new.stage, new.operands, new.wait = stage, operands or {}, wait
-        new.deferred = deferred
+        new.deferred, new.pending = deferred, pending
         return new
 
 
@@ -122,7 +122,99 @@ def _op(typemap, expr):
     return op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
 
 
-def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
+def pending_products(num_stages: int) -> int:
+    """``wgmma`` groups a deferred product leaves in flight when it returns (0 or 1). 0 by
+    default: with 1, ptxas 13.0 injects a ``wgmma.wait_group 0`` into the loop's latch (C7517:
+    it cannot tell that the drain's ``k + 1 >= n`` is the loop's own exit test), so every
+    iteration waits anyway (measured on the H200, 2026-12-01: no gain). ``NUMBA_TILE_WGMMA_PENDING=1``
+    asks for 1 (from 3 stages), for experiments (part of ``Kernel.compile``'s cache keys)."""
+    import os
+    if os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip() == "1" and num_stages >= 3:
+        return 1
+    return 0
+
+
+def _range_bound(blocks, loop, defs, inner=frozenset()):
+    """The ``n`` of the loop's ``for k in range(n)`` (or ``range(0, n)``), an IR variable, or
+    None (``_induction_variable`` has checked the form)."""
+    for lb in sorted(loop.body):
+        if lb in inner:
+            continue
+        for st in blocks[lb].body:
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
+                    st.value.op == "iternext":
+                v = _single_def(st.value.value.name, defs)
+                seen = set()
+                while isinstance(v, ir.Var) and v.name not in seen:
+                    seen.add(v.name)
+                    v = _single_def(v.name, defs)
+                if not (isinstance(v, ir.Expr) and v.op == "getiter"):
+                    return None
+                call = _single_def(v.value.name, defs)
+                return call.args[-1] if isinstance(call, ir.Expr) and call.op == "call" \
+                    else None
+    return None
+
+
+def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, st_prod,
+                             induction, bound, uses) -> bool:
+    """Let a deferred product leave its ``wgmma`` group in flight (``pending = 1``) and wait
+    for it where the loop ends: insert ``acc' = _wgmma_drain(acc, k, n)`` right after the
+    product ``acc = mma(x, y, acc0)`` (``wgmma.wait_group 0`` in the iteration ``k + 1 == n``
+    only) and carry ``acc'`` around the loop. The wait stays inside the loop, where ptxas
+    keeps the pipeline (a wait at the top of the block after the loop got the ``wgmma``s
+    serialized, C7514/C7515, when other instructions were scheduled before it).
+
+    Only where the registers in flight are read by nothing but the next ``wgmma``: the loop is
+    a ``for k in range(n)`` left through one exit block entered from its header alone (no
+    ``break`` or ``return`` inside), the product's result feeds only the header's phi, and
+    that phi (``acc0``) is read inside the loop only by the product. Returns whether the
+    drain was inserted (if not, the product waits for its group itself)."""
+    from .. import language
+    if typingctx is None or bound is None or len(loop.exits) != 1:
+        return False
+    blocks = func_ir.blocks
+    (exit_label,) = loop.exits
+    if [src for src, _ in cfg.predecessors(exit_label)] != [loop.header]:
+        return False
+    if len(st_prod.value.args) < 3 or st_prod.value.kws:
+        return False
+    acc_new, acc_old = st_prod.target, st_prod.value.args[2]
+    phi = next((st for st in blocks[loop.header].body if isinstance(st, ir.Assign)
+                and st.target.name == acc_old.name and isinstance(st.value, ir.Expr)
+                and st.value.op == "phi"), None)
+    if phi is None or [v.name for v in phi.value.incoming_values].count(acc_new.name) != 1:
+        return False
+    if [st for _lb, st in uses.get(acc_new.name, [])] != [phi]:
+        return False
+    if [st for lb, st in uses.get(acc_old.name, []) if lb in loop.body] != [st_prod]:
+        return False
+    k = next(iter(sorted(induction)))
+    label = next(lb for lb in loop.body if st_prod in blocks[lb].body)
+    blk = blocks[label]
+    scope, loc = blk.scope, st_prod.loc
+    fn_var = scope.redefine("$wgmma_drain_fn", loc)
+    out_var = scope.redefine(acc_new.name + ".drained", loc)
+    k_var = ir.Var(scope, k, loc)
+    fnty = typingctx.resolve_value_type(language._wgmma_drain)
+    sig = fnty.get_call_type(typingctx, (typemap[acc_new.name], typemap[k],
+                                         typemap[bound.name]), {})
+    if sig is None:
+        return False
+    call = ir.Expr.call(fn_var, [acc_new, k_var, bound], (), loc)
+    typemap[fn_var.name] = fnty
+    typemap[out_var.name] = typemap[acc_new.name]
+    dict.__setitem__(calltypes, call, sig)
+    from numba.cuda.core.ir_utils import replace_vars_stmt
+    replace_vars_stmt(phi, {acc_new.name: out_var})
+    i = blk.body.index(st_prod)
+    blk.body[i + 1:i + 1] = [
+        ir.Assign(ir.Global("_wgmma_drain", language._wgmma_drain, loc), fn_var, loc),
+        ir.Assign(call, out_var, loc)]
+    return True
+
+
+def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=None) -> int:
     """Mark the staged loads of ``func_ir`` (see the module docstring); returns how many."""
     if num_stages < 2:
         return 0
@@ -169,6 +261,15 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
         n = len(found)
         deferred = bool(found) and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
+        pending = 0
+        if deferred and pending_products(num_stages):
+            prod = found[0][2]
+            st_prod = next(st for lb in loop.body for st in blocks[lb].body
+                           if isinstance(st, ir.Assign) and st.value is prod)
+            if _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop,
+                                        st_prod, induction,
+                                        _range_bound(blocks, loop, defs, inner), uses):
+                pending = 1
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
         # loads of a loop run in label order, which Numba gives in program order
@@ -190,7 +291,7 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int) -> int:
             before = sum(1 for q in positions if q < ppos)
             dict.__setitem__(calltypes, product, StagedSignature.of(
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
-                deferred=deferred))
+                deferred=deferred, pending=pending))
     return marked
 
 
