@@ -588,7 +588,6 @@ def _install(b: _Build) -> str | None:
     gives a block), or None."""
     from .kernel import _STATIC_SHARED
     from .runtime import driver
-    from .runtime.params import ParamBuffer
     spec, ck, device = b.spec, b.ck, b.device
     if device in spec.loaded:
         return None
@@ -602,7 +601,7 @@ def _install(b: _Build) -> str | None:
     func = driver.get_function(module, ck.entry)
     if ck.shared_bytes > _STATIC_SHARED:
         driver.set_dynamic_shared(func, ck.shared_bytes)
-    spec.loaded.setdefault(device, (module, func, ParamBuffer(ck.param_kinds), ck.num_threads,
+    spec.loaded.setdefault(device, (module, func, b.kern._param_buffer(ck), ck.num_threads,
                                     ck.shared_bytes))
     return None
 

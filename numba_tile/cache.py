@@ -124,7 +124,9 @@ def load(digest: str):
         return CompiledKernel(ptx=data["ptx"], entry=data["entry"],
                               param_kinds=tuple(data["param_kinds"]),
                               num_threads=int(data["num_threads"]), cc=tuple(data["cc"]),
-                              shared_bytes=int(data["shared_bytes"]))
+                              shared_bytes=int(data["shared_bytes"]),
+                              tensor_maps=tuple((str(n), int(r))
+                                                for n, r in data["tensor_maps"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None     # unreadable, or written by a version without a field: recompile
 
@@ -141,7 +143,8 @@ def store(digest: str, ck) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump({"ptx": ck.ptx, "entry": ck.entry, "param_kinds": list(ck.param_kinds),
                        "num_threads": ck.num_threads, "cc": list(ck.cc),
-                       "shared_bytes": ck.shared_bytes}, f)
+                       "shared_bytes": ck.shared_bytes,
+                       "tensor_maps": [list(m) for m in ck.tensor_maps]}, f)
         os.replace(tmp, os.path.join(d, digest + ".json"))
     except OSError:
         pass

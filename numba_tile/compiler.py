@@ -42,6 +42,10 @@ class CompiledKernel:
         cc: compute capability compiled for.
         shared_bytes: dynamic shared memory per block the launch must give
             (``lowering/shared.py``).
+        tensor_maps: ``(tensor parameter name, box rows)`` per TMA tensor map the kernel
+            takes (``lowering/tma.py``), in order: its last ``len(tensor_maps)`` parameters
+            (kind ``'map'``, 128 bytes each) are those maps, built at launch
+            (``runtime/tensormap.py``).
     """
 
     ptx: str
@@ -50,6 +54,24 @@ class CompiledKernel:
     num_threads: int
     cc: tuple
     shared_bytes: int = 0
+    tensor_maps: tuple = ()
+
+
+def _add_tensor_map_params(ptx: str, entry: str, count: int) -> str:
+    """Append ``count`` 128-byte, 64-aligned parameters ``ENTRY_tmapI`` to the ``.entry``'s
+    parameter list and name them in the inline PTX that used ``lowering/tma.PLACEHOLDER``.
+    The kernel takes their generic address (``cvta.param``), as NVVM does for a
+    ``__grid_constant__`` parameter."""
+    from .lowering.tma import PLACEHOLDER
+    head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(", ptx)
+    close = ptx.index(")", head.end())
+    params = ptx[head.end():close].rstrip()
+    extra = ",\n".join(f"\t.param .align 64 .b8 {entry}_tmap{i}[128]" for i in range(count))
+    sep = ",\n" if params.strip() else "\n"
+    ptx = ptx[:head.end()] + params + sep + extra + "\n" + ptx[close:]
+    for i in range(count):
+        ptx = ptx.replace(PLACEHOLDER.format(i), f"{entry}_tmap{i}")
+    return ptx
 
 
 #: the oldest target numba_tile compiles for (DESIGN.md: Ampere, sm_80, and later)
@@ -367,5 +389,10 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
         except Exception as exc:  # noqa: BLE001
             raise _translate(exc, ctx) from None
     m = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx)
+    maps = tuple(getattr(ctx, "tensor_maps", None) or ())
+    if maps:
+        ptx = _add_tensor_map_params(ptx, m.group(1), len(maps))
+        kinds = kinds + ("map",) * len(maps)
     return CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
-                          num_threads=ctx.num_threads, cc=cc, shared_bytes=shared)
+                          num_threads=ctx.num_threads, cc=cc, shared_bytes=shared,
+                          tensor_maps=maps)

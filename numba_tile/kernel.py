@@ -395,7 +395,8 @@ class Kernel:
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
         # the experiment switch of typing/pipeline.pending_products, keyed like the rest
-        pend = os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip() == "1"
+        from .typing.pipeline import tma_enabled
+        pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip() == "1", tma_enabled())
         ck = self._compiled.get((key, cc, impl, pend))
         if ck is None:
             with self._lock:
@@ -403,7 +404,7 @@ class Kernel:
                 if ck is None:
                     snap = self.snapshot(key)
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
-                               "mma": impl, "wgmma_pending": pend,
+                               "mma": impl, "wgmma_pending": pend[0], "tma": pend[1],
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}
@@ -476,9 +477,10 @@ class Kernel:
         """
         if _defaults.watch is not None:
             _defaults.watch(self, args, kwargs)       # inside a torch_op body (torch_library)
-        if (interpret is None and grid is None and not self.interpret
-                and _defaults.interpret is not True and (unchecked is True or (
-                    unchecked is False and not self.unchecked))
+        # interpret=False asks for the GPU as the default does (examples pass it through)
+        if (grid is None and (interpret is False or (
+                interpret is None and not self.interpret and _defaults.interpret is not True))
+                and (unchecked is True or (unchecked is False and not self.unchecked))
                 and (on_conflict == "wait" or on_conflict == "raise")):
             plan = self._last_plan
             if plan is not None:
@@ -703,6 +705,8 @@ class Kernel:
         loaded = spec.loaded.get(device)
         if loaded is None:
             loaded = self._load(spec, device, stream)
+        if loaded[2].tensor_maps:
+            flat = flat + self._tensor_maps(loaded[2].tensor_maps, bound)
         names = [b.spec.name for b in bound if b.__class__ is BoundArray]
         handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes, objs,
                                   streams, on_conflict, device,
@@ -734,15 +738,40 @@ class Kernel:
             func = driver.get_function(module, ck.entry)
             if ck.shared_bytes > _STATIC_SHARED:
                 driver.set_dynamic_shared(func, ck.shared_bytes)
-        loaded = (module, func, ParamBuffer(ck.param_kinds), ck.num_threads, ck.shared_bytes)
+        loaded = (module, func, self._param_buffer(ck), ck.num_threads, ck.shared_bytes)
         spec.loaded[device] = loaded
         return loaded
+
+    def _param_buffer(self, ck):
+        """The ParamBuffer of a compiled kernel, with its tensor maps' parameters by index."""
+        pb = ParamBuffer(ck.param_kinds)
+        names = [p.name for p in self.params]
+        pb.tensor_maps = tuple((names.index(name), rows) for name, rows in ck.tensor_maps)
+        return pb
+
+    def _tensor_maps(self, tmaps, bound):
+        """The launch's tensor map parameters (``runtime/tensormap.py``), after checking that
+        each array can be described (a clear error before any GPU work otherwise)."""
+        from .runtime import tensormap
+        out = []
+        for i, rows in tmaps:
+            a = bound[i].array
+            tensormap.check_encodable(self.__qualname__, self.params[i].name, a.shape,
+                                      a.element_strides, a.dtype.itemsize, a.ptr)
+            out.append(tensormap.encode(a.ptr, a.shape, a.element_strides, a.dtype.name, rows))
+        return out
 
     def _store_plan(self, got, loaded, nblocks, bound, positions, flat, device, arrays, names):
         """Remember a checked launch for its plan key, if the fast readers read the same
         pointers and shapes as the checks did (else the kind always takes the slow path)."""
         key, ptrs, _scalars, objs, _streams, _o = got
         if len(ptrs) != len(arrays):
+            return
+        known = self._plans.get(key)
+        if known is not None:
+            # this kind has a plan (a call the fast path declined, e.g. a pointer range it left
+            # to the checks): keep it, building a runner costs ~1.5 ms
+            self._last_plan = known
             return
         for a, ptr, obj in zip(arrays, ptrs, objs):
             if a.obj is not obj or (a.ptr != ptr and a.size):   # an empty array's is unused
@@ -784,11 +813,16 @@ class Kernel:
         Raises:
             TileTypingError: as a launch, and for a ``cc`` below 8.0.
         """
+        return self.compiled(*args, cc=cc, **kwargs).ptx
+
+    def compiled(self, *args, cc=(9, 0), **kwargs):
+        """The :class:`~numba_tile.compiler.CompiledKernel` these arguments select (its PTX,
+        entry, parameter kinds, shared memory, tensor maps), as :meth:`ptx`."""
         values = self._bind(args, kwargs)
         specs = self._specs(values)
         bound = bind_arrays(self.__qualname__, specs, values, allow_host=None, call_site=None)
         spec = self._signature(bound)
-        return self.compile(spec.key, spec.argtypes, spec.grid_param, cc).ptx
+        return self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
 
 
 

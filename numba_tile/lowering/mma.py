@@ -351,13 +351,18 @@ def lower_mma(context, builder, sig, args):
 
 @lowering_rule("_wgmma_drain")
 def lower_wgmma_drain(context, builder, sig, args):
-    """In the iteration ``k + 1 >= n``: ``wgmma.wait_group 0`` with the accumulator tied
-    through it (``lowering/wgmma.py``), so every later read of the tile depends on the wait;
-    in the others the registers pass unchanged (the next ``wgmma`` reads them). Identity for
-    other layouts."""
+    """The end of a deferred K loop (``typing/pipeline._drain_in_last_iteration``), emitted in
+    the iteration ``k + 1 >= n`` only: where the product leaves its ``wgmma`` group in flight
+    (``pending``), ``wgmma.wait_group 0`` with the accumulator tied through it (every later
+    read of the tile depends on the wait); where the loads are TMA boxes, the wait for the
+    tiles issued past the loop's end (``pipeline.drain_copies``). In the other iterations the
+    registers pass unchanged (the next ``wgmma`` reads them)."""
     ty, kty, nty = sig.args
-    if not (isinstance(ty.layout, MmaLayout) and ty.layout.wgmma):
+    pending = getattr(sig, "pending", 0) or 0
+    if not (isinstance(ty.layout, MmaLayout) and ty.layout.wgmma) or not (
+            pending or getattr(sig, "tma", False)):
         return args[0]
+    from .pipeline import drain_copies
     from .wgmma import wait_tied
     k = context.cast(builder, args[1], kty, types.int64)
     n = context.cast(builder, args[2], nty, types.int64)
@@ -365,8 +370,11 @@ def lower_wgmma_drain(context, builder, sig, args):
     elems = fragment_elements(builder, args[0], ty.layout.elems_per_thread)
     before = builder.block
     with builder.if_then(last, likely=False):
-        waited = wait_tied(builder, elems, 0)
+        waited = wait_tied(builder, elems, 0) if pending else elems
+        drain_copies(builder, sig, k)
         then = builder.block
+    if not pending:
+        return args[0]
     out = []
     for e, w in zip(elems, waited):
         phi = builder.phi(e.type)

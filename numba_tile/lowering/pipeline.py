@@ -183,6 +183,16 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     S = info.stages
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
     k = index[info.axis]
+    if info.tma:                    # lowering/tma.py: the product issues boxes, thread 0
+        from .tma import TmaPlan
+        if info.order == 0:
+            with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+                _restart(builder)
+        bars = pool().allocate(builder, 8 * S, f"{S} barriers of a {tile.shape} TMA ring")
+        ctx.__dict__.setdefault("staged", {})[info.key] = (
+            ring.slot(builder, k), k, S, ("tma", TmaPlan(builder, view, ring, index, info.axis),
+                                          ring, bars))
+        return _placeholder_tile(builder, tile)
     plan = None
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
         if info.order == 0:
@@ -202,6 +212,11 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     if info.mode == "registers":
         _await(builder, k, S, sig.wait[1])
         return _read_back(context, builder, view, index, tile, ring, k, padty, pad)
+    return _placeholder_tile(builder, tile)
+
+
+def _placeholder_tile(builder, tile):
+    """The value of a load whose product reads its slot: elements never read."""
     from ..typing.types import element_llvm_type
     from .common import make_fragment
     arr = ir.Constant(ir.ArrayType(element_llvm_type(tile.dtype), tile.layout.elems_per_thread),
@@ -293,6 +308,17 @@ def await_operands(builder, sig):
     # operand's chunks in it; P: the wgmma groups a product leaves pending); then tile k is
     # the oldest of S - 1 - P pending groups
     P = getattr(sig, "pending", 0) or 0
+    if getattr(sig, "tma", False):
+        from .tma import init_barriers, wait_tile
+        bars = staged[keys[0]][3][3]
+        with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+            init_barriers(builder, bars, S)
+            barrier(builder)             # every thread sees the barriers initialized
+            for j in range(S - 1 - P):
+                _issue_tile(builder, staged, keys, builder.add(k, const_i64(j)))
+        wait_tile(builder, bars, S, k)
+        barrier(builder)                 # and every thread is past the product of k - 1 - P
+        return
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
         for j in range(S - 1 - P):
             _issue_tile(builder, staged, keys, builder.add(k, const_i64(j)))
@@ -303,11 +329,38 @@ def await_operands(builder, sig):
 
 
 def _issue_tile(builder, staged, keys, kk):
-    """One commit group: tile ``kk`` of every staged operand ``keys``."""
+    """Tile ``kk`` of every staged operand ``keys``: one commit group of ``cp.async`` copies,
+    or (TMA) thread 0's expected bytes on the tile's barrier and its boxes."""
+    first = staged[keys[0]][3]
+    if first[0] == "tma":
+        from .tma import barrier_of, expect_bytes
+        bars, S = first[3], staged[keys[0]][2]
+        with builder.if_then(builder.icmp_unsigned("==", thread_index(builder), const_i64(0))):
+            bar = barrier_of(builder, bars, S, kk)
+            expect_bytes(builder, bar, sum(staged[key][3][1].tile_bytes for key in keys))
+            for key in keys:
+                _tag, plan, ring, _bars = staged[key][3]
+                plan.issue(builder, ring.slot(builder, kk), bar, kk)
+        return
     for key in keys:
         plan, ring, view = staged[key][3]
         plan.issue(builder, view, ring, kk)
     commit(builder)
+
+
+def drain_copies(builder, sig, k):
+    """In a TMA loop's last iteration (the caller's branch): wait for the tiles issued past
+    its end (``k + 1 .. k + S - 1 - P``: the prologue's and the refills'), so no box is in
+    flight when the barriers are initialized again or the block exits."""
+    keys = list((getattr(sig, "operands", None) or {}).values())
+    if not keys or not getattr(sig, "tma", False):
+        return
+    from .tma import wait_tile
+    staged = compiler_context.current().__dict__["staged"]
+    _slot, _k, S, first = staged[keys[0]]
+    P = getattr(sig, "pending", 0) or 0
+    for j in range(1, S - P):
+        wait_tile(builder, first[3], S, builder.add(k, const_i64(j)))
 
 
 def refill_operands(builder, sig):

@@ -270,6 +270,9 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
             packs.append(f"        {kind}S{k}(BUF, {int(off)}, {v})")
     if len(packs) != len(plan.ptr_setters) + len(plan.scalar_setters):
         return None
+    for k, (pack_into, off, j, _slot, enc) in enumerate(plan.map_setters):
+        env[f"MS{k}"], env[f"ME{k}"] = pack_into, enc       # tensor maps: of the pointer
+        packs.append(f"        MS{k}(BUF, {int(off)}, ME{k}({ptr_names[j]}))")
     lines += ["    with reg._lock:",
               "        queues = reg._streams",
               "        qkey = stream if stream != 2 else INFLIGHT.queue_key(stream)",

@@ -334,11 +334,11 @@ class Plan:
 
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
                  "spans", "pairs", "writes", "device", "names", "grid3", "block3", "params",
-                 "ptr_setters", "scalar_setters", "func_address", "torch_arrays",
+                 "ptr_setters", "scalar_setters", "map_setters", "func_address", "torch_arrays",
                  "pack", "run")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
-                 device):
+                 device, maps=()):
         self.loaded = loaded                 # (module, func, ParamBuffer, threads, shared)
         self.nblocks = nblocks
         self.grid3 = (nblocks, 1, 1)
@@ -357,12 +357,20 @@ class Plan:
         self.scalar_setters = tuple(
             (struct.Struct("<" + PARAM_KINDS[own.kinds[i]][0]).pack_into, own.offsets[i])
             for i in scalar_slots)
+        # tensor maps (runtime/tensormap.py): a function of their array's pointer, the plan
+        # fixing the layout; (pack_into, offset, array index, template index, encoder)
+        self.map_setters = tuple(
+            (struct.Struct("<128s").pack_into, own.offsets[slot], j, slot, enc)
+            for j, slot, enc in maps)
         # pack(buf, ptrs, scalars): the setters as straight-line code
         env, lines = {}, ["def pack(buf, ptrs, scalars):"]
         for kind, setters in (("ptrs", self.ptr_setters), ("scalars", self.scalar_setters)):
             for k, (pack_into, off) in enumerate(setters):
                 env[f"{kind}{k}"] = pack_into
                 lines.append(f"    {kind}{k}(buf, {int(off)}, {kind}[{k}])")
+        for k, (pack_into, off, j, _slot, enc) in enumerate(self.map_setters):
+            env[f"maps{k}"], env[f"enc{k}"] = pack_into, enc
+            lines.append(f"    maps{k}(buf, {int(off)}, enc{k}(ptrs[{j}]))")
         lines.append("    return None")
         exec("\n".join(lines), env)
         self.pack = env["pack"]
@@ -398,6 +406,8 @@ class Plan:
             flat[i] = v
         for i, v in zip(self.scalar_slots, scalars):
             flat[i] = v
+        for _pack, _off, j, slot, enc in self.map_setters:
+            flat[slot] = enc(ptrs[j])
         return flat
 
     def admits(self, ptrs) -> bool:
@@ -441,15 +451,25 @@ def make_plan(loaded, nblocks, params, bound, positions, flat, device) -> Plan:
     """A Plan from a checked slow-path launch: ``positions`` holds, per parameter, the index of
     its first value in ``flat`` (the launch's parameter values; None for a constant)."""
     from numba_tile.runtime.launch_checks import BoundArray
-    ptr_slots, scalar_slots, arrays, writes = [], [], [], []
-    for p, b, pos in zip(params, bound, positions):
+    from numba_tile.runtime import tensormap
+    ptr_slots, scalar_slots, arrays, writes, index_of = [], [], [], [], {}
+    for i, (p, b, pos) in enumerate(zip(params, bound, positions)):
         if b.__class__ is BoundArray:
+            index_of[i] = len(arrays)
             ptr_slots.append(pos)
             arrays.append(b.array)
             writes.append(b.mutable)
         elif p.role != "constant":
             scalar_slots.append(pos)
-    return Plan(loaded, nblocks, list(flat), ptr_slots, scalar_slots, arrays, writes, device)
+    tmaps = loaded[2].tensor_maps
+    first = len(flat) - len(tmaps)          # the maps are the last parameters
+    maps = []
+    for m, (i, rows) in enumerate(tmaps):
+        a = arrays[index_of[i]]
+        maps.append((index_of[i], first + m,
+                     tensormap.encoder_for(a.shape, a.element_strides, a.dtype.name, rows)))
+    return Plan(loaded, nblocks, list(flat), ptr_slots, scalar_slots, arrays, writes, device,
+                maps)
 
 
 # ----------------------------------------------------------------------------- queueing

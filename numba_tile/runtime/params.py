@@ -22,6 +22,9 @@ PARAM_KINDS: dict[str, tuple[str, int]] = {
     "u16": ("H", 2), "i16": ("h", 2), "f16": ("e", 2),
     "u32": ("I", 4), "i32": ("i", 4), "f32": ("f", 4),
     "u64": ("Q", 8), "i64": ("q", 8), "f64": ("d", 8), "ptr": ("Q", 8),
+    # a TMA tensor map (``runtime/tensormap.py``): 128 opaque bytes; the host copy needs no
+    # alignment (the driver copies it into the kernel's 64-aligned parameter)
+    "map": ("128s", 128),
 }
 
 
@@ -42,12 +45,14 @@ class ParamBuffer:
 
     Attributes:
         kinds: the kinds, as a tuple.
-        offsets: byte offset of each value in the buffer (each a multiple of its size).
+        offsets: byte offset of each value in the buffer (each a multiple of its size, at
+            most 8).
         nbytes: size of the value buffer in bytes.
         address: address of the ``void*[n]`` array (0 when there are no parameters).
     """
 
-    __slots__ = ("kinds", "names", "offsets", "nbytes", "address", "_buf", "_ptrs", "_pack_into")
+    __slots__ = ("kinds", "names", "offsets", "nbytes", "address", "_buf", "_ptrs", "_pack_into",
+                 "tensor_maps")
 
     def __init__(self, kinds: Sequence[str], names: Sequence[str] | None = None):
         kinds = tuple(kinds)
@@ -62,7 +67,7 @@ class ParamBuffer:
             except KeyError:
                 raise ValueError(
                     f"unknown parameter kind {kind!r} (known: {', '.join(PARAM_KINDS)})") from None
-            pad = -pos % size
+            pad = -pos % min(size, 8)
             if pad:
                 fmt.append(f"{pad}x")
             pos += pad
@@ -70,6 +75,9 @@ class ParamBuffer:
             fmt.append(code)
             pos += size
         self.kinds = kinds
+        #: ``(parameter index, box rows)`` per tensor map parameter (the kernel's last ones),
+        #: set by the loader (``Kernel._load``)
+        self.tensor_maps = ()
         if names is None:
             names = [f"#{i}" for i in range(len(kinds))]
         self.names = tuple(names)

@@ -60,6 +60,8 @@ class StageInfo:
     #: the product issues this load's copies (:func:`defer_to_product`): every staged load of
     #: the loop feeds one ``wgmma`` product
     deferred: bool = False
+    #: the copies are TMA boxes (``lowering/tma.py``) rather than ``cp.async`` chunks
+    tma: bool = False
 
 
 class StagedSignature(Signature):
@@ -68,13 +70,14 @@ class StagedSignature(Signature):
     fed by staged loads, ``wait``: ``(last operand order, wait depth)``; ``deferred``: the
     product issues its operands' copies, :func:`defer_to_product`)."""
 
-    __slots__ = ("stage", "operands", "wait", "deferred", "pending")
+    __slots__ = ("stage", "operands", "wait", "deferred", "pending", "tma")
 
     @classmethod
-    def of(cls, sig, stage=None, operands=None, wait=None, deferred=False, pending=0):
+    def of(cls, sig, stage=None, operands=None, wait=None, deferred=False, pending=0,
+           tma=False):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
         new.stage, new.operands, new.wait = stage, operands or {}, wait
-        new.deferred, new.pending = deferred, pending
+        new.deferred, new.pending, new.tma = deferred, pending, tma
         return new
 
 
@@ -157,7 +160,7 @@ def _range_bound(blocks, loop, defs, inner=frozenset()):
 
 
 def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, st_prod,
-                             induction, bound, uses) -> bool:
+                             induction, bound, uses, operands):
     """Let a deferred product leave its ``wgmma`` group in flight (``pending = 1``) and wait
     for it where the loop ends: insert ``acc' = _wgmma_drain(acc, k, n)`` right after the
     product ``acc = mma(x, y, acc0)`` (``wgmma.wait_group 0`` in the iteration ``k + 1 == n``
@@ -168,27 +171,29 @@ def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, 
     Only where the registers in flight are read by nothing but the next ``wgmma``: the loop is
     a ``for k in range(n)`` left through one exit block entered from its header alone (no
     ``break`` or ``return`` inside), the product's result feeds only the header's phi, and
-    that phi (``acc0``) is read inside the loop only by the product. Returns whether the
-    drain was inserted (if not, the product waits for its group itself)."""
+    that phi (``acc0``) is read inside the loop only by the product. Returns the drain's
+    :class:`StagedSignature` (``operands``: the product's staged loads; the caller sets
+    ``pending`` and ``tma``), or None where it was not inserted (the product then waits for
+    its group itself and its loads stay on ``cp.async``)."""
     from .. import language
     if typingctx is None or bound is None or len(loop.exits) != 1:
-        return False
+        return None
     blocks = func_ir.blocks
     (exit_label,) = loop.exits
     if [src for src, _ in cfg.predecessors(exit_label)] != [loop.header]:
-        return False
+        return None
     if len(st_prod.value.args) < 3 or st_prod.value.kws:
-        return False
+        return None
     acc_new, acc_old = st_prod.target, st_prod.value.args[2]
     phi = next((st for st in blocks[loop.header].body if isinstance(st, ir.Assign)
                 and st.target.name == acc_old.name and isinstance(st.value, ir.Expr)
                 and st.value.op == "phi"), None)
     if phi is None or [v.name for v in phi.value.incoming_values].count(acc_new.name) != 1:
-        return False
+        return None
     if [st for _lb, st in uses.get(acc_new.name, [])] != [phi]:
-        return False
+        return None
     if [st for lb, st in uses.get(acc_old.name, []) if lb in loop.body] != [st_prod]:
-        return False
+        return None
     k = next(iter(sorted(induction)))
     label = next(lb for lb in loop.body if st_prod in blocks[lb].body)
     blk = blocks[label]
@@ -200,7 +205,8 @@ def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, 
     sig = fnty.get_call_type(typingctx, (typemap[acc_new.name], typemap[k],
                                          typemap[bound.name]), {})
     if sig is None:
-        return False
+        return None
+    sig = StagedSignature.of(sig, operands=operands)
     call = ir.Expr.call(fn_var, [acc_new, k_var, bound], (), loc)
     typemap[fn_var.name] = fnty
     typemap[out_var.name] = typemap[acc_new.name]
@@ -211,7 +217,7 @@ def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, 
     blk.body[i + 1:i + 1] = [
         ir.Assign(ir.Global("_wgmma_drain", language._wgmma_drain, loc), fn_var, loc),
         ir.Assign(call, out_var, loc)]
-    return True
+    return sig
 
 
 def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=None) -> int:
@@ -261,22 +267,28 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
         n = len(found)
         deferred = bool(found) and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
-        pending = 0
-        if deferred and pending_products(num_stages):
-            prod = found[0][2]
-            st_prod = next(st for lb in loop.body for st in blocks[lb].body
-                           if isinstance(st, ir.Assign) and st.value is prod)
-            if _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop,
-                                        st_prod, induction,
-                                        _range_bound(blocks, loop, defs, inner), uses):
-                pending = 1
+        pending, tma = 0, False
+        if deferred:
+            want_tma = all(_tma_fits(typemap, calltypes, f[0]) for f in found)
+            want_pending = pending_products(num_stages)
+            if want_tma or want_pending:
+                prod = found[0][2]
+                st_prod = next(st for lb in loop.body for st in blocks[lb].body
+                               if isinstance(st, ir.Assign) and st.value is prod)
+                drain = _drain_in_last_iteration(
+                    func_ir, typemap, calltypes, typingctx, cfg, loop, st_prod, induction,
+                    _range_bound(blocks, loop, defs, inner), uses,
+                    {f[3]: id(f[0].value) for f in found})
+                if drain:
+                    pending, tma = want_pending, want_tma
+                    drain.pending, drain.tma = pending, tma
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
         # loads of a loop run in label order, which Numba gives in program order
         for order, (st, axis, product, operand, _pos, ppos) in enumerate(found):
             key = id(st.value)
             stage = StageInfo(key, loop_id, n, order, axis, num_stages,
-                              "shared" if product is not None else "registers", deferred)
+                              "shared" if product is not None else "registers", deferred, tma)
             # calltypes refuses a second assignment: replace through dict's own method
             dict.__setitem__(calltypes, st.value, StagedSignature.of(
                 calltypes[st.value], stage=stage,
@@ -291,8 +303,36 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
             before = sum(1 for q in positions if q < ppos)
             dict.__setitem__(calltypes, product, StagedSignature.of(
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
-                deferred=deferred, pending=pending))
+                deferred=deferred, pending=pending, tma=tma))
     return marked
+
+
+def tma_enabled() -> bool:
+    """``NUMBA_TILE_TMA``: ``0`` keeps deferred loads on ``cp.async``; anything else (the
+    default) lets them take the tensor memory accelerator where they fit (:func:`_tma_fits`).
+    Part of ``Kernel.compile``'s cache keys."""
+    import os
+    return os.environ.get("NUMBA_TILE_TMA", "").strip() != "0"
+
+
+def _tma_fits(typemap, calltypes, st) -> bool:
+    """A staged load that feeds a ``wgmma`` product may travel by TMA
+    (``lowering/tma.py``): TMA enabled, compute capability 9.0, a read-only 2-D tensor
+    parameter of 16-bit floats, tile rows at most 256 (a box dimension's limit) and whole
+    128-byte atoms per row (the 128-byte swizzle)."""
+    from ..compiler_context import current
+    ctx = current()
+    if not tma_enabled() or tuple(ctx.cc[:2]) != (9, 0) or ctx.mma_impl != "wgmma":
+        return False
+    sig = calltypes.get(st.value)
+    tensor = typemap.get(st.value.args[0].name) if st.value.args else None
+    tile = getattr(sig, "return_type", None)
+    if not (isinstance(tensor, TensorType) and not tensor.writable and tensor.ndim == 2
+            and isinstance(tile, TileType)):
+        return False
+    rows, cols = tile.shape
+    return (dtypes.itemsize(tile.dtype) == 2 and rows <= 256 and (cols * 2) % 128 == 0
+            and getattr(tensor, "param", None) is not None)
 
 
 def _latches(cfg, loop):

@@ -99,9 +99,10 @@ PIPELINED = [CASES[0], CASES[1], CASES[3]]
 @pytest.mark.parametrize("stages", [2, 3, 4])
 @pytest.mark.parametrize("case", PIPELINED, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
 def test_pipelined_operands_feed_wgmma_from_their_slots(case, stages, nvjitlink, monkeypatch):
-    """num_stages > 1: the K loop's loads are cp.async copies into 128-byte-atom slots that
-    wgmma reads through descriptors (no register staging, no ldmatrix), fenced to the async
-    proxy after they land."""
+    """num_stages > 1 with TMA off: the K loop's loads are cp.async copies into 128-byte-atom
+    slots that wgmma reads through descriptors (no register staging, no ldmatrix), fenced to
+    the async proxy after they land."""
+    monkeypatch.setenv("NUMBA_TILE_TMA", "0")
     ptx = _ptx(case, (9, 0), monkeypatch, "wgmma", stages)
     _dt, (bm, bn, bk), _w = case
     body = ptx[ptx.index(".entry"):]
@@ -130,3 +131,50 @@ def test_an_mma_sync_product_reads_atom_slots_where_wgmma_is_forced(nvjitlink, m
     assert "wgmma." not in body and "ldmatrix" in body and "cp.async.cg.shared.global" in body
     out = linker.assemble(ptx, (9, 0))
     assert out is not None and linker.spill_report(out[1])[1] == 0
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("case", PIPELINED + [CASES[2], CASES[4]],
+                         ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
+def test_pipelined_operands_travel_by_tma(case, stages, nvjitlink, monkeypatch):
+    """The default where wgmma is forced: the pipelined loads are TMA boxes (one per 64
+    columns of a tile, a tensor map per operand passed as a 128-byte parameter), completion
+    counted by an mbarrier per slot; no cp.async, no proxy fence; assembles for sm_90a with no
+    spills and no serialization."""
+    monkeypatch.delenv("NUMBA_TILE_TMA", raising=False)
+    _dt, (bm, bn, bk), _w = case
+    if stages * (bm * bk + bk * bn) * 2 > 220 * 1024:
+        pytest.skip("the ring does not fit in shared memory (the compiler says so)")
+    ptx = _ptx(case, (9, 0), monkeypatch, "wgmma", stages)
+    body = ptx[ptx.index(".entry"):]
+    params = body[:body.index(")")]
+    assert params.count(".param .align 64 .b8") == 2 and "_tmap0[128]" in params
+    assert "__NUMBA_TILE_TMAP_" not in ptx and "cvta.param.u64" in body
+    assert body.count("wgmma.mma_async") == bk // 16
+    # per tile: bk / 64 boxes of a, bn / 64 of b, issued in the prologue and the refill
+    boxes = body.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile")
+    assert boxes == (bk // 64 + bn // 64) * stages, boxes
+    for needed in ("mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+                   "mbarrier.arrive.expect_tx.shared::cta.b64",
+                   "mbarrier.try_wait.parity.shared::cta.b64"):
+        assert needed in body, needed
+    assert "cp.async.cg" not in body and "fence.proxy.async" not in body
+    out = linker.assemble(ptx, (9, 0))
+    assert out is not None
+    registers, spilled = linker.spill_report(out[1])
+    assert spilled == 0 and registers <= 255, out[1]
+    assert not re.search(r"wgmma.*serializ", out[1], re.IGNORECASE), out[1]
+
+
+def test_tma_maps_are_the_last_parameters(monkeypatch):
+    """The compiled kernel lists its tensor maps (tensor, box rows) and their 'map' kinds come
+    last, one per operand, in the order the loads use them."""
+    monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
+    monkeypatch.delenv("NUMBA_TILE_TMA", raising=False)
+    dt, (bm, bn, bk), w = CASES[1]
+    kern = _gemm(w, 3)
+    a, b = np.zeros((1000, 704), dt), np.zeros((704, 896), dt)
+    c = np.zeros((1000, 896), np.float32)
+    ck = kern.compiled(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=(9, 0))
+    assert ck.tensor_maps == (("a", bm), ("b", bk))
+    assert ck.param_kinds[-2:] == ("map", "map")

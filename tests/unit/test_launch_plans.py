@@ -416,3 +416,26 @@ def test_a_torch_tensors_launch_holds_its_storage_across_set_():
     assert isinstance(storage, torch.UntypedStorage) and storage.data_ptr() == a.ptr
     t.set_(torch.zeros(8))                   # t now uses other memory; the launch's is held
     assert a.owner is storage and storage.data_ptr() == a.ptr and t.data_ptr() != a.ptr
+
+
+def test_interpret_false_takes_the_plan_and_a_declined_call_keeps_the_plan(fake, monkeypatch):
+    """``interpret=False`` (what examples pass through) asks for the GPU as the default does: a
+    repeated call takes the plan, not the slow path. And a call the plan declines (here: its
+    guard and pointer rules forced to decline) is checked by the slow path, which keeps the kind's
+    plan rather than building its runner again."""
+    x, y, z = _dev(3000), _dev(3000), _dev(3000)
+    add(x, y, nt.partition(z, 1024), B=1024, interpret=False)
+    n0 = fake.slow_calls["n"]
+    for _ in range(3):
+        add(_dev(3000), y, nt.partition(_dev(3000), 1024), B=1024, interpret=False)
+    assert fake.slow_calls["n"] == n0
+    plan = add._last_plan
+    built = []
+    real = launcher.runner_for
+    monkeypatch.setattr(launcher, "runner_for", lambda *a: built.append(1) or real(*a))
+    monkeypatch.setattr(plan, "run", lambda *a: None)
+    monkeypatch.setattr(launcher.Plan, "admits", lambda self, ptrs: False)
+    x2 = _dev(3000)
+    add(x2, y, nt.partition(z, 1024), B=1024)
+    assert fake.slow_calls["n"] == n0 + 1 and fake.launches[-1][0][0] == _ptr(x2)
+    assert built == [] and add._last_plan is plan
