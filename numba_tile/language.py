@@ -327,9 +327,16 @@ def matmul(a, b, out_dtype=None, precision=None):
 @op("mma")
 def _wgmma_drain(acc, k, n):
     """Internal (inserted by the compiler after a pipelined K loop's product,
-    ``typing/pipeline.py``): ``acc``, and in the loop's last iteration (``k + 1 >= n``) once
-    every ``wgmma`` group still in flight has completed. Identity on values; in the
-    interpreter, identity."""
+    ``typing/pipeline.py``): ``acc``; in the loop's last iteration (``k + 1 >= n``) it waits
+    for the TMA boxes issued past the loop's end. Identity on values; in the interpreter,
+    identity."""
+
+
+@op("mma")
+def _wgmma_wait(acc):
+    """Internal (inserted by the compiler at the exit of a pipelined K loop whose products
+    leave one ``wgmma`` group in flight, ``typing/pipeline.py``): ``acc`` once every group has
+    completed. Identity on values; in the interpreter, identity."""
 
 
 for _f in (mma, matmul):

@@ -73,6 +73,11 @@ def interp_mma(a, b, acc, precision=None):
     return _run("mma", a, b, acc.dtype, precision, acc)
 
 
+@interp_rule("_wgmma_wait")
+def interp_wgmma_wait(acc):
+    return acc
+
+
 @interp_rule("_wgmma_drain")
 def interp_wgmma_drain(acc, k, n):
     return acc

@@ -40,12 +40,33 @@ def thread_index(builder, fresh: bool = False) -> ir.Value:
         asm = ir.InlineAsm(ir.FunctionType(I32, []), "mov.u32 $0, %tid.x;", "=r",
                            side_effect=True)
         return builder.zext(builder.call(asm, []), I64)
-    return builder.zext(nvvmutils.call_sreg(builder, "tid.x"), I64)
+    return builder.zext(_sreg(builder, "tid.x"), I64)
+
+
+def _sreg(builder, name: str) -> ir.Value:
+    """A special register. Where the compile context asks for it (``entry_sregs``: a
+    ``wgmma`` pipeline that ends with a wait at its loop's exit, ``typing/pipeline``), it is
+    read once, at the top of the function's entry block, so no read lands before that wait."""
+    from .. import compiler_context
+    ctx = compiler_context.current()
+    if not getattr(ctx, "entry_sregs", False):
+        return nvvmutils.call_sreg(builder, name)
+    fn = builder.function
+    cache = ctx.__dict__.setdefault("sreg_values", {})
+    key = (id(fn), name)
+    got = cache.get(key)
+    if got is None:
+        entry = fn.entry_basic_block
+        b = ir.IRBuilder(entry)
+        if entry.instructions:
+            b.position_before(entry.instructions[0])
+        got = cache[key] = nvvmutils.call_sreg(b, name)
+    return got
 
 
 def block_index(builder) -> ir.Value:
     """``%ctaid.x`` as i64 (the launch grid is one-dimensional)."""
-    return builder.zext(nvvmutils.call_sreg(builder, "ctaid.x"), I64)
+    return builder.zext(_sreg(builder, "ctaid.x"), I64)
 
 
 def fragment_elements(builder, value, count: int) -> list:

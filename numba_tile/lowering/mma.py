@@ -349,40 +349,34 @@ def lower_mma(context, builder, sig, args):
                          tile_extents(builder, accty, args[2]) if res.masked else None)
 
 
-@lowering_rule("_wgmma_drain")
-def lower_wgmma_drain(context, builder, sig, args):
-    """The end of a deferred K loop (``typing/pipeline._drain_in_last_iteration``), emitted in
-    the iteration ``k + 1 >= n`` only: where the product leaves its ``wgmma`` group in flight
-    (``pending``), ``wgmma.wait_group 0`` with the accumulator tied through it (every later
-    read of the tile depends on the wait); where the loads are TMA boxes, the wait for the
-    tiles issued past the loop's end (``pipeline.drain_copies``). In the other iterations the
-    registers pass unchanged (the next ``wgmma`` reads them)."""
-    ty, kty, nty = sig.args
-    pending = getattr(sig, "pending", 0) or 0
-    if not (isinstance(ty.layout, MmaLayout) and ty.layout.wgmma) or not (
-            pending or getattr(sig, "tma", False)):
+@lowering_rule("_wgmma_wait")
+def lower_wgmma_wait(context, builder, sig, args):
+    """``wgmma.wait_group 0`` with the accumulator tied through it (``lowering/wgmma.py``):
+    every later read of the tile depends on the wait. Identity for other layouts."""
+    (ty,) = sig.args
+    if not (isinstance(ty.layout, MmaLayout) and ty.layout.wgmma):
         return args[0]
-    from .pipeline import drain_copies
     from .wgmma import wait_tied
-    k = context.cast(builder, args[1], kty, types.int64)
-    n = context.cast(builder, args[2], nty, types.int64)
-    last = builder.icmp_signed(">=", builder.add(k, const_i64(1)), n)
-    elems = fragment_elements(builder, args[0], ty.layout.elems_per_thread)
-    before = builder.block
-    with builder.if_then(last, likely=False):
-        waited = wait_tied(builder, elems, 0) if pending else elems
-        drain_copies(builder, sig, k)
-        then = builder.block
-    if not pending:
-        return args[0]
-    out = []
-    for e, w in zip(elems, waited):
-        phi = builder.phi(e.type)
-        phi.add_incoming(e, before)
-        phi.add_incoming(w, then)
-        out.append(phi)
+    out = wait_tied(builder, fragment_elements(builder, args[0], ty.layout.elems_per_thread), 0)
     return make_fragment(builder, ty, out, tile_extents(builder, ty, args[0]) if ty.masked
                          else None)
+
+
+@lowering_rule("_wgmma_drain")
+def lower_wgmma_drain(context, builder, sig, args):
+    """The last iteration of a deferred K loop whose loads are TMA boxes
+    (``typing/pipeline._drain_in_last_iteration``; ``k + 1 >= n``): wait for the tiles issued
+    past the loop's end (``pipeline.drain_copies``). The accumulator passes unchanged (a
+    product that leaves a group in flight is waited for at the loop's exit, ``_wgmma_wait``)."""
+    ty, kty, nty = sig.args
+    if getattr(sig, "tma", False):
+        from .pipeline import drain_copies
+        k = context.cast(builder, args[1], kty, types.int64)
+        n = context.cast(builder, args[2], nty, types.int64)
+        last = builder.icmp_signed(">=", builder.add(k, const_i64(1)), n)
+        with builder.if_then(last, likely=False):
+            drain_copies(builder, sig, k)
+    return args[0]
 
 
 @lowering_rule("matmul")

@@ -159,6 +159,13 @@ def type_mma(a, b, acc, precision):
                        use_wgmma(p.kind, m, a.shape[1], n))
 
 
+@typing_rule("_wgmma_wait")
+def type_wgmma_wait(acc):
+    if not isinstance(acc, TileType):
+        raise fail("_wgmma_wait", "acc", "a tile", acc)
+    return acc
+
+
 @typing_rule("_wgmma_drain")
 def type_wgmma_drain(acc, k, n):
     if not isinstance(acc, TileType):

@@ -161,12 +161,11 @@ def _range_bound(blocks, loop, defs, inner=frozenset()):
 
 def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, st_prod,
                              induction, bound, uses, operands):
-    """Let a deferred product leave its ``wgmma`` group in flight (``pending = 1``) and wait
-    for it where the loop ends: insert ``acc' = _wgmma_drain(acc, k, n)`` right after the
-    product ``acc = mma(x, y, acc0)`` (``wgmma.wait_group 0`` in the iteration ``k + 1 == n``
-    only) and carry ``acc'`` around the loop. The wait stays inside the loop, where ptxas
-    keeps the pipeline (a wait at the top of the block after the loop got the ``wgmma``s
-    serialized, C7514/C7515, when other instructions were scheduled before it).
+    """Insert ``acc' = _wgmma_drain(acc, k, n)`` right after a deferred product
+    ``acc = mma(x, y, acc0)`` and carry ``acc'`` around the loop: in the iteration
+    ``k + 1 == n`` it waits for the TMA boxes issued past the loop's end
+    (``lowering/mma.lower_wgmma_drain``). Its shape checks also admit a product that leaves its
+    group in flight (``_wait_at_loop_exit``).
 
     Only where the registers in flight are read by nothing but the next ``wgmma``: the loop is
     a ``for k in range(n)`` left through one exit block entered from its header alone (no
@@ -218,6 +217,43 @@ def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, 
         ir.Assign(ir.Global("_wgmma_drain", language._wgmma_drain, loc), fn_var, loc),
         ir.Assign(call, out_var, loc)]
     return sig
+
+
+def _wait_at_loop_exit(func_ir, typemap, calltypes, typingctx, loop, acc_old) -> bool:
+    """Where a deferred product leaves its last ``wgmma`` group in flight (``pending = 1``):
+    ``acc' = _wgmma_wait(acc)`` as the first statement of the loop's exit block (``acc``: the
+    accumulator's header phi), and the code after the loop reads ``acc'``. The caller has
+    checked the loop's shape (``_drain_in_last_iteration``). The wait is the exit block's first
+    instruction: ptxas keeps the pipeline then (a wait inside the loop, under a test other
+    than the loop's own exit test, made ptxas inject another into the latch, C7517; a
+    ``%tid.x`` read before the wait made it serialize the wgmmas, C7514: the lowering reads
+    the thread index once, at the kernel's entry, ``lowering/common.thread_index``)."""
+    from numba.cuda.core.ir_utils import replace_vars_stmt
+
+    from .. import language
+    from ..compiler_context import current
+    blocks = func_ir.blocks
+    (exit_label,) = loop.exits
+    scope, loc = blocks[exit_label].scope, blocks[exit_label].loc
+    fnty = typingctx.resolve_value_type(language._wgmma_wait)
+    sig = fnty.get_call_type(typingctx, (typemap[acc_old.name],), {})
+    if sig is None:
+        return False
+    fn_var = scope.redefine("$wgmma_wait_fn", loc)
+    out_var = scope.redefine(acc_old.name + ".waited", loc)
+    call = ir.Expr.call(fn_var, [acc_old], (), loc)
+    typemap[fn_var.name] = fnty
+    typemap[out_var.name] = typemap[acc_old.name]
+    dict.__setitem__(calltypes, call, sig)
+    for label, blk in blocks.items():
+        if label not in loop.body:
+            for st in blk.body:
+                replace_vars_stmt(st, {acc_old.name: out_var})
+    blocks[exit_label].body[:0] = [
+        ir.Assign(ir.Global("_wgmma_wait", language._wgmma_wait, loc), fn_var, loc),
+        ir.Assign(call, out_var, loc)]
+    current().entry_sregs = True
+    return True
 
 
 def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=None) -> int:
@@ -280,7 +316,11 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                     _range_bound(blocks, loop, defs, inner), uses,
                     {f[3]: id(f[0].value) for f in found})
                 if drain:
-                    pending, tma = want_pending, want_tma
+                    tma = want_tma
+                    if want_pending and _wait_at_loop_exit(func_ir, typemap, calltypes,
+                                                           typingctx, loop,
+                                                           st_prod.value.args[2]):
+                        pending = 1
                     drain.pending, drain.tma = pending, tma
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
