@@ -16,9 +16,11 @@ Implementations:
 * numba_tile: ``examples/gemm.py`` (one block per (BM, BN) tile of C, a K loop of
   ``nt.mma``), launched with PyTorch tensors, over a small sweep of configurations
   (:func:`sweep_configs`: (BM, BN, BK, num_warps[, num_stages]), a few per shape, smaller
-  tiles for small M); the fastest is reported, and printed. C's tiles are taken in the
-  grouped order (``nt.grouped(8)``, as Triton's GROUP_SIZE_M = 8); the stage count goes to
-  ``nt.jit(num_stages=...)``, which pipelines the K loop's loads with ``cp.async``.
+  tiles for small M); the fastest is reported, and printed, and beside it the fastest of
+  the configurations that lowered to ``mma.sync`` (on the H200 the others take ``wgmma``
+  with TMA loads). C's tiles are taken in the grouped order (``nt.grouped(8)``, as Triton's
+  GROUP_SIZE_M = 8); the stage count goes to ``nt.jit(num_stages=...)``, which pipelines the
+  K loop's loads (TMA boxes for a ``wgmma`` product, ``cp.async`` otherwise).
 * cuBLAS: ``torch.matmul(a, b, out=c)``, with PyTorch's reduced-precision reductions for
   16-bit GEMMs switched off (``allow_fp16_reduced_precision_reduction`` and the bf16 twin),
   so cuBLAS also reduces in float32.
@@ -104,11 +106,15 @@ SPIN_CYCLES = 2_000_000       # about 1 ms at H200 clocks: longer than any host 
 FLUSH_BYTES = 256 * 2**20     # written before each timed launch: past the 60 MB L2
 
 #: numba_tile configurations tried from 256 rows of C: (BM, BN, BK, num_warps, num_stages).
-#: 128 x 128 x 64 takes 8 warps: with 4 and 2 or 3 stages ptxas spills (255 registers).
-LARGE_M_CONFIGS = ((128, 128, 32, 4, 4), (128, 128, 32, 4, 3), (128, 256, 32, 8, 4),
-                   (256, 128, 32, 8, 4), (128, 128, 64, 8, 3))
+#: On the H200 the products with BM = 16 * num_warps and BK, BN multiples of 64 take wgmma
+#: with TMA loads (typing/mma.use_wgmma); BK = 32 keeps mma.sync (the "mma.sync" column).
+#: 128 x 256 x 64 over 8 warps with 4 stages leaves a wgmma group in flight across iterations
+#: (typing/pipeline.pending_products). 128 x 128 x 64 over 4 warps spills (255 registers).
+LARGE_M_CONFIGS = ((128, 256, 64, 8, 4), (128, 128, 64, 8, 3), (128, 128, 32, 4, 4),
+                   (128, 128, 32, 4, 3))
 #: ... from 65 to 255 rows
-MEDIUM_M_CONFIGS = ((64, 64, 64, 4, 3), (64, 128, 32, 4, 4), (128, 128, 32, 4, 3))
+MEDIUM_M_CONFIGS = ((64, 128, 64, 4, 4), (64, 256, 64, 4, 4), (64, 64, 64, 4, 3),
+                    (64, 128, 32, 4, 4), (128, 128, 32, 4, 3))
 #: ... up to 64 rows (BM = the rows' next power of two, at least 16, and 64)
 SMALL_M_BN_BK = ((64, 64, 4, 3), (128, 64, 4, 3))
 
@@ -181,6 +187,18 @@ def configs_for(m: int, override) -> list:
     return list(override) if override else sweep_configs(m)
 
 
+def product_kind(cfg, a, b, c) -> str:
+    """``"wgmma"`` or ``"mma.sync"``: what ``examples/gemm.py``'s kernel compiled to for this
+    configuration (its PTX says; "-" where it cannot be compiled)."""
+    try:
+        kern = nt_gemm.kernel_for(cfg)
+        ptx = kern.ptx(a, b, nt_gemm.c_partition(c, cfg), cfg.bm, cfg.bn, cfg.bk,
+                       nt_gemm.dtype_name(a))
+    except Exception:  # noqa: BLE001 - the timing reports the error
+        return "-"
+    return "wgmma" if "wgmma.mma_async" in ptx else "mma.sync"
+
+
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     """``2 * m * n * k`` floating-point operations in ``ms`` milliseconds, in TFLOP/s."""
     return 2.0 * m * n * k / (ms * 1e-3) / 1e12
@@ -225,9 +243,17 @@ def status(res: dict, impl: str) -> str:
     return r.get("status", "n/a")
 
 
-ROW_FORMAT = ("{:<5} {:>5} {:>6} {:>6}  {:>8} {:<19} {:>8} {:>8}  {:>9} {:>9}  {:>8}  {:<20}")
-HEADER = ("dtype", "M", "N", "K", "nt TF/s", "nt config", "cuBLAS", "Triton", "nt/cuBLAS",
-          "nt/Triton", "nt err", "Triton config")
+ROW_FORMAT = ("{:<5} {:>5} {:>6} {:>6}  {:>8} {:<19} {:>8} {:>8} {:>8}  {:>9} {:>9}  {:>8}  "
+              "{:<20}")
+HEADER = ("dtype", "M", "N", "K", "nt TF/s", "nt config", "mma.sync", "cuBLAS", "Triton",
+          "nt/cuBLAS", "nt/Triton", "nt err", "Triton config")
+
+
+def sync_best(res: dict):
+    """The best TFLOP/s of the sweep's configurations that lowered to ``mma.sync``."""
+    got = [r["tflops"] for r in res.get("numba_tile", {}).get("sweep", [])
+           if "tflops" in r and r.get("mma") == "mma.sync"]
+    return max(got) if got else None
 
 
 def row_cells(dname: str, shape: tuple, res: dict) -> list:
@@ -235,6 +261,7 @@ def row_cells(dname: str, shape: tuple, res: dict) -> list:
     m, n, k = shape
     nt_res = res.get("numba_tile", {})
     return [dname, m, n, k, status(res, "numba_tile"), nt_res.get("config") or "-",
+            fmt(sync_best(res), ".1f"),
             status(res, "cublas"), status(res, "triton"), fmt(ratio(res, "cublas"), ".3f"),
             fmt(ratio(res, "triton"), ".3f"), fmt(nt_res.get("rel_err"), ".1e"),
             res.get("triton", {}).get("config") or "-"]
@@ -254,9 +281,9 @@ def summary(rows) -> list:
 
 def print_table(rows, markdown: bool = False) -> None:
     if markdown:
-        print("| dtype | M | N | K | numba_tile TFLOP/s | numba_tile config | cuBLAS TFLOP/s | "
-              "Triton TFLOP/s | numba_tile/cuBLAS | numba_tile/Triton | numba_tile max rel err "
-              "| Triton config |")
+        print("| dtype | M | N | K | numba_tile TFLOP/s | numba_tile config | numba_tile mma.sync "
+              "TFLOP/s | cuBLAS TFLOP/s | Triton TFLOP/s | numba_tile/cuBLAS | numba_tile/Triton "
+              "| numba_tile max rel err | Triton config |")
         print("|" + "---|" * len(HEADER))
         for dname, shape, res in rows:
             print("| " + " | ".join(str(c) for c in row_cells(dname, shape, res)) + " |")
@@ -486,6 +513,7 @@ def bench_shape(dname, shape, args, timer, triton_impl, torch) -> tuple:
                                                                  stream=stream),
             c, ref, tol, timer, text))
         r["config"] = str(cfg)
+        r["mma"] = product_kind(cfg, a, b, c)
         ok = ok and r["status"] == "ok"
         sweep.append(r)
     timed = [r for r in sweep if "tflops" in r]

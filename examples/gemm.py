@@ -80,15 +80,19 @@ class GemmConfig:
         return {"num_warps": self.num_warps, "num_stages": self.num_stages}
 
 
-def default_config(m: int, n: int, k: int) -> GemmConfig:
-    """A configuration for an (m, k) @ (k, n) product: tiles of 128 x 128 from 256 rows of C,
-    64 x 128 from 65 to 255 rows, and up to 64 rows a tile as tall as the rows' next power of
-    two (at least 16), so a few rows do not fill a block with zeros (the benchmark's sweep
-    found nothing yet that depends on n and k; they are there for when it does)."""
+def default_config(m: int, n: int, k: int, cc: tuple | None = None) -> GemmConfig:
+    """A configuration for an (m, k) @ (k, n) product on a device of compute capability ``cc``
+    (None: unknown). Hopper (9.0), where the products take wgmma with TMA loads: 128 x 256 x 64
+    over 8 warps with 4 stages from 256 rows of C, 64 x 128 x 64 over 4 warps from 65 to 255
+    rows (the benchmark's best on the H200). Elsewhere (mma.sync): 128 x 128 x 32 tiles from
+    256 rows, 64 x 128 x 32 from 65 to 255. Up to 64 rows, everywhere: a tile as tall as the
+    rows' next power of two (at least 16), so a few rows do not fill a block with zeros. (The
+    sweep found nothing yet that depends on n and k; they are there for when it does.)"""
+    hopper = cc is not None and tuple(cc[:2]) == (9, 0)
     if m >= 256:
-        return GemmConfig(128, 128, 32, 4, 3)
+        return GemmConfig(128, 256, 64, 8, 4) if hopper else GemmConfig(128, 128, 32, 4, 3)
     if m > 64:
-        return GemmConfig(64, 128, 32, 4, 4)
+        return GemmConfig(64, 128, 64, 4, 4) if hopper else GemmConfig(64, 128, 32, 4, 4)
     bm = max(16, 1 << max(0, (m - 1).bit_length()))
     return GemmConfig(bm, 64, 64, 4, 3)
 
@@ -133,11 +137,20 @@ def check_operands(op: str, a, b, c) -> str:
     return dt
 
 
-def as_config(config, m: int, n: int, k: int) -> GemmConfig:
-    """``config`` as a :class:`GemmConfig`: None picks :func:`default_config`; a tuple is
-    ``(bm, bn, bk, num_warps[, num_stages])``."""
+def device_cc(interpret: bool = False):
+    """Compute capability of the current GPU (device 0 where none is current), or None in
+    interpreter mode or without a GPU."""
+    if interpret or not nt.gpu_available():
+        return None
+    from numba_tile.runtime import driver
+    return driver.compute_capability(driver.current_device() or 0)
+
+
+def as_config(config, m: int, n: int, k: int, cc=None) -> GemmConfig:
+    """``config`` as a :class:`GemmConfig`: None picks :func:`default_config` for ``cc``; a
+    tuple is ``(bm, bn, bk, num_warps[, num_stages])``."""
     if config is None:
-        return default_config(m, n, k)
+        return default_config(m, n, k, cc)
     if isinstance(config, GemmConfig):
         return config
     return GemmConfig(*config)
@@ -163,7 +176,8 @@ def matmul(a, b, c, *, config=None, stream=None, interpret=False):
     """
     dt = check_operands("matmul", a, b, c)
     m, k = a.shape
-    cfg = as_config(config, m, b.shape[1], k)
+    cfg = as_config(config, m, b.shape[1], k, None if config is not None else
+                    device_cc(interpret))
     return kernel_for(cfg)(a, b, c_partition(c, cfg), cfg.bm, cfg.bn, cfg.bk, dt,
                            stream=stream, interpret=interpret)
 
@@ -188,7 +202,7 @@ def main(shape=None) -> None:
     rng = np.random.default_rng()
     a_h, b_h = integer_operands(rng, m, n, k)
     c = to_device(np.full((m, n), np.nan, np.float16))
-    cfg = default_config(m, n, k)
+    cfg = default_config(m, n, k, device_cc(interpret))
     matmul(to_device(a_h), to_device(b_h), c, config=cfg, interpret=interpret).sync()
     check_result("gemm", to_host(c).astype(np.float64), rounded_product(a_h, b_h, np.float16),
                  rtol=0, atol=0, detail=f"M={m} N={n} K={k}, tiles {cfg}, grouped({GROUP_M}) "

@@ -155,7 +155,7 @@ def _typing_loc():
 
 def _argument_type(d: OpDef, ty):
     """The type an op's lowering receives for an argument of type ``ty``: elementwise ops
-    and the matrix products take tiles in any layout, ``store`` also an ``mma`` accumulator's;
+    and the matrix products take tiles in any layout, ``store`` also a ``wgmma`` accumulator's;
     the others get them in the blocked layout (Numba inserts the conversion,
     ``lowering/elementwise.py``'s cast)."""
     from .typing.types import TileType   # late: avoids an import cycle
@@ -165,7 +165,7 @@ def _argument_type(d: OpDef, ty):
     from .typing.common import make_tile
     if isinstance(ty.layout, BlockedLayout):
         return ty
-    if d.name == "store" and isinstance(ty.layout, MmaLayout):
+    if d.name == "store" and isinstance(ty.layout, MmaLayout) and ty.layout.wgmma:
         return ty        # stored from its fragments (lowering/memory._emit_store_mma)
     return make_tile(ty.dtype, ty.shape, masked=ty.masked, align=ty.align)
 

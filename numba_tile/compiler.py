@@ -303,12 +303,14 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
 
 
 def mma_impl() -> str:
-    """``NUMBA_TILE_MMA``: ``"wgmma"`` forces Hopper's wgmma for the 16-bit products whose
-    shapes fit (``typing/mma.use_wgmma``); anything else, or unset: ``"sync"`` (mma.sync). Read
-    at each compilation, and part of the compile cache's key (``Kernel.compile``)."""
+    """``NUMBA_TILE_MMA``: ``"sync"`` keeps every product on ``mma.sync`` (for tests and
+    comparisons); unset or anything else: ``"wgmma"``, Hopper's ``wgmma`` for the 16-bit
+    products whose shapes fit on compute capability 9.0 (``typing/mma.use_wgmma``; other
+    targets and shapes use ``mma.sync`` either way). Read at each compilation, and part of the
+    compile cache's key (``Kernel.compile``)."""
     import os
-    return "wgmma" if os.environ.get("NUMBA_TILE_MMA", "").strip().lower() == "wgmma" \
-        else "sync"
+    return "sync" if os.environ.get("NUMBA_TILE_MMA", "").strip().lower() == "sync" \
+        else "wgmma"
 
 
 def _context(pyfunc, argtypes, num_warps, grid_param, unchecked=False):
@@ -357,17 +359,40 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
         TileTypingError: an op used with invalid arguments.
         OwnershipError: a broken ownership rule (its subclass says which).
     """
-    from numba.cuda.compiler import kernel_fixup
-    from numba.cuda.cudadrv import nvvm
-
     if tuple(cc) < MIN_CC:
         raise TileTypingError(
             f"kernel '{pyfunc.__qualname__}': numba_tile compiles for compute capability "
             f"{MIN_CC[0]}.{MIN_CC[1]} or newer (Ampere, Hopper and later: cp.async, ldmatrix, "
             f"mma.sync m16n8k16, bf16 conversions), got {cc[0]}.{cc[1]}")
+    ck, serialized = _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
+                              min_blocks_per_sm, num_stages, mma, no_pending=False)
+    if serialized:
+        # a wgmma group left in flight across iterations made ptxas serialize the wgmmas
+        # (C7515, seen at 64 x 64 tiles): the same kernel waiting in each iteration instead
+        ck, _ = _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
+                         min_blocks_per_sm, num_stages, mma, no_pending=True)
+    return ck
+
+
+def _serialized(ptx: str, cc) -> bool:
+    """Whether ptxas (nvJitLink) says it serialized the kernel's ``wgmma`` instructions; False
+    where nvJitLink is not available (the PTX is kept)."""
+    from .runtime import linker
+    try:
+        out = linker.assemble(ptx, tuple(cc[:2]))
+    except Exception:  # noqa: BLE001 - no assembler here: keep the PTX as it is
+        return False
+    return bool(out and re.search(r"wgmma\.mma_async instructions are serialized", out[1]))
+
+
+def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
+             min_blocks_per_sm, num_stages, mma, no_pending):
+    from numba.cuda.compiler import kernel_fixup
+    from numba.cuda.cudadrv import nvvm
     ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
     ctx.cc = tuple(cc)
     ctx.num_stages = num_stages
+    ctx.no_pending = no_pending
     ctx.mma_impl = mma if mma is not None else mma_impl()   # the caller's, for its cache key
     with compiler_context.compiling(ctx):
         try:
@@ -393,6 +418,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     if maps:
         ptx = _add_tensor_map_params(ptx, m.group(1), len(maps))
         kinds = kinds + ("map",) * len(maps)
-    return CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
-                          num_threads=ctx.num_threads, cc=cc, shared_bytes=shared,
-                          tensor_maps=maps)
+    ck = CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
+                        num_threads=ctx.num_threads, cc=cc, shared_bytes=shared,
+                        tensor_maps=maps)
+    return ck, bool(getattr(ctx, "used_pending", False)) and _serialized(ptx, cc)

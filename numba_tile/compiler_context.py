@@ -52,8 +52,9 @@ class CompileContext:
     unchecked: bool = False
     smem: object = None
     cc: tuple = (9, 0)
-    # "wgmma": 16-bit products whose shapes fit lower to Hopper's wgmma on cc 9.0 (forced
-    # with NUMBA_TILE_MMA=wgmma; lowering/wgmma.py), "sync": mma.sync everywhere (default)
+    # "wgmma": 16-bit products whose shapes fit lower to Hopper's wgmma on cc 9.0
+    # (lowering/wgmma.py; compile_kernel's default, compiler.mma_impl), "sync": mma.sync
+    # everywhere (NUMBA_TILE_MMA=sync; also this field's default, for typing-only checks)
     mma_impl: str = "sync"
     # set by a lowering that emits sm_90a-only instructions: the PTX targets sm_90a
     arch_specific: bool = False

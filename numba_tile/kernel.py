@@ -396,7 +396,7 @@ class Kernel:
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
         # the experiment switch of typing/pipeline.pending_products, keyed like the rest
         from .typing.pipeline import tma_enabled
-        pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip() == "1", tma_enabled())
+        pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip(), tma_enabled())
         ck = self._compiled.get((key, cc, impl, pend))
         if ck is None:
             with self._lock:

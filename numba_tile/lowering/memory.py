@@ -93,7 +93,9 @@ def own_tile_index(builder, view: ArrayView, tile_shape):
     from .. import compiler_context
     # a block index is below 2**32: 32-bit divisions, for now where wgmma is forced (a 64-bit
     # one is a call, which serializes wgmma); everywhere once run on the GPU
-    small = compiler_context.current().mma_impl == "wgmma"
+    # 32-bit divisions where the kernel has a wgmma product (a 64-bit division is a call,
+    # which makes ptxas serialize the wgmmas); other kernels keep their measured code
+    small = bool(getattr(compiler_context.current(), "uses_wgmma", False))
     return tile_coords(builder, view, tile_shape, view.ty.order, lin, small)
 
 
@@ -266,7 +268,7 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
     with ``extents`` (a masked tile's), only its valid elements; with ``in_grid`` (from
     :func:`tile_in_grid`), nothing when the index lies outside the tile grid."""
     layout, dt = tile.layout, tile.dtype
-    if isinstance(layout, MmaLayout):
+    if isinstance(layout, MmaLayout):          # a wgmma accumulator (_registry._argument_type)
         return _emit_store_mma(builder, view, index, tile, frag_elems, extents, in_grid)
     grid_mask = _grid_mask(in_grid)
     last = view.ty.ndim - 1
@@ -308,8 +310,9 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
 
 def _emit_store_mma(builder, view: ArrayView, index, tile: TileType, frag_elems, extents,
                     in_grid):
-    """A tile in an ``mma`` accumulator layout stored from its fragments, with no layout
-    conversion (no shared memory, no barrier): slots ``2 j`` and ``2 j + 1`` of a thread are
+    """A ``wgmma`` accumulator stored from its fragments, with no layout conversion (no
+    shared memory, no barrier; an ``mma.sync`` accumulator still converts: stored this way,
+    a 128 x 128 tile over 4 warps spilled): slots ``2 j`` and ``2 j + 1`` of a thread are
     one row's columns ``c`` and ``c + 1`` (``c`` even; ``layouts.mma_slots``), written as one
     two-element vector where the array allows 16-byte accesses (``vec16``: then ``c`` even
     keeps the pair aligned) and both lie inside, else element by element, each masked

@@ -82,11 +82,14 @@ class AtomStaged:
 
 def staging_layout(base, rows: int, cols: int, itemsize: int):
     """The shared-memory layout of a staged operand (a pipeline slot, ``lowering/pipeline.py``,
-    or an operand ``mma.sync`` stages): :class:`AtomStaged` where wgmma is forced and the tile
-    is whole 128-byte atoms (wgmma reads it through descriptors, ``ldmatrix`` as well), else
-    ``lowering/mma.Staged``."""
+    or an operand ``mma.sync`` stages): :class:`AtomStaged` in a kernel with a wgmma product
+    (``typing/mma.use_wgmma`` said so) where the tile is whole 128-byte atoms (wgmma reads it
+    through descriptors, ``ldmatrix`` as well), else ``lowering/mma.Staged`` (a kernel of
+    ``mma.sync`` products only keeps the layout it was measured with: the atom layout made a
+    128 x 128 x 64 product over 4 warps spill)."""
     from .mma import Staged
-    if compiler_context.current().mma_impl == "wgmma" and AtomStaged.fits(rows, cols, itemsize):
+    if getattr(compiler_context.current(), "uses_wgmma", False) and AtomStaged.fits(
+            rows, cols, itemsize):
         return AtomStaged(base, rows, cols, itemsize)
     return Staged(base, rows, cols, itemsize)
 

@@ -31,6 +31,9 @@ __all__ = ["encode", "encoder_for", "check_encodable"]
 _MAX_CACHED = 1024
 _CACHE: dict = {}
 
+#: the maps' L2 promotion (``CUtensorMapL2promotion`` member, without its prefix)
+L2_PROMOTION = "L2_128B"
+
 #: extents the TMA's signed 32-bit box coordinates can reach (``lowering/tma.py`` clamps tile
 #: indices to the tile grid, at most ``extent + 255``)
 MAX_EXTENT = 2**31 - 256
@@ -52,20 +55,21 @@ def check_encodable(kernel: str, param: str, shape, strides, itemsize: int, ptr:
         why = f"it is empty (shape {tuple(shape)})"
     elif rows >= MAX_EXTENT or cols >= MAX_EXTENT:
         why = f"an extent of {max(rows, cols)} is {MAX_EXTENT} or more"
-    elif strides[1] != 1 or (strides[0] * itemsize) % 16 or ptr % 16:
+    elif strides[1] != 1 or strides[0] <= 0 or (strides[0] * itemsize) % 16 or ptr % 16:
         why = (f"its strides {tuple(strides)} (elements) and address {ptr:#x} are not a "
-               f"contiguous last axis with 16-byte rows")
+               f"contiguous last axis with positive 16-byte row strides")
     if why is not None:
         raise TileArgumentError(
             f"kernel '{kernel}': argument '{param}': its tiles travel by the tensor memory "
-            f"accelerator (a pipelined wgmma loop, NUMBA_TILE_MMA=wgmma), which cannot take this "
-            f"array: {why}. Launch with NUMBA_TILE_TMA=0 set to use cp.async copies instead")
+            f"accelerator (a pipelined wgmma loop on compute capability 9.0), which cannot take "
+            f"this array: {why}. Pass a copy (a contiguous array), or set NUMBA_TILE_TMA=0 "
+            f"before the kernel's first launch in the process (cp.async copies instead)")
 
 
 def encode(ptr: int, shape, strides, dtype_name: str, box_rows: int) -> bytes:
     """The 128 bytes of the tensor map of the 2-D array at ``ptr`` (``shape`` in elements,
     ``strides`` in elements, last stride 1) with boxes of ``{64, box_rows}`` elements."""
-    key = (ptr, tuple(shape), tuple(strides), dtype_name, box_rows)
+    key = (ptr, tuple(shape), tuple(strides), dtype_name, box_rows, L2_PROMOTION)
     got = _CACHE.get(key)
     if got is not None:
         return got
@@ -80,12 +84,13 @@ def encode(ptr: int, shape, strides, dtype_name: str, box_rows: int) -> bytes:
         [drv.cuuint32_t(1), drv.cuuint32_t(1)],
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        getattr(drv.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + L2_PROMOTION),
         drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != drv.CUresult.CUDA_SUCCESS:
         raise TileArgumentError(
             f"cuTensorMapEncodeTiled refused a ({rows}, {cols}) {dtype_name} array with row "
-            f"stride {strides[0]} at {ptr:#x} and boxes of (64, {box_rows}): {err}")
+            f"stride {strides[0]} at {ptr:#x} and boxes of (64, {box_rows}): {err} (raised "
+            f"before the launch; see Kernel.compiled(...).tensor_maps for the argument)")
     data = struct.pack("<16Q", *(int(w) for w in tmap.opaque))
     if len(_CACHE) >= _MAX_CACHED:
         _CACHE.clear()

@@ -123,16 +123,19 @@ def check_operands(opname, a, b):
 
 def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     """Whether an ``(m, k) @ (k, n)`` product of ``kind`` lowers to Hopper's ``wgmma`` here
-    (``lowering/wgmma.py``): forced with ``NUMBA_TILE_MMA=wgmma`` (the compile context's
-    ``mma_impl``), on cc 9.0, for float16 and bfloat16 inputs with a float32 accumulator,
+    (``lowering/wgmma.py``): the compile context's ``mma_impl`` is ``"wgmma"`` (the default;
+    ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16 and bfloat16 inputs with a float32 accumulator,
     ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each), ``k`` and ``n``
     multiples of 64 (128-byte swizzle atoms), ``n`` at most 256 (one instruction). Operands
     come from registers or from a pipelined load's slots (``num_stages > 1``)."""
     ctx = compiler_context.current()
     nw = ctx.num_warps
-    return (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0)
-            and kind in ("f16", "bf16") and nw % 4 == 0 and m == 16 * nw
-            and k % 64 == 0 and n % 64 == 0 and n <= 256)
+    ok = (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0)
+          and kind in ("f16", "bf16") and nw % 4 == 0 and m == 16 * nw
+          and k % 64 == 0 and n % 64 == 0 and n <= 256)
+    if ok:
+        ctx.uses_wgmma = True       # lowering/memory.own_tile_index: 32-bit divisions
+    return ok
 
 
 def result_type(opname, dt, shape, masked=False, wgmma=False) -> TileType:

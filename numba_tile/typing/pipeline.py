@@ -126,15 +126,22 @@ def _op(typemap, expr):
 
 
 def pending_products(num_stages: int) -> int:
-    """``wgmma`` groups a deferred product leaves in flight when it returns (0 or 1). 0 by
-    default: with 1, ptxas 13.0 injects a ``wgmma.wait_group 0`` into the loop's latch (C7517:
-    it cannot tell that the drain's ``k + 1 >= n`` is the loop's own exit test), so every
-    iteration waits anyway (measured on the H200, 2026-12-01: no gain). ``NUMBA_TILE_WGMMA_PENDING=1``
-    asks for 1 (from 3 stages), for experiments (part of ``Kernel.compile``'s cache keys)."""
+    """``wgmma`` groups a deferred product leaves in flight when it returns (0 or 1): 1 from 4
+    stages on, else 0. With 1 the next iteration's ``wgmma`` queues behind the running one
+    across the block barrier, and the refill targets the slot of ``k - 2`` (``S - 3`` tiles in
+    flight besides): with 3 stages that leaves one tile in flight, too few. Measured on the
+    H200 (2026-12-01, TMA, 128 x 256 x 64 over 8 warps, float16 at 8192^3): 4 stages 723
+    TFLOP/s with 1, 627 with 0; 3 stages 530 with 1, 626 with 0. ``NUMBA_TILE_WGMMA_PENDING``
+    ``0`` or ``1`` overrides it (1 from 3 stages); part of ``Kernel.compile``'s cache keys."""
     import os
-    if os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip() == "1" and num_stages >= 3:
-        return 1
-    return 0
+
+    from ..compiler_context import current
+    if getattr(current(), "no_pending", False):
+        return 0                 # compiler.compile_kernel's retry: ptxas serialized the wgmmas
+    env = os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip()
+    if env in ("0", "1"):
+        return int(env) if num_stages >= 3 else 0
+    return 1 if num_stages >= 4 else 0
 
 
 def _range_bound(blocks, loop, defs, inner=frozenset()):
@@ -181,8 +188,9 @@ def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, 
     (exit_label,) = loop.exits
     if [src for src, _ in cfg.predecessors(exit_label)] != [loop.header]:
         return None
-    if len(st_prod.value.args) < 3 or st_prod.value.kws:
-        return None
+    expr = st_prod.value
+    if getattr(expr, "op", None) != "call" or len(expr.args) < 3 or expr.kws:
+        return None              # ``acc + x @ y`` (a binop), or acc by keyword
     acc_new, acc_old = st_prod.target, st_prod.value.args[2]
     phi = next((st for st in blocks[loop.header].body if isinstance(st, ir.Assign)
                 and st.target.name == acc_old.name and isinstance(st.value, ir.Expr)
@@ -194,6 +202,9 @@ def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, 
     if [st for lb, st in uses.get(acc_old.name, []) if lb in loop.body] != [st_prod]:
         return None
     k = next(iter(sorted(induction)))
+    if not (isinstance(typemap.get(k), types.Integer)
+            and isinstance(typemap.get(bound.name), types.Integer)):
+        return None              # range(True): nothing for the internal op to say
     label = next(lb for lb in loop.body if st_prod in blocks[lb].body)
     blk = blocks[label]
     scope, loc = blk.scope, st_prod.loc
@@ -321,6 +332,8 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                                                            typingctx, loop,
                                                            st_prod.value.args[2]):
                         pending = 1
+                        from ..compiler_context import current
+                        current().used_pending = True
                     drain.pending, drain.tma = pending, tma
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the

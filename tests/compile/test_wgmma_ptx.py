@@ -76,11 +76,16 @@ def test_forced_wgmma_assembles_for_sm90a_without_spills(nvjitlink, case, monkey
     assert not re.search(r"wgmma.*serializ", out[1], re.IGNORECASE), out[1]
 
 
-@pytest.mark.parametrize("mode", [None, "sync"])
-def test_default_keeps_mma_sync(mode, monkeypatch):
-    ptx = _ptx(CASES[0], (9, 0), monkeypatch, mode)
+def test_sync_keeps_mma_sync(monkeypatch):
+    ptx = _ptx(CASES[0], (9, 0), monkeypatch, "sync")
     assert "wgmma." not in ptx and "mma.sync.aligned.m16n8k16" in ptx
     assert re.search(r"^\.target sm_90$", ptx, re.MULTILINE)
+
+
+def test_wgmma_is_the_default_on_sm90(monkeypatch):
+    """Unset (or any value but "sync"): the products that fit take wgmma on cc 9.0."""
+    ptx = _ptx(CASES[0], (9, 0), monkeypatch, None)
+    assert "wgmma.mma_async" in ptx and ".target sm_90a" in ptx
 
 
 def test_sm80_and_shapes_that_do_not_fit_keep_mma_sync(monkeypatch):
@@ -116,21 +121,23 @@ def test_pipelined_operands_feed_wgmma_from_their_slots(case, stages, nvjitlink,
     assert not re.search(r"wgmma.*serializ", out[1], re.IGNORECASE), out[1]
 
 
-def test_pipelined_mma_sync_path_unchanged_by_default(monkeypatch):
-    ptx = _ptx(CASES[3], (9, 0), monkeypatch, None, 3)
+def test_pipelined_mma_sync_path_unchanged_under_sync(monkeypatch):
+    ptx = _ptx(CASES[3], (9, 0), monkeypatch, "sync", 3)
     body = ptx[ptx.index(".entry"):]
     assert "wgmma." not in body and "fence.proxy.async" not in body
     assert "cp.async.cg.shared.global" in body and "ldmatrix" in body
 
 
-def test_an_mma_sync_product_reads_atom_slots_where_wgmma_is_forced(nvjitlink, monkeypatch):
-    """M = 128 over 4 warps is not a wgmma product: it stays on mma.sync, whose ldmatrix
-    reads the pipelined slots in the 128-byte atom layout they take in this mode."""
-    ptx = _ptx((BFLOAT16_NP, (128, 128, 64), 4), (9, 0), monkeypatch, "wgmma", 3)
+def test_a_kernel_of_mma_sync_products_keeps_its_slot_layout(nvjitlink, monkeypatch):
+    """M = 128 over 4 warps is not a wgmma product: the kernel stays on mma.sync with the slot
+    layout ldmatrix was measured with (no 128-byte atom columns, no TMA). (This tile, 128
+    float32 accumulators a thread with BK = 64, spills on either layout with ptxas 13; the
+    benchmark's mma.sync configurations take BK = 32, tests/compile/test_gemm_ptx.py.)"""
+    ptx = _ptx((BFLOAT16_NP, (128, 128, 64), 4), (9, 0), monkeypatch, None, 3)
     body = ptx[ptx.index(".entry"):]
     assert "wgmma." not in body and "ldmatrix" in body and "cp.async.cg.shared.global" in body
-    out = linker.assemble(ptx, (9, 0))
-    assert out is not None and linker.spill_report(out[1])[1] == 0
+    assert "cp.async.bulk" not in body and ".target sm_90\n" in ptx + "\n"
+    assert linker.assemble(ptx, (9, 0)) is not None
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
@@ -151,9 +158,13 @@ def test_pipelined_operands_travel_by_tma(case, stages, nvjitlink, monkeypatch):
     assert params.count(".param .align 64 .b8") == 2 and "_tmap0[128]" in params
     assert "__NUMBA_TILE_TMAP_" not in ptx and "cvta.param.u64" in body
     assert body.count("wgmma.mma_async") == bk // 16
-    # per tile: bk / 64 boxes of a, bn / 64 of b, issued in the prologue and the refill
+    # per tile: bk / 64 boxes of a, bn / 64 of b, issued in the prologue (S - 1 - P tiles,
+    # P = 1 from 4 stages: a wgmma group left in flight) and the refill (1 tile)
+    # (the compiler drops P to 0 where ptxas would serialize: compiler.compile_kernel)
+    pending = 1 if "wgmma.wait_group.sync.aligned 1" in body else 0
+    assert stages >= 4 or not pending
     boxes = body.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile")
-    assert boxes == (bk // 64 + bn // 64) * stages, boxes
+    assert boxes == (bk // 64 + bn // 64) * (stages - pending), boxes
     for needed in ("mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster",
                    "mbarrier.arrive.expect_tx.shared::cta.b64",
                    "mbarrier.try_wait.parity.shared::cta.b64"):

@@ -86,12 +86,17 @@ def test_sweep_configs(bench):
 def test_tflops_and_ratios(bench):
     assert bench.tflops(4096, 4096, 4096, 1.0) == pytest.approx(2 * 4096**3 / 1e9)
     res = {"numba_tile": {"status": "ok", "tflops": 300.0, "config": "128x128x32 w4",
-                          "rel_err": 1e-4},
+                          "rel_err": 1e-4,
+                          "sweep": [{"tflops": 300.0, "mma": "wgmma"},
+                                    {"tflops": 250.0, "mma": "mma.sync"},
+                                    {"tflops": 200.0, "mma": "mma.sync"},
+                                    {"status": "error", "mma": "mma.sync"}]},
            "cublas": {"status": "ok", "tflops": 600.0}, "triton": {"status": "WRONG"}}
     assert bench.ratio(res, "cublas") == 0.5
     assert math.isnan(bench.ratio(res, "triton"))
     cells = bench.row_cells("fp16", (16, 4096, 4096), res)
-    assert cells[4:10] == ["300.0", "128x128x32 w4", "600.0", "WRONG", "0.500", "-"]
+    # the mma.sync column: the best of the sweep's configurations that lowered to mma.sync
+    assert cells[4:11] == ["300.0", "128x128x32 w4", "250.0", "600.0", "WRONG", "0.500", "-"]
     rows = [("fp16", (1, 1, 1), res), ("bf16", (1, 1, 1), dict(res, triton={"status": "ok",
                                                                               "tflops": 150.0}))]
     summ = bench.summary(rows)
@@ -106,7 +111,7 @@ def test_table_and_json(bench, tmp_path, capsys):
     bench.print_table([("fp16", (2, 3, 4), res)], markdown=True)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("| dtype | M | N | K | numba_tile TFLOP/s")
-    assert out[2].startswith("| fp16 | 2 | 3 | 4 | 1.5 | c | error | n/a |")
+    assert out[2].startswith("| fp16 | 2 | 3 | 4 | 1.5 | c | - | error | n/a |")
     path = tmp_path / "out.json"
     bench.write_json(path, {"rows": bench.rows_json([("fp16", (2, 3, 4), res)])})
     data = json.loads(path.read_text())
