@@ -83,8 +83,13 @@ def _make_compiler(typing_only: bool):
 
     class TileCompiler(CUDACompiler):
         def define_pipelines(self):
+            from numba.cuda.core.untyped_passes import InlineInlinables
+
+            from .typing.helpers import InlineHelpers
             (pm,) = super().define_pipelines()
             pm._finalized = False
+            # user helper functions become kernel code before typing (typing/helpers.py)
+            pm.add_pass_after(InlineHelpers, InlineInlinables)
             idx = [p for p, _ in pm.passes].index(NopythonTypeInference)
             pm.passes.insert(idx, (FoldConstantsPass, "fold Constant parameters"))
             pm.add_pass_after(OwnershipPass, NopythonTypeInference)

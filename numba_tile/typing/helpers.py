@@ -1,0 +1,178 @@
+"""Helper functions: plain Python functions a kernel calls, inlined before typing.
+
+A kernel may call a module-level (or closure-held) Python function: a tile helper such as an
+activation or an attention inner loop, itself written with numba_tile's ops. Before type
+inference the call is replaced by the helper's body (numba-cuda's ``InlineWorker``, the
+machinery of ``@jit(inline="always")``), so from then on the helper *is* kernel code: it is
+typed with the kernel's types, the closed-world pass sees every value and call it makes, and
+the ownership pass counts its loads and stores as the kernel's own (a helper that stores to a
+read-only tensor is refused at its line, as the kernel would be). Keyword arguments and
+defaults bind as in Python.
+
+What is inlined: a call whose callee is a Python function object (``types.FunctionType``,
+not a generator) defined outside numba, numba-cuda, numba_tile, NumPy and the standard
+library, reached as a global, a closure variable or a module attribute, and that is not a
+numba_tile op. Numba dispatchers (``@cuda.jit`` device functions) are not plain functions
+and keep their own rules (``typing/closed_world.py``). A helper that calls itself, directly
+or through other helpers, is refused (:class:`~numba_tile.errors.TileTypingError` at the
+call), as is more than :data:`MAX_INLINED` inlined calls in one kernel.
+
+The interpreter calls the helper as Python does, running the same ops on NumPy.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+
+from numba.cuda.core import ir
+from numba.cuda.core.compiler_machinery import FunctionPass, register_pass
+
+from .._registry import op_for_key
+from ..errors import TileTypingError
+
+__all__ = ["InlineHelpers", "is_helper", "MAX_INLINED"]
+
+#: inlined calls per kernel at most (a guard against runaway expansion)
+MAX_INLINED = 256
+
+_LIBRARY_ROOTS = frozenset({"numba", "numba_cuda", "numba_tile", "numpy", "llvmlite", "math",
+                            "cmath", "operator", "builtins", "functools", "itertools",
+                            "typing", "collections", "cupy", "torch", "triton"})
+
+
+def is_helper(fn) -> bool:
+    """Whether ``fn`` is a user helper the pass inlines (see the module docstring)."""
+    if type(fn) is not pytypes.FunctionType or op_for_key(fn) is not None:
+        return False
+    if fn.__code__.co_flags & 0x3A0:        # generator, coroutine, async generator
+        return False
+    root = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return root not in _LIBRARY_ROOTS
+
+
+def _callee(func_ir, expr):
+    """The Python object a call expression calls, when the IR says (a global, a free
+    variable, an attribute of a module global), else None."""
+    try:
+        d = func_ir.get_definition(expr.func)
+    except Exception:  # noqa: BLE001 - no single definition: not a helper call
+        return None
+    if isinstance(d, (ir.Global, ir.FreeVar)):
+        return d.value
+    if isinstance(d, ir.Expr) and d.op == "getattr":
+        return _callee_of_getattr(func_ir, d)
+    return None
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class InlineHelpers(FunctionPass):
+    """Inline the kernel's calls of user helper functions (module docstring)."""
+
+    _name = "numba_tile_inline_helpers"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        from numba.cuda.core import inline_closurecall, postproc
+        from numba.cuda.core.analysis import compute_cfg_from_blocks
+        from numba.cuda.core.ir_utils import simplify_CFG
+
+        worker = inline_closurecall.InlineWorker(
+            state.typingctx, state.targetctx, state.locals, state.pipeline, state.flags,
+            validator=inline_closurecall.callee_ir_validator)
+        func_ir = state.func_ir
+        # the helpers each block's code came from (a call of one of them is recursion)
+        origin = {label: () for label in func_ir.blocks}
+        work = list(func_ir.blocks.items())
+        count = 0
+        while work:
+            label, block = work.pop()
+            chain = origin.get(label, ())
+            for i, st in enumerate(block.body):
+                if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+                        and st.value.op == "call"):
+                    continue
+                fn = _callee(func_ir, st.value)
+                if fn is None or not is_helper(fn):
+                    continue
+                name = getattr(fn, "__qualname__", fn.__name__)
+                if fn in chain:
+                    raise TileTypingError(
+                        f"helper function '{name}' calls itself (through "
+                        f"{' -> '.join(getattr(f, '__qualname__', '?') for f in chain)}): "
+                        f"kernels inline their helpers, and a recursive one has no end",
+                        filename=st.loc.filename, lineno=st.loc.line)
+                count += 1
+                if count > MAX_INLINED:
+                    raise TileTypingError(
+                        f"more than {MAX_INLINED} helper calls to inline in one kernel (the "
+                        f"last: '{name}')", filename=st.loc.filename, lineno=st.loc.line)
+                before = set(func_ir.blocks)
+                try:
+                    _, _, _, new_blocks = worker.inline_function(func_ir, block, i, fn)
+                except (NotImplementedError, TypeError) as exc:
+                    raise TileTypingError(
+                        f"helper function '{name}' cannot be inlined: {exc}",
+                        filename=st.loc.filename, lineno=st.loc.line) from None
+                inner = chain + (fn,)
+                for lb in set(func_ir.blocks) - before:
+                    origin[lb] = inner            # the helper's own blocks
+                # InlineWorker lists the rest of the caller's block first, then the helper's
+                origin[new_blocks[0][0]] = chain
+                work.extend(new_blocks)
+                work.extend((lb, func_ir.blocks[lb]) for lb in set(func_ir.blocks) - before
+                            if all(lb != n for n, _ in new_blocks))
+                break
+        if count:
+            cfg = compute_cfg_from_blocks(func_ir.blocks)
+            for dead in cfg.dead_nodes():
+                del func_ir.blocks[dead]
+            _drop_helper_references(func_ir)
+            postproc.PostProcessor(func_ir).run()
+            func_ir.blocks = simplify_CFG(func_ir.blocks)
+        return bool(count)
+
+
+def _drop_helper_references(func_ir):
+    """Remove the assignments of helper functions (``$f = global(helper)``, or a module's
+    attribute) that the inlined calls left unused: Numba cannot type a plain function."""
+    changed = True
+    while changed:
+        changed = False
+        used = set()
+        for blk in func_ir.blocks.values():
+            for st in blk.body:
+                for v in st.list_vars():
+                    if not (isinstance(st, ir.Assign) and v.name == st.target.name):
+                        used.add(v.name)
+        for blk in func_ir.blocks.values():
+            keep = []
+            for st in blk.body:
+                if isinstance(st, ir.Assign) and st.target.name not in used and _refers_helper(
+                        func_ir, st.value):
+                    changed = True
+                    continue
+                keep.append(st)
+            blk.body = keep
+    from numba.cuda.core.ir_utils import build_definitions
+    func_ir._definitions = build_definitions(func_ir.blocks)
+
+
+def _refers_helper(func_ir, value) -> bool:
+    if isinstance(value, (ir.Global, ir.FreeVar)):
+        return is_helper(value.value)
+    if isinstance(value, ir.Expr) and value.op == "getattr":
+        return is_helper(_callee_of_getattr(func_ir, value))
+    return False
+
+
+def _callee_of_getattr(func_ir, expr):
+    """``module.attr`` where the IR says ``module`` is a module global or free variable."""
+    try:
+        base = func_ir.get_definition(expr.value)
+    except Exception:  # noqa: BLE001
+        return None
+    if isinstance(base, (ir.Global, ir.FreeVar)) and isinstance(base.value, pytypes.ModuleType):
+        return getattr(base.value, expr.attr, None)
+    return None
