@@ -249,14 +249,13 @@ def test_helper_cuda_device_function_without_a_gpu():
         pass_to_device_function(x, nt.partition(z, 16), interpret=True)
 
 
-def test_helper_python_function_is_refused():
-    """A plain Python function cannot be typed by Numba at all: the call is refused as a typing
-    error, whatever its arguments, before the ownership pass would see it."""
+def test_a_plain_python_helper_is_inlined_and_checked():
+    """A plain Python function the kernel calls is inlined before typing (typing/helpers.py):
+    handing it a tensor it only ignores is harmless kernel code, and the launch runs (the
+    helper that stores to a read-only tensor is corpus case C13)."""
     x, z = args_1d()
-    err = launch(pass_to_python_function, x, nt.partition(z, 16))
-    assert isinstance(err, (errors.TileTypingError, errors.UnanalyzedCallError))
-    assert "python_helper" in err.message
-    np.testing.assert_array_equal(z, np.zeros(16, np.float32))
+    pass_to_python_function(x, nt.partition(z, 16), interpret=True)
+    np.testing.assert_array_equal(z, x[:16] if len(x) >= 16 else x)
 
 
 def test_kernel_without_partition_parameter():
