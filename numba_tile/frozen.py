@@ -198,25 +198,31 @@ class _Freezer:
         self.keep: list = []
 
     def function(self, fn):
-        """A new function over ``fn``'s code with frozen globals and closure cells."""
+        """A new function over ``fn``'s code with frozen globals and closure cells. Helper
+        functions the code reaches (``typing/helpers.is_helper``: inlined into the kernel) are
+        frozen the same way, once each (the copy is in ``memo`` before its globals are filled,
+        so helpers that call each other share copies): the interpreter, the compiler and the
+        digest then all see the helpers' globals as they were at the snapshot."""
         code = fn.__code__
         reads = _reads(code)
-        glb = dict(fn.__globals__)
+        glb: dict = {}
+        cells = None
+        if fn.__closure__ is not None:
+            cells = tuple(types.CellType() for _ in fn.__closure__)
+        new = types.FunctionType(code, glb, fn.__name__, fn.__defaults__, cells)
+        self.memo[id(fn)] = new
+        self.keep.append(fn)
+        glb.update(fn.__globals__)
         for name, chains in reads.globals.items():
             if name in glb:
                 glb[name] = self.bind(glb[name], chains)
-        closure = None
         if fn.__closure__ is not None:
-            cells = []
-            for name, cell in zip(code.co_freevars, fn.__closure__):
+            for name, cell, mine in zip(code.co_freevars, fn.__closure__, cells):
                 try:
                     value = cell.cell_contents
                 except ValueError:              # not assigned yet
-                    cells.append(types.CellType())
                     continue
-                cells.append(types.CellType(self.bind(value, reads.derefs.get(name, {()}))))
-            closure = tuple(cells)
-        new = types.FunctionType(code, glb, fn.__name__, fn.__defaults__, closure)
+                mine.cell_contents = self.bind(value, reads.derefs.get(name, {()}))
         new.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else fn.__kwdefaults__
         new.__qualname__ = fn.__qualname__
         new.__module__ = fn.__module__
@@ -259,6 +265,12 @@ class _Freezer:
         """A copy of ``v`` that later mutation of the original cannot reach (``v`` itself
         when it is immutable, or of a type that is not copied)."""
         t = type(v)
+        if t is types.FunctionType:
+            from .typing.helpers import is_helper
+            if is_helper(v):
+                hit = self.memo.get(id(v))
+                return hit if hit is not None else self.function(v)
+            return v
         if t in (list, dict, set) or isinstance(v, np.ndarray):
             hit = self.memo.get(id(v))
             if hit is not None:

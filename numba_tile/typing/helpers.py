@@ -11,8 +11,8 @@ defaults bind as in Python.
 
 What is inlined: a call whose callee is a Python function object (``types.FunctionType``,
 not a generator) defined outside numba, numba-cuda, numba_tile, NumPy and the standard
-library, reached as a global, a closure variable or a module attribute, and that is not a
-numba_tile op. Numba dispatchers (``@cuda.jit`` device functions) are not plain functions
+library, reached as a global, a closure variable or a module attribute, that is not a
+numba_tile op and that Numba has no typing template for (``@overload``, ``type_callable``). Numba dispatchers (``@cuda.jit`` device functions) are not plain functions
 and keep their own rules (``typing/closed_world.py``). A helper that calls itself, directly
 or through other helpers, is refused (:class:`~numba_tile.errors.TileTypingError` at the
 call), as is more than :data:`MAX_INLINED` inlined calls in one kernel.
@@ -47,7 +47,30 @@ def is_helper(fn) -> bool:
     if fn.__code__.co_flags & 0x3A0:        # generator, coroutine, async generator
         return False
     root = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return root not in _LIBRARY_ROOTS
+    if root in _LIBRARY_ROOTS:
+        return False
+    return not _typed_by_numba(fn)
+
+
+def _typed_by_numba(fn) -> bool:
+    """Numba has typing templates for ``fn`` (``@overload``, ``type_callable``,
+    ``register_jitable``): it is typed as such, not inlined (``typing/closed_world.py``
+    decides about it)."""
+    from numba.cuda.descriptor import cuda_target
+    ctx = cuda_target.typing_context
+    try:
+        ctx.refresh()
+        return ctx._lookup_global(fn) is not None
+    except Exception:  # noqa: BLE001 - no registry answer: treat it as a plain function
+        return False
+
+
+def _kernel() -> str:
+    """``"kernel 'name': "`` of the compilation in progress (or nothing)."""
+    from ..compiler_context import _CURRENT
+    ctx = _CURRENT.get()
+    name = getattr(ctx, "kernel_name", None)
+    return f"kernel '{name}': " if name else ""
 
 
 def _callee(func_ir, expr):
@@ -99,21 +122,25 @@ class InlineHelpers(FunctionPass):
                 name = getattr(fn, "__qualname__", fn.__name__)
                 if fn in chain:
                     raise TileTypingError(
-                        f"helper function '{name}' calls itself (through "
+                        f"{_kernel()}helper function '{name}' calls itself (through "
                         f"{' -> '.join(getattr(f, '__qualname__', '?') for f in chain)}): "
                         f"kernels inline their helpers, and a recursive one has no end",
                         filename=st.loc.filename, lineno=st.loc.line)
                 count += 1
                 if count > MAX_INLINED:
                     raise TileTypingError(
-                        f"more than {MAX_INLINED} helper calls to inline in one kernel (the "
+                        f"{_kernel()}more than {MAX_INLINED} helper calls to inline (the "
                         f"last: '{name}')", filename=st.loc.filename, lineno=st.loc.line)
                 before = set(func_ir.blocks)
                 try:
                     _, _, _, new_blocks = worker.inline_function(func_ir, block, i, fn)
-                except (NotImplementedError, TypeError) as exc:
+                except TileTypingError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - Numba's frontend refused the body
+                    first = (str(exc).strip().splitlines() or [""])[0]
                     raise TileTypingError(
-                        f"helper function '{name}' cannot be inlined: {exc}",
+                        f"{_kernel()}helper function '{name}' cannot be inlined into the "
+                        f"kernel: {type(exc).__name__}: {first}",
                         filename=st.loc.filename, lineno=st.loc.line) from None
                 inner = chain + (fn,)
                 for lb in set(func_ir.blocks) - before:
