@@ -23,12 +23,13 @@ import numba_tile as nt
 
 try:
     from _common import check_result, pick_backend
-    from gemm import (GROUP_M, as_config, c_partition, check_operands, integer_operands,
-                      kernel_for, rounded_product)
+    from gemm import (GROUP_M, as_config, c_partition, check_operands, default_config,
+                      device_cc, integer_operands, kernel_for, rounded_product)
 except ImportError:
     from examples._common import check_result, pick_backend
     from examples.gemm import (GROUP_M, as_config, c_partition, check_operands,
-                               integer_operands, kernel_for, rounded_product)
+                               default_config, device_cc, integer_operands, kernel_for,
+                               rounded_product)
 
 
 def gemm_persistent_tiles(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
@@ -66,7 +67,8 @@ def matmul_persistent(a, b, c, blocks: int, *, config=None, stream=None, interpr
     """
     dt = check_operands("matmul_persistent", a, b, c)
     m, k = a.shape
-    cfg = as_config(config, m, b.shape[1], k)
+    cfg = as_config(config, m, b.shape[1], k, None if config is not None else
+                    device_cc(interpret))
     return kernel_for(cfg, gemm_persistent_tiles)(
         a, b, c_partition(c, cfg, blocks=blocks), cfg.bm, cfg.bn, cfg.bk, dt, stream=stream,
         interpret=interpret)
@@ -83,7 +85,7 @@ def main(shape=None, blocks: int | None = None) -> None:
     rng = np.random.default_rng()
     a_h, b_h = integer_operands(rng, m, n, k)
     c = to_device(np.full((m, n), np.nan, np.float16))
-    cfg = as_config((64, 64, 32, 4, 3), m, n, k)
+    cfg = default_config(m, n, k, device_cc(interpret))     # Hopper: wgmma (examples/gemm.py)
     matmul_persistent(to_device(a_h), to_device(b_h), c, blocks, config=cfg,
                       interpret=interpret).sync()
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
