@@ -153,16 +153,8 @@ def _range_bound(blocks, loop, defs, inner=frozenset()):
         for st in blocks[lb].body:
             if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
                     st.value.op == "iternext":
-                v = _single_def(st.value.value.name, defs)
-                seen = set()
-                while isinstance(v, ir.Var) and v.name not in seen:
-                    seen.add(v.name)
-                    v = _single_def(v.name, defs)
-                if not (isinstance(v, ir.Expr) and v.op == "getiter"):
-                    return None
-                call = _single_def(v.value.name, defs)
-                return call.args[-1] if isinstance(call, ir.Expr) and call.op == "call" \
-                    else None
+                call = _iterated_call(st.value.value.name, defs)
+                return call.args[-1] if call is not None and call.args else None
     return None
 
 
@@ -430,16 +422,23 @@ def _single_def(name, defs):
     return ds[0][1] if len(ds) == 1 else None
 
 
-def _is_plain_range(iter_name, defs):
+def _iterated_call(iter_name, defs):
+    """The call expression whose result the iterator ``iter_name`` iterates (through copies
+    and ``getiter``), or None."""
     seen = set()
     v = _single_def(iter_name, defs)
     while isinstance(v, ir.Var) and v.name not in seen:
         seen.add(v.name)
         v = _single_def(v.name, defs)
     if not (isinstance(v, ir.Expr) and v.op == "getiter"):
-        return False
+        return None
     call = _single_def(v.value.name, defs)
-    if not (isinstance(call, ir.Expr) and call.op == "call") or call.kws or call.vararg:
+    return call if isinstance(call, ir.Expr) and call.op == "call" else None
+
+
+def _is_plain_range(iter_name, defs):
+    call = _iterated_call(iter_name, defs)
+    if call is None or call.kws or call.vararg:
         return False
     fn = _single_def(call.func.name, defs)
     if not (isinstance(fn, ir.Global) and fn.value is range):
