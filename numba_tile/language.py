@@ -432,7 +432,12 @@ _SEMANTICS = """sem (str, static): memory order, ``"relaxed"`` (default), ``"acq
 
 @op("unchecked", reads=(0,), unchecked=True)
 def gather(x, indices, mask=None, padding=0):
-    """Read ``x`` at computed element coordinates (unchecked kernels only).
+    """Read ``x`` at computed element coordinates: from a read-only tensor in any kernel, from
+    any array in unchecked kernels.
+
+    In a safe kernel ``x`` must be a read-only ``Tensor`` parameter: nothing writes it while
+    the kernel runs, so reads at any coordinates cannot race (``typing/ownership._safe_gather``).
+    A partition (which the kernel may write) needs an unchecked kernel.
 
     Args:
         x (Tensor | Partition | Mutable): the array.

@@ -40,6 +40,15 @@ def _loc(inst):
     return dict(filename=loc.filename, lineno=loc.line, col=getattr(loc, "col", None))
 
 
+def _safe_gather(d, argtys) -> bool:
+    """``gather`` from a read-only tensor parameter, which safe kernels may use: nothing
+    writes that tensor while the kernel runs (the launch refuses a mutable argument that
+    overlaps it), so reads at any coordinates cannot race, and out-of-range coordinates read
+    the padding (bounds-checked, as in unchecked kernels)."""
+    return (d.name == "gather" and bool(argtys) and isinstance(argtys[0], TensorType)
+            and not argtys[0].writable)
+
+
 def check_call(inst, expr, typemap, calltypes, unchecked=False):
     """Check one call expression; raise an OwnershipError on a violation.
 
@@ -51,10 +60,16 @@ def check_call(inst, expr, typemap, calltypes, unchecked=False):
     d = op_for_key(getattr(fnty, "typing_key", None))
     if d is None:          # not an op: typing/closed_world.py has checked the call
         return
-    if d.unchecked and not unchecked:
+    if d.unchecked and not unchecked and not _safe_gather(d, argtys):
+        extra = ""
+        if d.name == "gather":
+            extra = (f"; in a safe kernel gather() reads read-only tensors only (here "
+                     f"'{getattr(argtys[0], 'param', '?')}' is a partition the kernel may write, "
+                     f"so another block's stores could race with the read)")
         raise UncheckedOpError(
             f"{d.name}() is an unchecked operation: it is available only in kernels marked "
-            f"@numba_tile.jit(unchecked=True), launched with unchecked=True", **_loc(inst))
+            f"@numba_tile.jit(unchecked=True), launched with unchecked=True{extra}",
+            **_loc(inst))
     for j in d.effects.writes:
         t = argtys[j]
         if isinstance(t, TensorType) and not (unchecked and t.writable):
