@@ -110,3 +110,20 @@ def _store_mutable(z, tile, idx):
         sel.append(slice(0, hi - lo))
     z.record_writes(tuple(dst))
     z.array[tuple(dst)] = values[tuple(sel)]
+
+
+def tensor_element(x, index):
+    """``x[i]`` / ``x[i, j, ...]`` (``typing/memory.type_tensor_element``): the element as a
+    NumPy scalar of its dtype (float16 and bfloat16 as float32), NumPy's negative coordinates
+    from the end, 0 outside the array, as on the GPU."""
+    coords = index if isinstance(index, tuple) else (index,)
+    shape = x.array.shape
+    out_dt = np.float32 if dtypes.is_half(x.dtype) else dtypes.to_numpy(x.dtype)
+    picked = []
+    for c, n in zip(coords, shape):
+        c = int(c)
+        c = c + n if c < 0 else c
+        if not 0 <= c < n:
+            return out_dt.type(0) if hasattr(out_dt, "type") else np.dtype(out_dt).type(0)
+        picked.append(c)
+    return np.dtype(out_dt).type(x.array[tuple(picked)])

@@ -40,6 +40,10 @@ def interp_tiles(z):
 
 @interp_rule("index_getitem")
 def interp_index_getitem(index, d):
+    from .values import InterpTensor
+    if isinstance(index, InterpTensor):            # x[i] on a tensor parameter
+        from .memory import tensor_element
+        return tensor_element(index, d)
     # typing allowed only a static int axis in [-ndim, ndim) on a branded index
     return int(index.coords[operator.index(d)])
 

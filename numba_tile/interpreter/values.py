@@ -332,6 +332,11 @@ class InterpTensor:
     def ndim(self):
         return self.array.ndim
 
+    def __getitem__(self, index):
+        """``x[i]`` in a kernel (``interpreter/memory.tensor_element``)."""
+        from .._registry import OPS
+        return OPS["index_getitem"].interp(self, index)
+
     @property
     def writable(self) -> bool:
         return self.accesses is not None

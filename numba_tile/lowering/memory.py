@@ -443,3 +443,40 @@ def lower_store(context, builder, sig, args):
     emit_store(context, builder, view, index, tile.with_dtype(zty.dtype), elems, extents,
                in_grid)
     return context.get_dummy_value()
+
+
+def lower_tensor_element(context, builder, sig, args):
+    """``x[i]`` / ``x[i, j, ...]`` on a read-only tensor (``typing/memory.type_tensor_element``):
+    every thread reads the one element (a uniform value). Each coordinate is taken from the
+    end when negative (NumPy's rule, ``-n <= i < 0``) and then compared with its extent
+    (unsigned, so anything still negative fails too) before it is multiplied by the stride; an
+    element outside the array is 0, and no address outside it is formed or read."""
+    xty, ity = sig.args
+    view = ArrayView(context, builder, xty, args[0])
+    if isinstance(ity, types.BaseTuple):
+        raw = cgutils.unpack_tuple(builder, args[1], xty.ndim)
+        tys = list(ity.types)
+    else:
+        raw, tys = [args[1]], [ity]
+    ok = ir.Constant(I1, 1)
+    off = const_i64(0)
+    for d, (v, t) in enumerate(zip(raw, tys)):
+        c = context.cast(builder, v, t, types.int64)
+        c = builder.select(builder.icmp_signed("<", c, const_i64(0)),
+                           builder.add(c, view.shape[d]), c)
+        inside = builder.icmp_unsigned("<", c, view.shape[d])
+        ok = builder.and_(ok, inside)
+        off = builder.add(off, builder.mul(builder.select(inside, c, const_i64(0)),
+                                           view.strides[d]))
+    res = sig.return_type
+    zero = context.get_constant(res, 0)
+    before = builder.block
+    with builder.if_then(ok, likely=True):
+        raw_v = builder.load(view.global_ptr(builder, off, 1), align=view.itemsize)
+        val = convert(context, builder, _storage_to_reg(builder, raw_v, xty.dtype), xty.dtype,
+                      res)
+        then = builder.block
+    phi = builder.phi(zero.type)
+    phi.add_incoming(zero, before)
+    phi.add_incoming(val, then)
+    return phi

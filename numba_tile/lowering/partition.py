@@ -15,7 +15,7 @@ from numba.cuda.core.imputils import RefType, impl_ret_untracked, iternext_impl
 from numba.cuda.cudaimpl import registry
 
 from .._registry import OPS, lowering_rule
-from ..typing.types import PartitionIndexType, TilesIterable, TilesIterator
+from ..typing.types import PartitionIndexType, TensorType, TilesIterable, TilesIterator
 from .common import I1, I64, block_index, const_i64, umin
 from .memory import ArrayView, tile_grid
 
@@ -151,14 +151,19 @@ def lower_num_tiles(context, builder, sig, args):
     return tile_grid(builder, view, (1,) * axis + (tile,) + (1,) * (xty.ndim - axis - 1))[axis]
 
 
-OPS["index_getitem"].lower_types = ((PartitionIndexType, types.Integer),)
+OPS["index_getitem"].lower_types = ((PartitionIndexType, types.Integer),
+                                     (TensorType, types.Integer), (TensorType, types.BaseTuple))
 
 
 @lowering_rule("index_getitem")
 def lower_index_getitem(context, builder, sig, args):
     """``idx[d]``: coordinate ``d`` of a branded index (int64); -1 for an index variable no
-    ``tiles()`` loop assigned (its validity flag is clear), as loads and stores see it."""
+    ``tiles()`` loop assigned (its validity flag is clear), as loads and stores see it.
+    ``x[i]`` on a tensor: ``memory.lower_tensor_element``."""
     from ..typing.common import literal_int
+    if isinstance(sig.args[0], TensorType):
+        from .memory import lower_tensor_element
+        return lower_tensor_element(context, builder, sig, args)
     ity, dty = sig.args
     d = literal_int(dty)
     d = d + ity.ndim if d < 0 else d

@@ -598,8 +598,8 @@ def _check_plumbing(inst, typemap):
                                                      (types.BaseTuple, types.List)):
             return
         if expr.op in _INDEX_ITEM_OPS and isinstance(typemap.get(expr.value.name),
-                                                     PartitionIndexType):
-            return          # idx[d]: numba_tile's op, checked by _check_index_item
+                                                     (PartitionIndexType, TensorType)):
+            return          # idx[d], x[i]: numba_tile's op, checked by _check_index_item
         if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), TilesIterable):
             return
         if expr.op == "iternext" and isinstance(typemap.get(expr.value.name), TilesIterator):
@@ -624,8 +624,8 @@ def _check_plumbing(inst, typemap):
         f"partitions can only be given to numba_tile ops", **_loc(inst))
 
 
-#: expressions that read an item of a value: on a branded index, ``idx[d]`` (numba_tile's op
-#: ``index_getitem``, keyed by ``operator.getitem``)
+#: expressions that read an item of a value: on a branded index ``idx[d]``, on a tensor
+#: parameter ``x[i]`` (numba_tile's op ``index_getitem``, keyed by ``operator.getitem``)
 _INDEX_ITEM_OPS = ("static_getitem", "getitem")
 
 
@@ -720,7 +720,8 @@ def check_closed_world(func_ir, typemap, calltypes, kernel: str, unchecked: bool
             elif isinstance(value, ir.Expr) and value.op == "getattr":
                 _check_getattr_lowering(inst, value, typemap)
             elif (isinstance(value, ir.Expr) and value.op in _INDEX_ITEM_OPS
-                    and isinstance(typemap.get(value.value.name), PartitionIndexType)):
+                    and isinstance(typemap.get(value.value.name),
+                                   (PartitionIndexType, TensorType))):
                 _check_index_item(inst, value, typemap, calltypes)
             if unchecked:
                 continue

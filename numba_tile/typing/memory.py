@@ -179,3 +179,34 @@ def check_scalar_fits(ty, dt, opname, arg, what):
         ok = True
     if not ok:
         raise fail(opname, arg, f"a scalar that {dtypes.name(dt)} holds ({what})", shown)
+
+
+def element_index_types(x, index):
+    """The Numba integer types of ``x[i]`` / ``x[i, j, ...]``'s coordinates, one per axis of
+    ``x``, or None when ``index`` is not that."""
+    items = list(index.types) if isinstance(index, types.BaseTuple) else [index]
+    if len(items) != x.ndim or not all(isinstance(t, types.Integer) for t in items):
+        return None
+    return items
+
+
+def type_tensor_element(x, index):
+    """``x[i]`` (``x[i, j, ...]``) on a tensor parameter: one element as a scalar, read by
+    every thread of the block (so a branch on it is uniform). The element's dtype; float16 and
+    bfloat16 read as float32 (exact). Coordinates are integers, NumPy's negative ones count
+    from the end; outside the array the value is 0 (as ``gather``'s padding), never a read
+    outside it (``lowering/memory.lower_tensor_element``).
+
+    Raises:
+        TileTypingError: ``x`` is a partition (the kernel writes it: a read of another
+            block's element could race with its store; a partition's own tile is read with
+            ``load``), or the index is not one integer per axis.
+    """
+    if isinstance(x, PartitionType):
+        raise fail("getitem", "x", f"a read-only tensor (a partition such as '{x.param}' is "
+                   f"written by the kernel's blocks: read its own tile with load(), other "
+                   f"tiles with gather() in an unchecked kernel)", f"partition '{x.param}'")
+    if element_index_types(x, index) is None:
+        raise fail("getitem", "index", f"{x.ndim} integer coordinate(s) of '{x.param}' "
+                   f"({x.ndim}-d), as x[i]" + (", x[i, j]" if x.ndim > 1 else ""), index)
+    return types.float32 if dtypes.is_half(x.dtype) else x.dtype

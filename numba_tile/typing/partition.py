@@ -31,8 +31,13 @@ def type_num_tiles(x, axis, tile):
 @typing_rule("index_getitem")
 def type_index_getitem(index, d):
     """``idx[d]`` on a branded index: its coordinate along axis ``d`` (a static int, negative
-    from the end), a plain int64. Other receivers are not this op's (tuples keep Numba's
+    from the end), a plain int64; ``x[i]`` on a tensor parameter: one element
+    (``memory.type_tensor_element``). Other receivers are not this op's (tuples keep Numba's
     rule)."""
+    from .types import TensorType
+    if isinstance(index, (TensorType, PartitionType)):
+        from .memory import type_tensor_element       # x[i] on a tensor parameter
+        return type_tensor_element(index, d)
     if not isinstance(index, PartitionIndexType):
         return None
     axis = literal_int(d)
