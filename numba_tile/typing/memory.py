@@ -200,12 +200,19 @@ def type_tensor_element(x, index):
     Raises:
         TileTypingError: ``x`` is a partition (the kernel writes it: a read of another
             block's element could race with its store; a partition's own tile is read with
-            ``load``), or the index is not one integer per axis.
+            ``load``) or an unchecked kernel's ``Mutable`` array (its value could differ
+            between threads), or the index is not one integer per axis.
     """
     if isinstance(x, PartitionType):
         raise fail("getitem", "x", f"a read-only tensor (a partition such as '{x.param}' is "
                    f"written by the kernel's blocks: read its own tile with load(), other "
                    f"tiles with gather() in an unchecked kernel)", f"partition '{x.param}'")
+    if x.writable:
+        # a Mutable array of an unchecked kernel: its elements may change under the read, so
+        # the value would be neither race-checked nor uniform across the block
+        raise fail("getitem", "x", f"a read-only tensor ('{x.param}' is Mutable: the kernel "
+                   f"may write it, so threads could read different values; read it with "
+                   f"gather())", f"Mutable '{x.param}'")
     if element_index_types(x, index) is None:
         raise fail("getitem", "index", f"{x.ndim} integer coordinate(s) of '{x.param}' "
                    f"({x.ndim}-d), as x[i]" + (", x[i, j]" if x.ndim > 1 else ""), index)
