@@ -524,6 +524,7 @@ for _name, _key, _n in [
     ("lt", operator.lt, 2), ("le", operator.le, 2), ("gt", operator.gt, 2),
     ("ge", operator.ge, 2), ("eq", operator.eq, 2), ("ne", operator.ne, 2),
     ("and_", operator.and_, 2), ("or_", operator.or_, 2), ("xor", operator.xor, 2),
+    ("lshift", operator.lshift, 2), ("rshift", operator.rshift, 2),
     ("neg", operator.neg, 1), ("pos", operator.pos, 1), ("invert", operator.invert, 1),
     ("builtin_abs", abs, 1),
 ]:

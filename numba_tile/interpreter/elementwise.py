@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes
 from .._registry import interp_rule
 from ..language import MATH_FUNCTIONS
-from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
+from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
 from .common import compute_array, operand_dtype, result, result_extents
 from .values import InterpTile
 
@@ -19,6 +19,7 @@ _NUMPY_BINARY = {
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "eq": np.equal, "ne": np.not_equal,
     "and_": np.bitwise_and, "or_": np.bitwise_or, "xor": np.bitwise_xor,
+    "lshift": np.left_shift, "rshift": np.right_shift,     # NumPy's any-count results
 }
 
 
@@ -52,7 +53,7 @@ def _binary(name):
     return rule
 
 
-for _n in ARITHMETIC + COMPARISON + BITWISE + ("truediv",):
+for _n in ARITHMETIC + COMPARISON + BITWISE + SHIFTS + ("truediv",):
     _binary(_n)
 
 

@@ -426,6 +426,8 @@ class InterpTile:
     __and__, __rand__ = _op("and_")
     __or__, __ror__ = _op("or_")
     __xor__, __rxor__ = _op("xor")
+    __lshift__, __rlshift__ = _op("lshift")
+    __rshift__, __rrshift__ = _op("rshift")
     __matmul__, __rmatmul__ = _op("matmul_operator")
     __lt__, _ = _op("lt")
     __le__, _ = _op("le")

@@ -18,7 +18,7 @@ from numba.cuda.typing.templates import signature
 from .. import dtypes
 from .._registry import OPS, lowering_rule
 from ..language import MATH_FUNCTIONS
-from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON
+from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
 from ..typing.types import TileType
 from ..layout import SliceLayout
 from numba.cuda.cudaimpl import registry as cudaimpl_registry
@@ -109,7 +109,8 @@ def _binary_lowering(name, key):
         a = Operand(context, builder, aty, args[0], dt, res.layout, res.shape)
         b = Operand(context, builder, bty, args[1], dt, res.layout, res.shape)
         rct = types.boolean if name in COMPARISON else ct
-        impl = context.get_function(key, signature(rct, ct, ct))
+        impl = _shift_impl(name, ct) if name in SHIFTS else \
+            context.get_function(key, signature(rct, ct, ct))
         out = []
         for i in range(res.layout.elems_per_thread):
             v = impl(builder, (a.compute(i), b.compute(i)))
@@ -120,6 +121,23 @@ def _binary_lowering(name, key):
     return lower
 
 
+def _shift_impl(name, ct):
+    """``a << b`` / ``a >> b`` of ``ct`` integers with NumPy's results for every count
+    (``typing/elementwise.SHIFTS``): LLVM's ``shl``/``ashr`` are poison for a count outside
+    ``[0, bits)``, so the count is compared (unsigned: a negative one fails too) and replaced
+    by 0 before the shift, and the result selected."""
+    def impl(builder, operands):
+        a, b = operands
+        bits = a.type.width
+        inside = builder.icmp_unsigned("<", b, ir.Constant(b.type, bits))
+        safe = builder.select(inside, b, ir.Constant(b.type, 0))
+        if name == "lshift":
+            return builder.select(inside, builder.shl(a, safe), ir.Constant(a.type, 0))
+        sign = builder.ashr(a, ir.Constant(a.type, bits - 1))
+        return builder.select(inside, builder.ashr(a, safe), sign)
+    return impl
+
+
 def _register_operator(name):
     d = OPS[name]
     key = d.key
@@ -128,7 +146,7 @@ def _register_operator(name):
     lowering_rule(name)(_binary_lowering(name, key))
 
 
-for _n in ARITHMETIC + COMPARISON + BITWISE + ("truediv",):
+for _n in ARITHMETIC + COMPARISON + BITWISE + SHIFTS + ("truediv",):
     _register_operator(_n)
 
 

@@ -14,9 +14,14 @@ from .types import TileType
 ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
 COMPARISON = ("lt", "le", "gt", "ge", "eq", "ne")
 BITWISE = ("and_", "or_", "xor")
+#: ``<<`` and ``>>`` on integer tiles, with NumPy's results for every shift count: a count
+#: outside ``[0, bits)`` (negative, or the dtype's width or more) gives 0 for ``<<`` and the
+#: sign (0 or -1) for ``>>`` (NumPy's ``npy_lshift`` / ``npy_rshift``); ``>>`` is arithmetic
+SHIFTS = ("lshift", "rshift")
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
-          "and_": "&", "or_": "|", "xor": "^", "neg": "unary -", "pos": "unary +",
+          "and_": "&", "or_": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+          "neg": "unary -", "pos": "unary +",
           "invert": "~", "builtin_abs": "abs"}
 
 
@@ -98,6 +103,11 @@ def _binary(name):
             if dtypes.is_float(dt):
                 raise fail(opname, "operands", "integer or bool tiles", dtypes.name(dt))
             return tile.with_dtype(dt)
+        if name in SHIFTS:
+            if not dtypes.is_int(dt):
+                raise fail(opname, "operands", "integer tiles (shift counts: integers)",
+                           dtypes.name(dt))
+            return tile.with_dtype(dt)
         if name == "truediv":
             return tile.with_dtype(dtypes.true_divide_dtype(dt))
         if dtypes.is_bool(dt):
@@ -107,7 +117,7 @@ def _binary(name):
     return rule
 
 
-for _n in ARITHMETIC + COMPARISON + BITWISE + ("truediv",):
+for _n in ARITHMETIC + COMPARISON + BITWISE + SHIFTS + ("truediv",):
     _binary(_n)
 
 
