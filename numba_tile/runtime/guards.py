@@ -26,6 +26,9 @@ constant of the generated function's namespace, not formatted into its text.
 
 from __future__ import annotations
 
+import struct
+
+from numba_tile.runtime.params import PARAM_KINDS
 from numba_tile.runtime.partition import ROW, Partition, intern_order, intern_tile_shape
 
 __all__ = ["make_runner"]
@@ -171,6 +174,37 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
     return body, env, names, [n for n in stream_names if n not in torch_stream_vars]
 
 
+def _combined_pack(plan, ptr_names, scalar_names, env):
+    """One ``pack_into`` call (its text) that writes the call's pointers and scalars and, between
+    them, the plan's own values of the other parameters (constants of the plan: its template),
+    in place of one call per value; None when there is at most one value to write or a tensor
+    map lies between them (its bytes are written by their own setter)."""
+    own = plan.params
+    written = dict(zip(plan.ptr_slots, ptr_names))
+    written.update(zip(plan.scalar_slots, scalar_names))
+    if len(written) < 2:
+        return None
+    first, last = min(written), max(written)
+    fmt, args, pos = ["<"], [], own.offsets[first]
+    start = pos
+    for i in range(first, last + 1):
+        code, size = PARAM_KINDS[own.kinds[i]]
+        if own.kinds[i] == "map":
+            return None
+        off = own.offsets[i]
+        if off > pos:
+            fmt.append(f"{off - pos}x")          # alignment padding: no parameter's bytes
+        fmt.append(code)
+        pos = off + size
+        if i in written:
+            args.append(written[i])
+        else:
+            env[f"TV{i}"] = plan.template[i]
+            args.append(f"TV{i}")
+    env["PACKALL"] = struct.Struct("".join(fmt)).pack_into
+    return f"PACKALL(BUF, {int(start)}, {', '.join(args)})"
+
+
 def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     """The plan's *runner*: its guard's checks followed by the common launch, inline.
 
@@ -262,14 +296,18 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
         lines += [f"    keep = {keep}"]
     # the plan's buffer, written by its setters inline (the same struct pack_into calls as
     # Plan.pack, at the same offsets)
-    packs = []
-    for kind, setters, vals in (("P", plan.ptr_setters, ptr_names),
-                                ("Q", plan.scalar_setters, scalar_names)):
-        for k, ((pack_into, off), v) in enumerate(zip(setters, vals)):
-            env[f"{kind}S{k}"] = pack_into
-            packs.append(f"        {kind}S{k}(BUF, {int(off)}, {v})")
-    if len(packs) != len(plan.ptr_setters) + len(plan.scalar_setters):
+    if len(ptr_names) != len(plan.ptr_setters) or len(scalar_names) != len(plan.scalar_setters):
         return None
+    combined = _combined_pack(plan, ptr_names, scalar_names, env)
+    if combined is not None:
+        packs = [f"        {combined}"]
+    else:
+        packs = []
+        for kind, setters, vals in (("P", plan.ptr_setters, ptr_names),
+                                    ("Q", plan.scalar_setters, scalar_names)):
+            for k, ((pack_into, off), v) in enumerate(zip(setters, vals)):
+                env[f"{kind}S{k}"] = pack_into
+                packs.append(f"        {kind}S{k}(BUF, {int(off)}, {v})")
     for k, (pack_into, off, j, _slot, enc) in enumerate(plan.map_setters):
         env[f"MS{k}"], env[f"ME{k}"] = pack_into, enc       # tensor maps: of the pointer
         packs.append(f"        MS{k}(BUF, {int(off)}, ME{k}({ptr_names[j]}))")

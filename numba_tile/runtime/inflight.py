@@ -468,12 +468,14 @@ class InflightRegistry:
         self._since_collect = 0
         query = (self._backend or self.backend).query
         for stream, queue in list(self._streams.items()):
+            done = None                  # the event last seen complete (a batch shares one)
             while queue:
                 head = queue[0]
                 if not head.finished:
                     event = head.event
-                    if event is None or not query(event):
+                    if event is None or (event is not done and not query(event)):
                         break
+                    done = event
                     self._release_locked(head)
                     released += 1
                 queue.popleft()

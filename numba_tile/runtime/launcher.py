@@ -562,11 +562,14 @@ def _cupy_binding(module: str, name: str):
     without CuPy imported (or without that binding)."""
     if sys.modules.get("cupy") is None:
         return None
-    try:
-        import importlib
-        return getattr(importlib.import_module(f"cupy.cuda.{module}"), name)
-    except Exception:  # noqa: BLE001 - any CuPy without it
-        return None
+    import importlib
+    # cupy.cuda re-exports cupy_backends' modules (as attributes, not always as submodules)
+    for path in (f"cupy.cuda.{module}", f"cupy_backends.cuda.api.{module}"):
+        try:
+            return getattr(importlib.import_module(path), name)
+        except Exception:  # noqa: BLE001 - any CuPy without it
+            continue
+    return None
 
 
 def _cupy_context_current():
