@@ -439,3 +439,30 @@ def test_interpret_false_takes_the_plan_and_a_declined_call_keeps_the_plan(fake,
     add(x2, y, nt.partition(z, 1024), B=1024)
     assert fake.slow_calls["n"] == n0 + 1 and fake.launches[-1][0][0] == _ptr(x2)
     assert built == [] and add._last_plan is plan
+
+
+@nt.jit
+def mixed(x, z: nt.Partition["B"], a, n, y, B: nt.Constant):
+    nt.store(z, a * nt.load_like(x, z) + nt.load_like(y, z) + n)
+
+
+def test_the_runners_single_pack_writes_every_value_the_slow_path_would(fake):
+    # the runner writes pointers and scalars in one pack_into, with the plan's own values of
+    # the parameters between them: every byte must be what a fresh slow-path launch packs
+    rng = np.random.default_rng(7)
+    x, y, z = _dev(700), _dev(700), _dev(700)
+    mixed(x, nt.partition(z, 256), 1.5, 123457, y, B=256)
+    slow, _, _ = fake.launches[-1]
+    for _ in range(4):                           # the key path once, then the runner
+        x2, y2, z2 = _dev(700), _dev(700), _dev(700)
+        a, n = float(rng.standard_normal()), int(rng.integers(-2**31, 2**31))
+        mixed(x2, nt.partition(z2, 256), a, n, y2, B=256)
+        got, _, _ = fake.launches[-1]
+        expected = list(slow)
+        for old, new in ((x, x2), (y, y2), (z, z2)):
+            expected[slow.index(_ptr(old))] = _ptr(new)
+        expected[expected.index(1.5)] = a           # a Python float: a float64 parameter
+        expected[expected.index(123457)] = n
+        assert got == expected
+    assert fake.slow_calls["n"] == 1
+    assert "PACKALL" in mixed._last_plan.run.source
