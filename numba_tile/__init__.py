@@ -60,12 +60,15 @@ from .torch_library import torch_op
 from .typing import creation as _t1, elementwise as _t2, memory as _t3, program as _t4  # noqa: E402,F401
 from .typing import partition as _t5, shape as _t7, unchecked as _t6  # noqa: E402,F401
 from .typing import mma as _t9, reduction as _t8  # noqa: E402,F401
+from .typing import device as _t11  # noqa: E402,F401
 from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
 from .lowering import partition as _l5, shape as _l7, unchecked as _l6  # noqa: E402,F401
 from .lowering import mma as _l9, reduction as _l8  # noqa: E402,F401
+from .lowering import device as _l11  # noqa: E402,F401
 from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
 from .interpreter import partition as _i5, shape as _i7, unchecked as _i6  # noqa: E402,F401
 from .interpreter import mma as _i9, reduction as _i8  # noqa: E402,F401
+from .interpreter import device as _i11  # noqa: E402,F401
 
 _finalize()
 

@@ -689,3 +689,16 @@ def bid(axis=0):
 @op("program")
 def num_blocks(axis=0):
     """Number of blocks along ``axis`` of the launch grid (int64)."""
+
+
+# ------------------------------------------------------------------- device functions
+
+
+@op("device")
+def _device_call(fn, args):
+    """Internal (the compiler's rewrite of ``f(x, ...)`` where ``f`` is a numba-cuda
+    ``@cuda.jit(device=True)`` function, ``typing/helpers.py``): ``f`` applied to each element
+    of the tiles in ``args`` (a tuple of tiles and scalars, broadcast as the elementwise
+    operators broadcast); a scalar when ``args`` holds no tile. ``docs/ops.md``, "Device
+    functions", gives the rules. In the interpreter, ``f``'s Python function runs on each
+    element."""

@@ -269,8 +269,9 @@ def _user_lowering(key) -> str | None:
     return None
 
 
-def _callee_verdict(fnty):
-    """None when a safe kernel may call ``fnty``; else why not, and whether it is SIMT."""
+def _callee_verdict(fnty, sig=None):
+    """None when a safe kernel may call ``fnty`` (with signature ``sig``); else why not, and
+    whether it is SIMT."""
     if isinstance(fnty, (types.NumberClass, types.ExceptionClass)):
         return None
     if isinstance(fnty, types.BoundFunction):
@@ -280,7 +281,10 @@ def _callee_verdict(fnty):
                                                 f"{module}", False)
         return ("a method numba_tile cannot check", False)
     if isinstance(fnty, types.Dispatcher):
-        return ("a numba-cuda device function", False)
+        # a device function called from a device function being checked (typing/device.py);
+        # a kernel's own calls of device functions are rewritten to numba_tile's op
+        from .device import nested_verdict
+        return nested_verdict(fnty, sig)
     if isinstance(fnty, types.Function):
         key = fnty.typing_key
         if op_for_key(key) is not None:
@@ -548,7 +552,9 @@ def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
             f"check; tensors and partitions can only be given to numba_tile ops", **_loc(inst))
     if unchecked:
         return
-    verdict = _callee_verdict(fnty)
+    verdict = _callee_verdict(fnty, sig)
+    if verdict is None and isinstance(fnty, types.Dispatcher):
+        return          # a checked device function: Numba's call of the body just checked
     if verdict is None and sig is not None:
         _check_chosen_lowering(inst, fnty, sig, origins.chain(expr.func.name)
                                or describe_callee(fnty))

@@ -151,6 +151,7 @@ class InlineHelpers(FunctionPass):
                 work.extend((lb, func_ir.blocks[lb]) for lb in set(func_ir.blocks) - before
                             if all(lb != n for n, _ in new_blocks))
                 break
+        rewritten = _rewrite_device_calls(func_ir)
         if count:
             cfg = compute_cfg_from_blocks(func_ir.blocks)
             for dead in cfg.dead_nodes():
@@ -158,7 +159,51 @@ class InlineHelpers(FunctionPass):
             _drop_helper_references(func_ir)
             postproc.PostProcessor(func_ir).run()
             func_ir.blocks = simplify_CFG(func_ir.blocks)
-        return bool(count)
+        elif rewritten:
+            from numba.cuda.core.ir_utils import build_definitions
+            func_ir._definitions = build_definitions(func_ir.blocks)
+        return bool(count or rewritten)
+
+
+def _rewrite_device_calls(func_ir) -> int:
+    """``f(a, b)`` -> ``_device_call(f, (a, b))`` for every call of a numba-cuda device
+    function (``typing/device.py``), the kernel's and its inlined helpers' alike. Returns the
+    number rewritten.
+
+    Raises:
+        TileTypingError: a device function called with keyword or starred arguments.
+    """
+    from numba.cuda.core.ir_utils import mk_unique_var
+
+    from .. import language
+    from .device import is_device_function
+    n = 0
+    for block in func_ir.blocks.values():
+        body = []
+        for st in block.body:
+            if (isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+                    and st.value.op == "call"):
+                expr = st.value
+                fn = _callee(func_ir, expr)
+                if fn is not None and is_device_function(fn):
+                    if expr.kws or expr.vararg is not None or expr.varkwarg is not None:
+                        raise TileTypingError(
+                            f"{_kernel()}device function '{fn.py_func.__qualname__}' is "
+                            f"called with keyword or starred arguments: in a kernel, give a "
+                            f"device function its arguments by position",
+                            filename=st.loc.filename, lineno=st.loc.line)
+                    loc, scope = st.loc, block.scope
+                    op_var = ir.Var(scope, mk_unique_var("$device_call"), loc)
+                    args_var = ir.Var(scope, mk_unique_var("$device_args"), loc)
+                    body.append(ir.Assign(ir.Global("_device_call", language._device_call,
+                                                    loc), op_var, loc))
+                    body.append(ir.Assign(ir.Expr.build_tuple(list(expr.args), loc),
+                                          args_var, loc))
+                    st.value = ir.Expr.call(op_var, [expr.func, args_var], (), loc)
+                    n += 1
+            body.append(st)
+        block.body = body
+    return n
 
 
 def _drop_helper_references(func_ir):

@@ -744,13 +744,9 @@ def c13_plain_python_helper():
     return compiled(c_python_helper, [x, z], x, nt.partition(z, 16))
 
 
-# numba-cuda types a call of a device function by compiling it for the current GPU: with a GPU
-# the ownership pass refuses the call (UnanalyzedCallError); without one (this machine) the
-# kernel does not type (TileTypingError); either error points at the call's line.
-@refused("C14", errors.UnanalyzedCallError if GPU else errors.TileTypingError,
-         *(("parameter(s) 'x'", "dev_helper") if GPU else
-           ("'c_device_function' calls a numba-cuda device function",)),
-)
+# A device function applied in a kernel takes tiles and scalars (typing/device.py): a tensor
+# handed to one is refused at the call's line, with or without a GPU.
+@refused("C14", errors.UnanalyzedCallError, "parameter(s) 'x'", "dev_helper")
 def c14_numba_cuda_device_function():
     x, z = randn(40), randn(40)
     return compiled(c_device_function, [x, z], x, nt.partition(z, 16))

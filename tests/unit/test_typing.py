@@ -228,25 +228,12 @@ def test_store_to_alias_names_the_parameter_not_the_alias():
 
 
 def test_helper_cuda_device_function_is_unanalyzed():
-    # needs a GPU to type: see test_helper_cuda_device_function_without_a_gpu
-    if not nt.gpu_available():
-        pytest.skip("numba-cuda types a device function call for the current GPU")
+    # a device function takes tiles and scalars (typing/device.py), with or without a GPU
     x, z = args_1d()
     err = launch(pass_to_device_function, x, nt.partition(z, 16))
     assert type(err) is errors.UnanalyzedCallError
     assert "'x'" in err.message and "device_helper" in err.message
     assert err.lineno == marker_line("call-device-function")
-
-
-def test_helper_cuda_device_function_without_a_gpu():
-    """numba-cuda types a device-function call by compiling it for the current GPU: without
-    one, interpreter mode refuses the kernel with a clear TileTypingError (with a GPU, the
-    ownership pass refuses it: test_helper_cuda_device_function_is_unanalyzed)."""
-    if nt.gpu_available():
-        pytest.skip("covered by test_helper_cuda_device_function_is_unanalyzed")
-    x, z = args_1d()
-    with pytest.raises(errors.TileTypingError, match="device function"):
-        pass_to_device_function(x, nt.partition(z, 16), interpret=True)
 
 
 def test_a_plain_python_helper_is_inlined_and_checked():
