@@ -485,9 +485,15 @@ def _atomic(name, what, dtypes_text):
     return op("unchecked", writes=(0,), unchecked=True)(fn)
 
 
-atomic_add = _atomic("atomic_add", "add, ``x[i] += v``", "int32, int64, float32 or float64")
-atomic_max = _atomic("atomic_max", "maximum, ``x[i] = max(x[i], v)``", "int32 or int64")
-atomic_min = _atomic("atomic_min", "minimum, ``x[i] = min(x[i], v)``", "int32 or int64")
+atomic_add = _atomic("atomic_add", "add, ``x[i] += v``",
+                     "int32, int64, float16, bfloat16 (compute capability 9.0), float32 or "
+                     "float64")
+atomic_max = _atomic("atomic_max", "maximum, ``x[i] = max(x[i], v)``",
+                     "int32, int64, float32 or float64 (floats ordered by IEEE 754 "
+                     "totalOrder: -NaN < -inf < -0.0 < +0.0 < +inf < +NaN)")
+atomic_min = _atomic("atomic_min", "minimum, ``x[i] = min(x[i], v)``",
+                     "int32, int64, float32 or float64 (floats ordered by IEEE 754 "
+                     "totalOrder, as atomic_max)")
 atomic_xchg = _atomic("atomic_xchg", "exchange, ``x[i] = v``",
                       "int32, int64, float32 or float64")
 

@@ -87,10 +87,28 @@ def _record_atomic(x, coords, ok, op, scope):
         x.written().atomic(sel, op, scope)
 
 
+def _total_key(v):
+    """An integer that orders floats as IEEE 754 totalOrder (the compiled kernel's float
+    atomic max/min, ``lowering/unchecked._float_order_atomic``): the bits as a signed integer,
+    the magnitude bits flipped for a negative sign."""
+    a = np.asarray(v)
+    bits = a.view(np.int32 if a.dtype.itemsize == 4 else np.int64).item()
+    mask = (1 << (a.dtype.itemsize * 8 - 1)) - 1
+    return bits ^ mask if bits < 0 else bits
+
+
+def _ordered(pick):
+    def update(old, v):
+        if isinstance(old, np.floating):
+            return old if pick(_total_key(old), _total_key(v)) else v
+        return old if pick(old, v) else v
+    return update
+
+
 _UPDATE = {
     "atomic_add": lambda old, v: old + v,
-    "atomic_max": lambda old, v: max(old, v),
-    "atomic_min": lambda old, v: min(old, v),
+    "atomic_max": _ordered(lambda a, b: a >= b),
+    "atomic_min": _ordered(lambda a, b: a <= b),
     "atomic_xchg": lambda old, v: v,
 }
 

@@ -7,7 +7,9 @@ or value loaded past an array's edge without ``padding=`` does nothing), and onl
 (not replicating) threads write.
 Atomics are one inline-PTX ``atom{.sem}{.scope}.op.type`` per element on the generic
 address (PTX ISA 8.x, "atom"), ``relaxed``/``acquire``/``release``/``acq_rel`` and
-``cta``/``gpu``/``sys`` as the op's ``sem``/``scope`` arguments say.
+``cta``/``gpu``/``sys`` as the op's ``sem``/``scope`` arguments say; float16 and bfloat16
+adds are ``atom.add.noftz.f16`` / ``.bf16`` (16-bit registers); float max/min are integer
+atomics on the bits (``_float_order_atomic``).
 """
 
 from __future__ import annotations
@@ -103,6 +105,10 @@ _PTX_OP = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min",
 
 
 def _ptx_type(name, dt):
+    if dt == dtypes.float16:
+        return "noftz.f16"                 # atomic_add only (typing/unchecked.ATOMIC_DTYPES)
+    if dt == dtypes.bfloat16:
+        return "noftz.bf16"
     if name in ("atomic_xchg", "atomic_cas"):
         return "b32" if dtypes.itemsize(dt) == 4 else "b64"
     if dt == dtypes.float32:
@@ -115,7 +121,42 @@ def _ptx_type(name, dt):
 
 
 def _constraint(dt):
-    return {dtypes.int32: "r", dtypes.int64: "l", dtypes.float32: "f", dtypes.float64: "d"}[dt]
+    return {dtypes.int32: "r", dtypes.int64: "l", dtypes.float32: "f", dtypes.float64: "d",
+            dtypes.float16: "h", dtypes.bfloat16: "h"}[dt]
+
+
+def _float_order_atomic(builder, name, sem, scope, dt, addr, value):
+    """Float ``atomic_max`` / ``atomic_min`` under IEEE 754 totalOrder, by integer atomics on
+    the bits (Triton's lowering): for ``max``, an operand with its sign bit clear takes the
+    signed ``atom.max``, one with it set the unsigned ``atom.min`` (the larger unsigned bits of a
+    negative float are the smaller float); ``min`` mirrors it. Each instruction orders the two
+    values as totalOrder does whatever the stored value's sign, so the result does not depend
+    on the order of the updates. Returns the old value."""
+    bits = dtypes.itemsize(dt) * 8
+    ity = ir.IntType(bits)
+    c = "r" if bits == 32 else "l"
+    v = builder.bitcast(value, ity)
+    signed_op, unsigned_op = ("max", "min") if name == "atomic_max" else ("min", "max")
+    fnty = ir.FunctionType(ity, [I64, ity])
+
+    def atom(op, kind):
+        text = f"atom.{sem}.{scope}.{op}.{kind}{bits} $0, [$1], $2;"
+        return ir.InlineAsm(fnty, text, f"={c},l,{c},~{{memory}}", side_effect=True)
+
+    negative = builder.icmp_signed("<", v, ir.Constant(ity, 0))
+    entry = builder.block
+    with builder.if_else(negative) as (neg, pos):
+        with neg:
+            a = builder.call(atom(unsigned_op, "u"), [addr, v])
+            neg_block = builder.block
+        with pos:
+            b = builder.call(atom(signed_op, "s"), [addr, v])
+            pos_block = builder.block
+    old = builder.phi(ity)
+    old.add_incoming(a, neg_block)
+    old.add_incoming(b, pos_block)
+    del entry
+    return builder.bitcast(old, element_llvm_type(dt))
 
 
 def _static(ty):
@@ -142,12 +183,17 @@ def _atomic_lowering(name):
             mask = _mask_operand(context, builder, mty, args[3], layout)
         sem, scope = _static(sty), _static(scty)
         reg = element_llvm_type(dt)
-        c = _constraint(dt)
-        ops = ", ".join(f"${k + 2}" for k in range(len(operands)))
-        asm_text = f"atom.{sem}.{scope}.{_PTX_OP[name]}.{_ptx_type(name, dt)} $0, [$1], {ops};"
-        constraints = f"={c},l," + ",".join(c for _ in operands) + ",~{memory}"
-        fnty = ir.FunctionType(reg, [I64] + [reg] * len(operands))
-        asm = ir.InlineAsm(fnty, asm_text, constraints, side_effect=True)
+        float_order = name in ("atomic_max", "atomic_min") and dtypes.is_float(dt)
+        # 16-bit floats go through 16-bit integer registers ("h")
+        asm_reg = ir.IntType(16) if dtypes.is_half(dt) else reg
+        if not float_order:
+            c = _constraint(dt)
+            ops = ", ".join(f"${k + 2}" for k in range(len(operands)))
+            asm_text = (f"atom.{sem}.{scope}.{_PTX_OP[name]}.{_ptx_type(name, dt)} $0, [$1], "
+                        f"{ops};")
+            constraints = f"={c},l," + ",".join(c for _ in operands) + ",~{memory}"
+            fnty = ir.FunctionType(asm_reg, [I64] + [asm_reg] * len(operands))
+            asm = ir.InlineAsm(fnty, asm_text, constraints, side_effect=True)
         owner = is_storing_thread(builder, layout)
         zero = ir.Constant(reg, 0)
         out = []
@@ -156,8 +202,17 @@ def _atomic_lowering(name):
             addr = builder.ptrtoint(builder.addrspacecast(ptr, reg.as_pointer()), I64)
             entry = builder.block
             with builder.if_then(builder.and_(ok, owner)):
+                if float_order:
+                    old = _float_order_atomic(builder, name, sem, scope, dt, addr,
+                                              operands[0].element(i))
+                else:
+                    vals = [op.element(i) for op in operands]
+                    if asm_reg != reg:
+                        vals = [builder.bitcast(v, asm_reg) for v in vals]
+                    old = builder.call(asm, [addr] + vals)
+                    if asm_reg != reg:
+                        old = builder.bitcast(old, reg)
                 then = builder.block
-                old = builder.call(asm, [addr] + [op.element(i) for op in operands])
             phi = builder.phi(reg)
             phi.add_incoming(old, then)
             phi.add_incoming(zero, entry)

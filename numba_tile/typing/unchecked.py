@@ -12,13 +12,23 @@ from .types import TileType
 
 SEMS = ("relaxed", "acquire", "release", "acq_rel")
 SCOPES = ("gpu", "cta", "sys")
+#: float max/min order floats by IEEE 754 totalOrder (-NaN < -inf < ... < -0.0 < +0.0 < ... <
+#: +inf < +NaN): two integer atomics on the bits (signed max / unsigned min, by the operand's
+#: sign), as Triton lowers them (``lowering/unchecked.py``); bfloat16 add needs sm_90
+#: (``atom.add.noftz.bf16``, PTX ISA 7.8)
 ATOMIC_DTYPES = {
-    "atomic_add": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
-    "atomic_max": (dtypes.int32, dtypes.int64),
-    "atomic_min": (dtypes.int32, dtypes.int64),
+    "atomic_add": (dtypes.int32, dtypes.int64, dtypes.float16, dtypes.bfloat16, dtypes.float32,
+                   dtypes.float64),
+    "atomic_max": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
+    "atomic_min": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
     "atomic_xchg": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
     "atomic_cas": (dtypes.int32, dtypes.int64),
 }
+
+
+def _cc() -> tuple:
+    from ..compiler_context import _CURRENT
+    return tuple(getattr(_CURRENT.get(), "cc", None) or (9, 0))[:2]
 
 
 def index_tiles(opname, x, indices):
@@ -93,6 +103,10 @@ def _atomic(name):
             raise fail(name, "x", "an array of " + ", ".join(dtypes.name(d) for d in
                                                             ATOMIC_DTYPES[name]),
                        dtypes.name(x.dtype))
+        if x.dtype == dtypes.bfloat16 and _cc() < (9, 0):
+            raise fail(name, "x", "an array of a dtype this target can add atomically (bfloat16 "
+                       "needs compute capability 9.0: atom.add.noftz.bf16)",
+                       f"bfloat16 on {_cc()[0]}.{_cc()[1]}")
         _, shape = index_tiles(name, x, indices)
         _check_mask(name, mask, shape)
         _check_values(name, "values", values, x, shape)
