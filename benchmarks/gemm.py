@@ -168,6 +168,10 @@ def sweep_configs(m: int) -> list:
     """The numba_tile configurations tried for M rows of C (the same for every N and K)."""
     if m >= 256:
         table = LARGE_M_CONFIGS
+        if m <= 2048:
+            # few 128-row tiles fill 132 SMs there (1024^3: 64 blocks of 128 x 128): the
+            # 64-row wgmma tiles give 2-4x the blocks
+            table += MEDIUM_M_CONFIGS[:2]
     elif m > 64:
         table = MEDIUM_M_CONFIGS
     else:

@@ -74,6 +74,8 @@ def test_sweep_configs(bench):
     assert [(c.bm, c.bn, c.bk, c.num_warps, c.num_stages) for c in large] == \
         [tuple(c) for c in bench.LARGE_M_CONFIGS]
     assert all(c.num_stages > 1 for c in large)
+    # up to 2048 rows the 64-row tiles join (more blocks than 132 SMs at 1024^3)
+    assert {c.bm for c in bench.sweep_configs(1024)} == {64, 128}
     assert (64, 64, 64, 4) in [(c.bm, c.bn, c.bk, c.num_warps) for c in medium]
     assert {c.bm for c in small} == {16, 64}
     assert {c.bm for c in bench.sweep_configs(40)} == {64}       # next power of two of 40
