@@ -15,6 +15,7 @@ Public API (everything else is private):
   :class:`Graph` (capture launches once, replay them as a CUDA graph),
   :func:`gpu_available`; PyTorch custom ops: :func:`torch_op`;
 * ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`tiles`,
+  :func:`strips`,
   :func:`num_tiles`, :func:`where`, :func:`filled`,
   :func:`astype`, :func:`minimum`, :func:`maximum`, math functions (:func:`exp`,
   :func:`exp2`, :func:`log`, :func:`log2`, :func:`sqrt`, :func:`rsqrt`, :func:`abs`,
@@ -48,7 +49,7 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        expand_dims, filled, floor, full, gather, matmul, max, min, mma, permute, prod, reshape,
                        scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
-                       sigmoid, sin, sqrt, store, tanh, tiles, where, zeros)
+                       sigmoid, sin, sqrt, store, strips, tanh, tiles, where, zeros)
 from .runtime.capture import Graph
 from .runtime.defaults import launch_defaults
 from .runtime.driver import gpu_available
@@ -85,7 +86,7 @@ __all__ = [
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
-    "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles",
+    "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
     "float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "bool_",
     "mma", "matmul",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",

@@ -113,8 +113,11 @@ def store(z, tile, index=None):
 
 
 @op("partition")
-def tiles(z):
+def tiles(z, strip=None):
     """The tiles of partition ``z`` that this block owns, as branded tile indices.
+
+    With ``strip`` (from :func:`strips`): the tiles of that strip, in order along the last
+    axis: ``(*strip, 0), (*strip, 1), ...``.
 
     ``for idx in tiles(z): ... store(z, tile, idx)``. For a partition mapped onto ``B``
     blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tile numbers ``b, b + B,
@@ -139,6 +142,41 @@ def tiles(z):
     Raises:
         TileTypingError: ``z`` is not a partition parameter; ``idx[d]`` with ``d`` not a
             static int in ``[-ndim, ndim)``.
+    """
+
+
+@op("partition")
+def strips(z):
+    """The strips of partition ``z`` that this block owns: for long rows that do not fit one
+    tile (a softmax or cross entropy over a 128K vocabulary), a block owns whole rows of tiles.
+
+    A strip is the set of tiles that share all but their last coordinate (a row of tiles of a
+    2-D partition). ``z`` must be mapped onto blocks (``partition(a, shape, blocks=B)``):
+    block ``b`` owns strips ``b, b + B, b + 2B, ...`` (row-major over the leading axes of the
+    tile grid), so no two blocks share a tile::
+
+        for row in nt.strips(y):                      # y: Partition["BM", "BN"], mapped
+            for k in range(nt.num_tiles(x, 1, BN)):   # first pass: read the row of x
+                t = nt.load(x, (row[0], k), (BM, BN))
+                ...
+            for idx in nt.tiles(y, row):              # second pass: store the row's tiles
+                nt.store(y, ..., idx)
+
+    ``row[d]`` is the strip's coordinate along axis ``d`` (int64, tile units), a plain
+    integer; ``tiles(y, row)`` gives the strip's tiles as branded indices of ``y``. A kernel
+    uses one scheme per partition: a partition iterated with ``strips`` may not also be
+    iterated with ``tiles(y)`` (the two give a block different tiles), which the ownership
+    pass refuses.
+
+    Args:
+        z (Partition): a partition parameter of rank 2 or more, mapped onto blocks.
+
+    Returns:
+        An iterable of StripIndex[z].
+
+    Raises:
+        TileTypingError: ``z`` is not a mapped partition parameter of rank 2 or more.
+        ForeignTileStoreError: ``z`` is also iterated with ``tiles(z)`` in the kernel.
     """
 
 

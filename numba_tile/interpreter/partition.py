@@ -28,10 +28,36 @@ class InterpIndex:
         return OPS["index_getitem"].interp(self, d)
 
 
-@interp_rule("tiles")
-def interp_tiles(z):
+@dataclass(frozen=True)
+class InterpStrip:
+    """A strip minted by ``strips(z)``: its leading tile coordinates."""
+
+    brand: str
+    coords: tuple
+
+    def __getitem__(self, d):
+        from .._registry import OPS
+        return OPS["index_getitem"].interp(self, d)
+
+
+@interp_rule("strips")
+def interp_strips(z):
     blk = current_block()
     grid = tuple(-(-s // t) for s, t in zip(z.array.shape, z.tile_shape))
+    lead = grid[:-1]
+    nblocks = math.prod(blk.grid)
+    for s in range(blk.linear, math.prod(lead), nblocks):
+        yield InterpStrip(z.name, tile_coords(s, lead, "row"))
+
+
+@interp_rule("tiles")
+def interp_tiles(z, strip=None):
+    blk = current_block()
+    grid = tuple(-(-s // t) for s, t in zip(z.array.shape, z.tile_shape))
+    if strip is not None:
+        for j in range(grid[-1]):
+            yield InterpIndex(z.name, tuple(strip.coords) + (j,))
+        return
     total = math.prod(grid)
     nblocks = math.prod(blk.grid)
     for lin in range(blk.linear, total, nblocks):

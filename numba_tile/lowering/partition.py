@@ -15,7 +15,9 @@ from numba.cuda.core.imputils import RefType, impl_ret_untracked, iternext_impl
 from numba.cuda.cudaimpl import registry
 
 from .._registry import OPS, lowering_rule
-from ..typing.types import PartitionIndexType, TensorType, TilesIterable, TilesIterator
+from ..typing.types import (PartitionIndexType, StripIndexType, StripsIterable, StripsIterator,
+                            StripTileIndexType, StripTilesIterable, StripTilesIterator,
+                            TensorType, TilesIterable, TilesIterator)
 from .common import I1, I64, block_index, const_i64, umin
 from .memory import ArrayView, tile_grid
 
@@ -93,7 +95,97 @@ def tile_coords(builder, view: ArrayView, tile_shape, order, linear, small=False
 def lower_tiles(context, builder, sig, args):
     it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
     it.part = args[0]
+    if isinstance(sig.return_type, StripTilesIterable):
+        it.strip = args[1]
     return it._getvalue()
+
+
+@lowering_rule("strips")
+def lower_strips(context, builder, sig, args):
+    it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+    it.part = args[0]
+    return it._getvalue()
+
+
+@registry.lower("getiter", StripsIterable)
+def getiter_strips(context, builder, sig, args):
+    """Strip numbers ``bid, bid + nctaid, ...`` below the number of strips (the product of
+    the tile grid's leading extents)."""
+    (iterable_ty,) = sig.args
+    iterable = cgutils.create_struct_proxy(iterable_ty)(context, builder, value=args[0])
+    ptype = iterable_ty.ptype
+    view = ArrayView(context, builder, ptype, iterable.part)
+    total = ir.Constant(I64, 1)
+    for n in tile_grid(builder, view, ptype.tile_shape)[:-1]:
+        total = builder.mul(total, n)
+    it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+    it.part = iterable.part
+    nxt = cgutils.alloca_once(builder, I64)
+    builder.store(block_index(builder), nxt)
+    it.next = nxt
+    it.stop = total
+    it.step = builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
+    return impl_ret_untracked(context, builder, sig.return_type, it._getvalue())
+
+
+@registry.lower("iternext", StripsIterator)
+@iternext_impl(RefType.UNTRACKED)
+def iternext_strips(context, builder, sig, args, result):
+    (it_ty,) = sig.args
+    it = cgutils.create_struct_proxy(it_ty)(context, builder, value=args[0])
+    cur = builder.load(it.next)
+    valid = builder.icmp_signed("<", cur, it.stop)
+    result.set_valid(valid)
+    with builder.if_then(valid):
+        ptype = it_ty.ptype
+        view = ArrayView(context, builder, ptype, it.part)
+        lead = tile_grid(builder, view, ptype.tile_shape)[:-1]
+        coords = _row_major(builder, lead, cur)
+        sty = StripIndexType(ptype.param, ptype.ndim - 1)
+        strip = cgutils.create_struct_proxy(sty)(context, builder)
+        strip.coords = context.make_tuple(builder, _coords_type(ptype.ndim - 1), coords)
+        strip.valid = ir.Constant(ir.IntType(1), 1)
+        result.yield_(strip._getvalue())
+        builder.store(builder.add(cur, it.step), it.next)
+
+
+@registry.lower("getiter", StripTilesIterable)
+def getiter_strip_tiles(context, builder, sig, args):
+    """The strip's tiles: last coordinate ``0 .. grid[-1] - 1``."""
+    (iterable_ty,) = sig.args
+    iterable = cgutils.create_struct_proxy(iterable_ty)(context, builder, value=args[0])
+    ptype = iterable_ty.ptype
+    view = ArrayView(context, builder, ptype, iterable.part)
+    it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+    it.part = iterable.part
+    it.strip = iterable.strip
+    nxt = cgutils.alloca_once(builder, I64)
+    builder.store(ir.Constant(I64, 0), nxt)
+    it.next = nxt
+    it.stop = tile_grid(builder, view, ptype.tile_shape)[-1]
+    return impl_ret_untracked(context, builder, sig.return_type, it._getvalue())
+
+
+@registry.lower("iternext", StripTilesIterator)
+@iternext_impl(RefType.UNTRACKED)
+def iternext_strip_tiles(context, builder, sig, args, result):
+    (it_ty,) = sig.args
+    it = cgutils.create_struct_proxy(it_ty)(context, builder, value=args[0])
+    ptype = it_ty.ptype
+    sty = StripIndexType(ptype.param, ptype.ndim - 1)
+    strip = cgutils.create_struct_proxy(sty)(context, builder, value=it.strip)
+    cur = builder.load(it.next)
+    valid = builder.icmp_signed("<", cur, it.stop)
+    result.set_valid(valid)
+    with builder.if_then(valid):
+        lead = cgutils.unpack_tuple(builder, strip.coords, ptype.ndim - 1)
+        idx = cgutils.create_struct_proxy(StripTileIndexType(ptype.param, ptype.ndim))(
+            context, builder)
+        idx.coords = context.make_tuple(builder, _coords_type(ptype.ndim), list(lead) + [cur])
+        # a strip variable no strips() loop assigned is not valid: nor are its tiles
+        idx.valid = strip.valid
+        result.yield_(idx._getvalue())
+        builder.store(builder.add(cur, ir.Constant(I64, 1)), it.next)
 
 
 @registry.lower("getiter", TilesIterable)

@@ -45,14 +45,19 @@ from numba.cuda.core import ir
 
 from .._registry import op_for_key, typed_by_rule
 from ..errors import ClosedWorldError, UnanalyzedCallError
-from .types import (PartitionIndexType, PartitionType, TensorType, TileType, TilesIterable,
+from .types import (PartitionIndexType, PartitionType, StripsIterable, StripsIterator,
+                    StripTilesIterable, StripTilesIterator, TensorType, TileType, TilesIterable,
                     TilesIterator)
+
+#: the iterables and iterators of branded indices (each holds its partition)
+_INDEX_ITERABLES = (TilesIterable, StripsIterable, StripTilesIterable)
+_INDEX_ITERATORS = (TilesIterator, StripsIterator, StripTilesIterator)
 
 __all__ = ["check_closed_world", "pointer_params_in", "describe_callee"]
 
 #: numba_tile's own types: what the kernel's parameters and ops give
-_TILE_TYPES = (TensorType, PartitionType, TileType, PartitionIndexType, TilesIterable,
-               TilesIterator)
+_TILE_TYPES = (TensorType, PartitionType, TileType, PartitionIndexType, *_INDEX_ITERABLES,
+               *_INDEX_ITERATORS)
 #: types that hold no address and reach no memory
 _SCALAR_TYPES = (types.Number, types.Boolean, types.NoneType, types.Omitted,
                  types.IntegerLiteral, types.BooleanLiteral, types.StringLiteral,
@@ -95,7 +100,7 @@ def pointer_params_in(ty) -> list:
     members of tuples, lists and optionals."""
     if isinstance(ty, (TensorType, PartitionType)):
         return [ty]
-    if isinstance(ty, (TilesIterable, TilesIterator)):
+    if isinstance(ty, (*_INDEX_ITERABLES, *_INDEX_ITERATORS)):
         return [ty.ptype]
     if isinstance(ty, types.BaseTuple):
         return [t for inner in ty.types for t in pointer_params_in(inner)]
@@ -121,7 +126,7 @@ def _guarded_leaves(tys) -> list:
     """The tensors, partitions, ``tiles()`` iterators and tile indices inside ``tys``."""
     out = []
     for ty in tys:
-        if isinstance(ty, (TensorType, PartitionType, TilesIterable, TilesIterator,
+        if isinstance(ty, (TensorType, PartitionType, *_INDEX_ITERABLES, *_INDEX_ITERATORS,
                            PartitionIndexType)):
             out.append(ty)
         elif isinstance(ty, types.BaseTuple):
@@ -606,9 +611,9 @@ def _check_plumbing(inst, typemap):
         if expr.op in _INDEX_ITEM_OPS and isinstance(typemap.get(expr.value.name),
                                                      (PartitionIndexType, TensorType)):
             return          # idx[d], x[i]: numba_tile's op, checked by _check_index_item
-        if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), TilesIterable):
+        if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), _INDEX_ITERABLES):
             return
-        if expr.op == "iternext" and isinstance(typemap.get(expr.value.name), TilesIterator):
+        if expr.op == "iternext" and isinstance(typemap.get(expr.value.name), _INDEX_ITERATORS):
             return
         what = f"'{expr.op}' expression" if expr.op not in ("binop", "inplace_binop", "unary") \
             else f"operator {getattr(expr.fn, '__name__', expr.fn)}"

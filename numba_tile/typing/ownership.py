@@ -32,7 +32,8 @@ from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 from .._registry import op_for_key
 from ..errors import ForeignTileStoreError, StoreToReadOnlyError, TileTypingError, UncheckedOpError
 from .closed_world import check_closed_world
-from .types import PartitionIndexType, PartitionType, TensorType
+from .types import (PartitionIndexType, PartitionType, StripsIterable, TensorType,
+                    TilesIterable)
 
 
 def _loc(inst):
@@ -166,12 +167,48 @@ def partition_access_facts(func_ir, typemap, calltypes) -> frozenset:
     return frozenset(ordered)
 
 
+def check_index_schemes(func_ir, typemap) -> None:
+    """One ownership scheme per partition: a partition iterated with ``strips(z)`` (block b
+    owns strips b, b + B, ...) may not also be iterated with ``tiles(z)`` (block b owns tiles
+    b, b + B, ...): the two give a block different tiles, so a block's store through one could
+    meet another block's access through the other.
+
+    Raises:
+        ForeignTileStoreError: at the first ``tiles(z)`` or ``strips(z)`` call of the second
+            scheme.
+    """
+    schemes: dict = {}
+    for label in sorted(func_ir.blocks):
+        for inst in func_ir.blocks[label].body:
+            if not (isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr)
+                    and inst.value.op == "call"):
+                continue
+            made = typemap.get(inst.target.name)
+            if isinstance(made, StripsIterable):
+                scheme = "strips"
+            elif isinstance(made, TilesIterable):
+                scheme = "tiles"
+            else:
+                continue
+            param = made.ptype.param
+            first = schemes.setdefault(param, scheme)
+            if first != scheme:
+                raise ForeignTileStoreError(
+                    f"partition '{param}' is iterated with both tiles({param}) and "
+                    f"strips({param}): tiles() gives block b the tiles b, b + B, ... and "
+                    f"strips() the rows of tiles b, b + B, ..., so a tile one block owns by one "
+                    f"is another block's by the other; use one of them for '{param}'",
+                    **_loc(inst))
+
+
 def check_function(func_ir, typemap, calltypes, unchecked=False):
     for block in func_ir.blocks.values():
         for inst in block.body:
             if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr) \
                     and inst.value.op == "call":
                 check_call(inst, inst.value, typemap, calltypes, unchecked)
+    if not unchecked:
+        check_index_schemes(func_ir, typemap)
     check_loop_carried_masks(func_ir, typemap)
 
 

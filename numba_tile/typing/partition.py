@@ -6,15 +6,40 @@ from numba.cuda import types
 
 from .._registry import typing_rule
 from .common import fail, is_array_param, literal_int, static_shape
-from .types import PartitionIndexType, PartitionType, TilesIterable
+from .types import (PartitionIndexType, PartitionType, StripIndexType, StripsIterable,
+                    StripTilesIterable, TilesIterable)
 
 
 @typing_rule("tiles")
-def type_tiles(z):
+def type_tiles(z, strip):
     if not isinstance(z, PartitionType):
         raise fail("tiles", "z", "a partition parameter (indices are minted only for arrays "
                    "the kernel may write)", z)
-    return TilesIterable(z)
+    if isinstance(strip, (types.Omitted, types.NoneType)):
+        return TilesIterable(z)
+    if not isinstance(strip, StripIndexType):
+        raise fail("tiles", "strip", f"a strip of '{z.param}' from strips({z.param})", strip)
+    if strip.brand != z.param or strip.ndim != z.ndim - 1:
+        raise fail("tiles", "strip", f"a strip of '{z.param}' from strips({z.param}) (a strip "
+                   f"of another partition names tiles this block may not own)",
+                   f"a strip of '{strip.brand}'")
+    return StripTilesIterable(z)
+
+
+@typing_rule("strips")
+def type_strips(z):
+    if not isinstance(z, PartitionType):
+        raise fail("strips", "z", "a partition parameter (strips are minted only for arrays "
+                   "the kernel may write)", z)
+    if z.ndim < 2:
+        raise fail("strips", "z", "a partition of rank 2 or more (a strip is the tiles sharing "
+                   "all but the last coordinate; a 1-D partition's tiles: tiles(z))",
+                   f"a {z.ndim}-D partition")
+    if not z.mapped:
+        raise fail("strips", "z", f"a partition mapped onto blocks (partition(a, shape, "
+                   f"blocks=B): block b owns strips b, b + B, ...; a partition with one tile per "
+                   f"block has each block own a tile, not a strip)", "an unmapped partition")
+    return StripsIterable(z)
 
 
 @typing_rule("num_tiles")

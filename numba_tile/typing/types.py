@@ -103,6 +103,57 @@ class PartitionIndexType(types.Type):
         super().__init__(name=f"PartitionIndex[{brand}, {ndim}d]")
 
 
+class StripIndexType(PartitionIndexType):
+    """A strip of partition ``z`` minted by ``strips(z)``: the tiles that share their leading
+    coordinates (all column tiles of a row of tiles, for a 2-D partition). Its value is those
+    ``ndim`` leading coordinates (the partition's rank minus one); ``strip[d]`` gives one as a
+    plain int64. Only ``tiles(z, strip)`` turns it into tile indices of ``z``."""
+
+    def __init__(self, brand: str, ndim: int):
+        self.brand, self.ndim = brand, ndim
+        types.Type.__init__(self, name=f"StripIndex[{brand}, {ndim}d]")
+
+
+class StripTileIndexType(PartitionIndexType):
+    """A tile index minted by ``tiles(z, strip)``: one tile of a strip this block owns. It
+    carries ``z``'s brand like ``tiles(z)``'s indices; a kernel uses one scheme per partition
+    (``typing/ownership.check_index_schemes``)."""
+
+    def __init__(self, brand: str, ndim: int):
+        self.brand, self.ndim = brand, ndim
+        types.Type.__init__(self, name=f"PartitionIndex[{brand}, {ndim}d, strip]")
+
+
+class StripsIterable(types.SimpleIterableType):
+    """``strips(z)``: the strips of partition ``z`` this block owns (b, b + B, ...)."""
+
+    def __init__(self, ptype: PartitionType):
+        self.ptype = ptype
+        super().__init__(f"Strips[{ptype.name}]", StripsIterator(ptype))
+
+
+class StripsIterator(types.SimpleIteratorType):
+    def __init__(self, ptype: PartitionType):
+        self.ptype = ptype
+        super().__init__(f"StripsIterator[{ptype.name}]",
+                         StripIndexType(ptype.param, ptype.ndim - 1))
+
+
+class StripTilesIterable(types.SimpleIterableType):
+    """``tiles(z, strip)``: the tiles of one strip of ``z``, in order along the last axis."""
+
+    def __init__(self, ptype: PartitionType):
+        self.ptype = ptype
+        super().__init__(f"StripTiles[{ptype.name}]", StripTilesIterator(ptype))
+
+
+class StripTilesIterator(types.SimpleIteratorType):
+    def __init__(self, ptype: PartitionType):
+        self.ptype = ptype
+        super().__init__(f"StripTilesIterator[{ptype.name}]",
+                         StripTileIndexType(ptype.param, ptype.ndim))
+
+
 class TilesIterable(types.SimpleIterableType):
     """``tiles(z)``: the tiles of partition ``z`` this block owns."""
 
@@ -194,6 +245,40 @@ class PartitionIndexModel(models.StructModel):
     def __init__(self, dmm, fe_type):
         super().__init__(dmm, fe_type, [("coords", types.UniTuple(types.int64, fe_type.ndim)),
                                         ("valid", types.boolean)])
+
+
+register_model(StripIndexType)(PartitionIndexModel)
+register_model(StripTileIndexType)(PartitionIndexModel)
+
+
+@register_model(StripsIterable)
+class StripsIterableModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("part", fe_type.ptype)])
+
+
+@register_model(StripsIterator)
+class StripsIteratorModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        members = [("part", fe_type.ptype), ("next", types.EphemeralPointer(types.int64)),
+                   ("stop", types.int64), ("step", types.int64)]
+        super().__init__(dmm, fe_type, members)
+
+
+@register_model(StripTilesIterable)
+class StripTilesIterableModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        strip = StripIndexType(fe_type.ptype.param, fe_type.ptype.ndim - 1)
+        super().__init__(dmm, fe_type, [("part", fe_type.ptype), ("strip", strip)])
+
+
+@register_model(StripTilesIterator)
+class StripTilesIteratorModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        strip = StripIndexType(fe_type.ptype.param, fe_type.ptype.ndim - 1)
+        members = [("part", fe_type.ptype), ("strip", strip),
+                   ("next", types.EphemeralPointer(types.int64)), ("stop", types.int64)]
+        super().__init__(dmm, fe_type, members)
 
 
 @register_model(TilesIterable)
