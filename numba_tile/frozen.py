@@ -271,6 +271,13 @@ class _Freezer:
                 hit = self.memo.get(id(v))
                 return hit if hit is not None else self.function(v)
             return v
+        if type(v).__name__ == "CUDADispatcher":
+            from .typing.device import fresh_copy, is_device_function
+            if is_device_function(v):
+                # a device function: its own frozen copy (typing/device.fresh_copy), so what
+                # the kernel is compiled with and what the interpreter runs is one version
+                return fresh_copy(v)
+            return v
         if t in (list, dict, set) or isinstance(v, np.ndarray):
             hit = self.memo.get(id(v))
             if hit is not None:

@@ -1,9 +1,10 @@
 """Lowering of device-function calls on tiles (``typing/device.py``): one call of the
 compiled device function per register element.
 
-The device function is the one ``typing/device.compiled_device_function`` compiled and checked
-(its library is linked into the kernel's). Its body raises nothing (checked), so the call's
-status is always success and is not tested.
+The device function is the frozen copy ``typing/device.compiled_device_function`` compiled and
+checked (its library is linked into the kernel's). In a safe kernel its body can return no
+error status (checked), so the status is not tested; in an unchecked kernel an element whose
+call fails keeps whatever value it returned.
 """
 
 from __future__ import annotations

@@ -8,16 +8,24 @@ types it:
 
 * each tile argument is passed as its dtype's compute type (16-bit floats as float32),
   each scalar as Numba types it;
-* ``f`` is compiled for those types from its Python function, with numba-cuda's own
-  pipeline (``compile_cuda``) and NumPy's error model (no exceptions), for the kernel's
-  compute capability, once per (function, argument types, capability);
-* in a safe kernel, its typed body is then checked like kernel code (an unchecked kernel's
-  device functions are its author's responsibility, like its other opaque calls): it may hold only numbers, booleans
-  and what Python's and NumPy's scalar functions need; it may call only those functions
-  and other device functions that pass the same check (recursion refused); it may not
-  raise. So it reads and writes no memory and reads no thread index
-  (``typing/closed_world.py`` decides what a call may be). A device function that fails
-  any of this is refused, naming it and the line in its source;
+* what is compiled is a *frozen copy* of ``f`` (:func:`fresh_copy`: its Python function with
+  its globals and closure cells as they are at the kernel's compile, and the device functions
+  it calls replaced by their own frozen copies), one per version of its code and of what it
+  reads, compiled by numba-cuda for those types with NumPy's error model (no exceptions);
+  what is checked, linked and interpreted is that copy, so a later change of a global is a
+  new copy, never a stale compile;
+* in a safe kernel, the copy's typed body is then checked like kernel code (an unchecked
+  kernel's device functions are its author's responsibility, like its other opaque calls):
+  it may hold only numbers, booleans and what Python's and NumPy's scalar functions need; it
+  may call only those functions and other device functions that pass the same check
+  (recursion refused); it may not raise, neither by a ``raise`` statement nor by code
+  Numba's lowering can fail in (an out-of-range tuple index, ``range`` with step 0): the
+  compiled body may return no error status. So it reads and writes no memory, reads no
+  thread index and ends no thread early (``typing/closed_world.py`` decides what a call may
+  be). A device function that fails any of this is refused, naming it and the line in its
+  source;
+* a device function declared with explicit signatures is applied only to element types it
+  was declared for (its declared casts are not numba_tile's);
 * the result is a tile of the broadcast shape whose dtype is ``f``'s return type as Numba
   types it (float64, float32, float16, int64, int32, int8 or bool; anything else is
   refused).
@@ -26,6 +34,9 @@ The interpreter runs ``f``'s Python function on each element (``interpreter/devi
 """
 
 from __future__ import annotations
+
+import sys
+import types as pytypes
 
 from numba.cuda import types
 from numba.cuda.core import ir
@@ -36,12 +47,14 @@ from ..errors import ClosedWorldError, TileTypingError, UnanalyzedCallError
 from .common import is_scalar
 from .types import TileType
 
-__all__ = ["is_device_function", "compiled_device_function", "find_compiled"]
+__all__ = ["is_device_function", "compiled_device_function", "fresh_copy"]
 
-#: (dispatcher, argument types, compute capability) -> numba-cuda CompileResult
-_COMPILED: dict = {}
-#: dispatchers whose typed bodies passed the check, by (dispatcher, argument types)
-_CHECKED: set = set()
+#: (user's dispatcher, digest of its code and what it reads) -> its frozen copy
+_FRESH: dict = {}
+#: device functions whose copy is being made (a cycle of calls meets one again)
+_BUILDING: set = set()
+#: id -> compile result, of every compile result whose typed body passed the check
+_CHECKED: dict = {}
 
 #: what a device function's result may be, as a tile dtype
 _RESULT_DTYPES = {types.float64: dtypes.float64, types.float32: dtypes.float32,
@@ -60,6 +73,7 @@ def is_device_function(fn) -> bool:
 
 
 def _name(disp) -> str:
+    disp = getattr(disp, "_numba_tile_original", None) or disp
     return getattr(disp.py_func, "__qualname__", None) or str(disp)
 
 
@@ -83,48 +97,111 @@ def _cc() -> tuple:
     return tuple(getattr(ctx, "cc", None) or (9, 0))[:2]
 
 
-def find_compiled(disp, argtypes):
-    """A compile result of ``disp`` for ``argtypes`` (any capability), or None."""
-    for (d, a, _cc_), cres in _COMPILED.items():
-        if d is disp and a == argtypes:
-            return cres
-    return None
+def fresh_copy(disp, memo=None):
+    """The dispatcher numba_tile compiles, checks and interprets for the user's ``disp``: a
+    new ``@cuda.jit(device=True)`` dispatcher over a frozen copy of its Python function
+    (``frozen.py``: globals and closure cells as they are now), with the device functions that
+    copy reaches replaced by their own frozen copies, recursively. One per version of the code
+    and what it reads (by digest), so a changed global is a new copy, compiled and checked
+    afresh, never numba-cuda's first compile of the old one; ``debug``, ``lineinfo`` and
+    ``opt`` are dropped (NumPy's error model: no exceptions), ``fastmath``, inlining and
+    linked files kept.
+
+    Raises:
+        TileTypingError: ``disp`` was declared with explicit signatures (handled by the
+            caller) or its function cannot be copied.
+    """
+    from .. import frozen
+    if getattr(disp, "_numba_tile_original", None) is not None:
+        return disp                          # a frozen copy already
+    memo = {} if memo is None else memo
+    if disp in memo:
+        return memo[disp]
+    if disp in _BUILDING:
+        return disp          # a cycle (recursion): left live, and refused by the check
+    _BUILDING.add(disp)
+    try:
+        snap = frozen.snapshot(disp.py_func)
+    finally:
+        _BUILDING.discard(disp)
+    key = (disp, snap.digest) if snap.digest is not None else None
+    if key is not None and key in _FRESH:
+        return _FRESH[key]
+    from numba import cuda
+    opts = {k: v for k, v in disp.targetoptions.items()
+            if k in ("fastmath", "inline", "forceinline", "link", "lto")}
+    fresh = cuda.jit(device=True, **opts)(snap.fn)
+    fresh._numba_tile_original = disp
+    memo[disp] = fresh
+    fn = snap.fn
+    glb = fn.__globals__
+    for name, value in list(glb.items()):
+        if is_device_function(value):
+            glb[name] = fresh_copy(value, memo)
+        elif isinstance(value, pytypes.ModuleType) and sys.modules.get(value.__name__) \
+                is not value:                   # frozen.py's copy of a user module
+            for attr, inner in list(vars(value).items()):
+                if is_device_function(inner):
+                    setattr(value, attr, fresh_copy(inner, memo))
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if is_device_function(value):
+            cell.cell_contents = fresh_copy(value, memo)
+    if key is not None:
+        _FRESH[key] = fresh
+    return fresh
+
+
+def _declared(disp, argtypes):
+    """Refuse element types a device function with explicit signatures was not declared for
+    (its declared casts would not be applied)."""
+    disp = getattr(disp, "_numba_tile_original", None) or disp
+    if getattr(disp, "_can_compile", True):
+        return
+    declared = [tuple(args) for args in disp.overloads]
+    if tuple(argtypes) not in declared:
+        raise TileTypingError(
+            f"{_kernel()}device function '{_name(disp)}' was declared for "
+            f"{', '.join('(' + ', '.join(map(str, d)) + ')' for d in declared) or 'no types'}, "
+            f"and is applied to elements of ({', '.join(map(str, argtypes))}): numba_tile "
+            f"compiles device functions for the tiles' element types; cast the tiles "
+            f"(astype) to a declared signature, or declare the function without one")
 
 
 def compiled_device_function(disp, argtypes: tuple, cc: tuple | None = None):
-    """``disp`` compiled for ``argtypes`` (its typed body checked), cached.
+    """``disp``'s frozen copy (:func:`fresh_copy`) compiled for ``argtypes``, its typed body
+    checked in a safe kernel; cached by numba-cuda per copy and argument types.
 
     Raises:
         TileTypingError: it does not compile for these types, or returns a type no tile holds.
         ClosedWorldError: its body does what a safe kernel may not (module docstring).
     """
     cc = tuple(cc or _cc())
-    key = (disp, argtypes, cc)
-    cres = _COMPILED.get(key)
-    if cres is None:
-        from numba.cuda.compiler import compile_cuda
-        fastmath = bool(disp.targetoptions.get("fastmath"))
-        try:
-            with _target_cc(cc):
-                cres = compile_cuda(disp.py_func, None, argtypes, debug=False, lineinfo=False,
-                                    fastmath=fastmath,
-                                    nvvm_options={"opt": 3, "fastmath": fastmath}, cc=cc)
-        except Exception as exc:  # noqa: BLE001 - Numba's typing or lowering refused it
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise TileTypingError(
-                f"{_kernel()}device function '{_name(disp)}' does not compile for "
-                f"({', '.join(map(str, argtypes))}) (the element types of its arguments): "
-                f"{type(exc).__name__}: {first}") from None
-        _COMPILED[key] = cres
-    if (disp, argtypes) not in _CHECKED and not _unchecked():
-        check_body(disp, cres, ())
-        _CHECKED.add((disp, argtypes))
+    _declared(disp, argtypes)
+    fresh = fresh_copy(disp)
+    try:
+        with _target_cc(cc):
+            cres = fresh.compile_device(tuple(argtypes))
+    except TileTypingError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Numba's typing or lowering refused it
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise TileTypingError(
+            f"{_kernel()}device function '{_name(disp)}' does not compile for "
+            f"({', '.join(map(str, argtypes))}) (the element types of its arguments): "
+            f"{type(exc).__name__}: {first}") from None
     ret = cres.signature.return_type
     if ret not in _RESULT_DTYPES:
         raise TileTypingError(
             f"{_kernel()}device function '{_name(disp)}' returns {ret} for "
             f"({', '.join(map(str, argtypes))}); applied to tiles it must return a number or "
             f"a bool a tile can hold ({', '.join(sorted(map(str, _RESULT_DTYPES)))})")
+    if id(cres) not in _CHECKED and not _unchecked():
+        check_body(fresh, cres, ())
+        _CHECKED[id(cres)] = cres
     return cres
 
 
@@ -179,6 +256,37 @@ def check_body(disp, cres, chain: tuple) -> None:
     with _nested(disp, chain):
         check_closed_world(func_ir, typemap, calltypes,
                            f"{_kernel_name()}', device function '{name}", unchecked=False)
+    status = _error_status(cres)
+    if status == -2:
+        raise ClosedWorldError(
+            f"{_kernel()}device function '{name}' may return None (Numba's status -2): "
+            f"applied to tiles, every call must return a number or a bool",
+            filename=func_ir.filename, lineno=int(func_ir.linenum))
+    if status is not None:
+        raise ClosedWorldError(
+            f"{_kernel()}device function '{name}' may fail at run time (its compiled body can "
+            f"return the error status {status}: an out-of-range tuple index, a range with step "
+            f"0 or similar, which Numba's lowering turns into an exception): applied to tiles, "
+            f"an element whose call fails would be silently wrong; check the operands "
+            f"instead", filename=func_ir.filename, lineno=int(func_ir.linenum))
+
+
+def _error_status(cres):
+    """A constant non-zero status the compiled function can return (Numba's call convention:
+    0 is success, anything else an exception), or None."""
+    import re
+    name = cres.fndesc.mangled_name
+    text = cres.library.get_llvm_str()
+    start = text.find(f'@"{name}"(') if f'@"{name}"(' in text else text.find(f"@{name}(")
+    if start < 0:
+        return None
+    start = text.rfind("define", 0, start)
+    end = text.find("\n}\n", start)
+    body = text[start:end if end > 0 else None]
+    for m in re.finditer(r"ret i32 (-?\d+)", body):
+        if int(m.group(1)) != 0:
+            return int(m.group(1))
+    return None
 
 
 _CHAIN: list = []
@@ -210,11 +318,12 @@ def nested_verdict(fnty, sig):
     if not _CHAIN or not is_device_function(disp) or sig is None:
         return ("a numba-cuda device function", False)
     cres = disp.overloads.get(tuple(sig.args))
-    if cres is None:
+    if cres is None or getattr(disp, "_numba_tile_original", None) is None:
+        # only the frozen copies fresh_copy makes are linked into a checked device function
         return ("a numba-cuda device function numba_tile could not find compiled", False)
-    if (disp, tuple(sig.args)) not in _CHECKED:
+    if id(cres) not in _CHECKED:
         check_body(disp, cres, _CHAIN[-1])
-        _CHECKED.add((disp, tuple(sig.args)))
+        _CHECKED[id(cres)] = cres
     return None
 
 
