@@ -1,0 +1,217 @@
+"""The kernels people write (issue 12's examples) against their Triton originals, on the GPU.
+
+Run on a GPU machine (``python benchmarks/kernels.py``). For each case it prints the bandwidth
+of every implementation (the bytes an ideal kernel moves, divided by its device time) and the
+ratio numba_tile / Triton, all measured in the same run:
+
+* ``softmax_chunked``: ``examples/softmax_chunked.py`` (block-owned strips, ``(1, 4096)``
+  column tiles, one online pass for the maximum and the sum, then the output pass) against
+  a Triton kernel written here in the same style (TileGym's and Triton's chunked softmax:
+  one program per row, a loop over ``BLOCK`` columns with a running maximum and a rescaled
+  sum, then a second loop that writes), on rows of 8192 to 131072 columns (a vocabulary);
+  bytes: ``2 * M * N * itemsize``;
+* ``dropout``: ``examples/dropout.py`` (``rand`` Philox, 1024-element tiles) against Triton's
+  tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``.
+
+Method (``benchmarks/norms.py``'s): CUDA events on PyTorch's current stream, which every
+implementation launches on; after the check and 3 warm-up launches each timed launch is
+queued behind a spin kernel (about 1 ms), the figure is the median over ``--reps`` launches;
+inputs rotate over enough sets to exceed 120 MiB, so the L2 cannot serve a launch from the
+previous one. Each result is checked before it is timed: softmax against PyTorch's in
+float64 (largest error over largest magnitude under 1e-4 for float32, 2e-2 for bfloat16),
+dropout exactly against Triton's output (the same Philox numbers). A wrong result is WRONG and
+not timed; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.append(str(ROOT / "benchmarks"))
+
+import norms as _norms  # noqa: E402  (timing: time_ms, measure_spin_ms)
+
+SOFTMAX_SHAPES = ((4096, 8192), (1024, 32768), (256, 131072))
+DROPOUT_SIZES = (1 << 22, 1 << 24, 1 << 26)
+SETS_BYTES = 120 * 2**20
+
+
+def triton_kernels():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def softmax_chunked(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        x_row = x_ptr + row.to(tl.int64) * stride
+        y_row = y_ptr + row.to(tl.int64) * stride
+        m = tl.full((1,), float("-inf"), tl.float32)
+        s = tl.zeros((1,), tl.float32)
+        for k in range(0, n_cols, BLOCK):
+            cols = k + tl.arange(0, BLOCK)
+            t = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf")).to(tl.float32)
+            m_new = tl.maximum(m, tl.max(t, 0))
+            s = s * tl.exp(m - m_new) + tl.sum(tl.exp(t - m_new), 0)
+            m = m_new
+        inv = 1.0 / s
+        for k in range(0, n_cols, BLOCK):
+            cols = k + tl.arange(0, BLOCK)
+            t = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf")).to(tl.float32)
+            tl.store(y_row + cols, (tl.exp(t - m) * inv).to(y_ptr.dtype.element_ty),
+                     mask=cols < n_cols)
+
+    @triton.jit
+    def seeded_dropout(x_ptr, out_ptr, n, p, seed, BLOCK_SIZE: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        random = tl.rand(seed, offsets)
+        x_keep = random > p
+        output = tl.where(x_keep, x / (1 - p), 0.0)
+        tl.store(out_ptr + offsets, output, mask=mask)
+
+    def softmax(x, y):
+        softmax_chunked[(x.shape[0],)](x, y, x.shape[1], x.stride(0), BLOCK=4096, num_warps=8)
+
+    def dropout(x, out, p, seed):
+        n = x.numel()
+        seeded_dropout[(triton.cdiv(n, 1024),)](x, out, n, p, seed, BLOCK_SIZE=1024)
+
+    return softmax, dropout
+
+
+def _sets(make, nbytes):
+    return [make() for _ in range(max(1, math.ceil(SETS_BYTES / max(nbytes, 1))))]
+
+
+def bench_softmax(args, torch, spin_ms, t_softmax, rows):
+    import softmax_chunked as ex
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    tol = {"fp32": 1e-4, "bf16": 2e-2}
+    for dname in args.dtypes:
+        dt = dtypes[dname]
+        for m, n in SOFTMAX_SHAPES:
+            nbytes = m * n * dt.itemsize
+            sets = _sets(lambda: (torch.randn(m, n, device="cuda").mul_(3).to(dt),
+                                  torch.empty(m, n, device="cuda", dtype=dt)), nbytes)
+            ref = torch.softmax(sets[0][0].double(), dim=1)
+            row = {"case": f"softmax_chunked {dname}", "size": f"{m}x{n}"}
+            for name, fn in (("numba_tile", lambda x, y: ex.softmax_chunked(x, y)),
+                             ("triton", t_softmax)):
+                x, y = sets[0]
+                try:
+                    fn(x, y)
+                    torch.cuda.synchronize()
+                    err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+                    if not err < tol[dname]:
+                        row[name] = "WRONG"
+                        print(f"WRONG: {name} softmax {dname} {m}x{n}: error {err:.3g}",
+                              file=sys.stderr)
+                        continue
+                    ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
+                    row[name] = 2 * nbytes / ms / 1e6
+                except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+                    print(f"error: {name} softmax {dname} {m}x{n}: {_norms.brief(exc)}",
+                          file=sys.stderr)
+                    row[name] = "error"
+            rows.append(row)
+
+
+def bench_dropout(args, torch, spin_ms, t_dropout, rows):
+    import dropout as ex
+    p, seed = 0.3, 123456789
+    for n in DROPOUT_SIZES:
+        sets = _sets(lambda: (torch.randn(n, device="cuda"), torch.empty(n, device="cuda")),
+                     n * 4)
+        x, y = sets[0]
+        ref = torch.empty_like(y)
+        t_dropout(x, ref, p, seed)
+        row = {"case": "dropout fp32", "size": f"2^{n.bit_length() - 1}"}
+
+        def nt_fn(x, out):
+            ex.seeded_dropout(x, ex.nt.partition(out, 1024), p, seed, 1024)
+
+        for name, fn in (("numba_tile", nt_fn), ("triton", lambda x, out: t_dropout(x, out, p,
+                                                                                     seed))):
+            try:
+                y.fill_(float("nan"))
+                fn(x, y)
+                torch.cuda.synchronize()
+                if not torch.equal(y, ref):
+                    row[name] = "WRONG"
+                    print(f"WRONG: {name} dropout n={n}: differs from Triton's output",
+                          file=sys.stderr)
+                    continue
+                ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
+                row[name] = 2 * n * 4 / ms / 1e6
+            except Exception as exc:  # noqa: BLE001
+                print(f"error: {name} dropout n={n}: {_norms.brief(exc)}", file=sys.stderr)
+                row[name] = "error"
+        rows.append(row)
+
+
+def _fmt(v):
+    return f"{v:.0f}" if isinstance(v, float) else str(v)
+
+
+def print_table(rows, markdown):
+    head = ["case", "size", "numba_tile GB/s", "Triton GB/s", "numba_tile/Triton"]
+    lines = []
+    for r in rows:
+        a, b = r.get("numba_tile"), r.get("triton")
+        ratio = f"{a / b:.3f}" if isinstance(a, float) and isinstance(b, float) else "n/a"
+        lines.append([r["case"], r["size"], _fmt(a), _fmt(b), ratio])
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(head)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
+    for x in lines:
+        print("  ".join(c.ljust(w) for c, w in zip(x, widths)))
+    if markdown:
+        print()
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for x in lines:
+            print("| " + " | ".join(x) + " |")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="softmax_chunked,dropout")
+    p.add_argument("--dtypes", default="fp32,bf16", type=lambda s: s.split(","))
+    p.add_argument("--reps", type=int, default=25)
+    p.add_argument("--budget", type=float, default=0.5)
+    p.add_argument("--markdown", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+    import numba_tile as nt
+    if not (torch.cuda.is_available() and nt.gpu_available()):
+        print("no CUDA GPU: nothing to measure (the examples run in the interpreter: "
+              "python examples/softmax_chunked.py, python examples/dropout.py)")
+        return 0
+    t_softmax, t_dropout = triton_kernels()
+    spin_ms = _norms.measure_spin_ms(torch)
+    rows: list = []
+    cases = args.cases.split(",")
+    if "softmax_chunked" in cases:
+        bench_softmax(args, torch, spin_ms, t_softmax, rows)
+    if "dropout" in cases:
+        bench_dropout(args, torch, spin_ms, t_dropout, rows)
+    print(f"device: {torch.cuda.get_device_name()}")
+    print_table(rows, args.markdown)
+    bad = any(v in ("WRONG", "error") for r in rows for v in r.values())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
