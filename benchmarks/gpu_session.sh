@@ -17,7 +17,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tee "$OUT/tests.log" | tail -25
   python3 examples/vecadd.py 2>&1 | tee "$OUT/examples.log"
   python3 examples/saxpy.py 2>&1 | tee -a "$OUT/examples.log"
-  for ex in persistent histogram scatter_add softmax layernorm rmsnorm gemm gemm_persistent; do
+  for ex in persistent histogram scatter_add softmax softmax_chunked layernorm rmsnorm gemm gemm_persistent; do
     python3 examples/$ex.py 2>&1 | tee -a "$OUT/examples.log"
   done
 fi
