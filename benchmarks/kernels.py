@@ -19,7 +19,8 @@ queued behind a spin kernel (about 1 ms), the figure is the median over ``--reps
 inputs rotate over enough sets to exceed 120 MiB, so the L2 cannot serve a launch from the
 previous one. Each result is checked before it is timed: softmax against PyTorch's in
 float64 (largest error over largest magnitude under 1e-4 for float32, 2e-2 for bfloat16),
-dropout exactly against Triton's output (the same Philox numbers). A wrong result is WRONG and
+dropout against Triton's output (the same mask: the same Philox numbers; the kept values to
+float32 rounding). A wrong result is WRONG and
 not timed; the exit status is then 1.
 """
 
@@ -145,10 +146,14 @@ def bench_dropout(args, torch, spin_ms, t_dropout, rows):
                 y.fill_(float("nan"))
                 fn(x, y)
                 torch.cuda.synchronize()
-                if not torch.equal(y, ref):
+                # the same mask (the same Philox numbers); the kept values to float32
+                # rounding (x / (1 - p): the scalar's precision is each implementation's)
+                same_mask = torch.equal(y == 0, ref == 0)
+                close = torch.allclose(y, ref, rtol=1e-6, atol=0)
+                if not (same_mask and close):
                     row[name] = "WRONG"
-                    print(f"WRONG: {name} dropout n={n}: differs from Triton's output",
-                          file=sys.stderr)
+                    print(f"WRONG: {name} dropout n={n}: mask equal {same_mask}, values close "
+                          f"{close} (against Triton's output)", file=sys.stderr)
                     continue
                 ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
                 row[name] = 2 * n * 4 / ms / 1e6

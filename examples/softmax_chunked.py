@@ -1,13 +1,14 @@
 """Row-wise softmax over rows longer than a tile (a 128K-entry vocabulary), with block-owned
-strips: a persistent grid of blocks, each owning whole rows of the output.
+strips: each block owns whole rows of the output (one row per block by default, several with
+``blocks=``).
 
 ``nt.strips(y)`` gives block ``b`` the rows ``b, b + B, b + 2B, ...`` of ``y``'s tile grid
 (``y`` is partitioned into ``(1, BC)`` column tiles and mapped onto ``B`` blocks); for each,
 one online pass over ``x``'s column tiles keeps a running maximum and a rescaled running sum
 (as TileGym's and Triton's chunked softmax do), then ``nt.tiles(y, row)`` walks the row's
 tiles again and stores ``exp(x - max) / sum``. The second read of ``x`` comes mostly from the
-L2. The column loops are software-pipelined (``num_stages``). 16-bit inputs are computed in
-float32 and rounded once, at the store. A safe kernel: the strips' tiles are the block's own,
+L2. The column loops of float32 rows longer than 8192 are software-pipelined
+(``num_stages``). 16-bit inputs are computed in float32 and rounded once, at the store. A safe kernel: the strips' tiles are the block's own,
 so no two blocks write one element, which the interpreter's race detector checks.
 
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks
@@ -28,11 +29,13 @@ except ImportError:
 #: log2(e), for exp(x) = exp2(x * log2(e))
 LOG2E = 1.4426950408889634
 
-#: (columns per tile, num_warps, num_stages) by input itemsize
-CONFIG = {4: (4096, 8, 3), 2: (4096, 8, 3)}
-
-#: persistent blocks per multiprocessor (132 on the H200)
-BLOCKS_PER_SM = 4
+def config(n_cols: int, itemsize: int) -> tuple:
+    """``(columns per tile, num_warps, num_stages)`` for rows of ``n_cols`` elements of
+    ``itemsize`` bytes: the fastest of a sweep on the H200 (``benchmarks/kernels.py``'s
+    shapes, 2026-12-01, ``docs/performance.md``); 16-bit rows loaded fastest unpipelined."""
+    if itemsize >= 4:
+        return (8192, 4, 1) if n_cols <= 8192 else (8192, 8, 3)
+    return (4096, 4, 1) if n_cols <= 8192 else (8192, 8, 1)
 
 
 def softmax_strips(x, y: nt.Partition[(1, "BC")], BC: nt.Constant, DT: nt.Constant):
@@ -56,22 +59,11 @@ def softmax_strips(x, y: nt.Partition[(1, "BC")], BC: nt.Constant, DT: nt.Consta
 _KERNELS: dict = {}
 
 
-def _kernel(itemsize: int):
-    bc, warps, stages = CONFIG[4 if itemsize >= 4 else 2]
+def _kernel(warps: int, stages: int):
     key = (warps, stages)
     if key not in _KERNELS:
         _KERNELS[key] = nt.jit(num_warps=warps, num_stages=stages)(softmax_strips)
     return _KERNELS[key]
-
-
-def num_blocks(rows: int) -> int:
-    """Persistent blocks for ``rows`` rows: at most :data:`BLOCKS_PER_SM` per multiprocessor
-    of the current GPU (132 multiprocessors assumed in the interpreter)."""
-    sms = 132
-    if nt.gpu_available():
-        from numba import cuda
-        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    return max(1, min(rows, BLOCKS_PER_SM * sms))
 
 
 def softmax_chunked(x, y, *, stream=None, interpret=False, blocks=None):
@@ -83,7 +75,8 @@ def softmax_chunked(x, y, *, stream=None, interpret=False, blocks=None):
         y: (M, N) array of x's dtype, written.
         stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
         interpret: run in the numba_tile interpreter.
-        blocks: persistent blocks (default :func:`num_blocks`).
+        blocks: blocks of the grid (default: one per row, which the H200 ran faster than 4 or
+            8 persistent blocks per multiprocessor); with fewer, each block owns several rows.
 
     Returns:
         The launch handle (``.sync()`` waits).
@@ -93,10 +86,11 @@ def softmax_chunked(x, y, *, stream=None, interpret=False, blocks=None):
     """
     dt = check_rows("softmax_chunked", x, y)
     itemsize = 4 if dt == "float32" else 2
-    bc = min(CONFIG[itemsize][0], 1 << max(0, (x.shape[1] - 1).bit_length()))
-    b = num_blocks(x.shape[0]) if blocks is None else blocks
-    return _kernel(itemsize)(x, nt.partition(y, (1, bc), blocks=b), bc, dt, stream=stream,
-                             interpret=interpret)
+    bc, warps, stages = config(x.shape[1], itemsize)
+    bc = min(bc, 1 << max(0, (x.shape[1] - 1).bit_length()))
+    b = max(1, x.shape[0]) if blocks is None else blocks
+    return _kernel(warps, stages)(x, nt.partition(y, (1, bc), blocks=b), bc, dt, stream=stream,
+                                  interpret=interpret)
 
 
 def main(shape=(37, 20_000)) -> None:
