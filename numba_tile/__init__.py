@@ -23,7 +23,8 @@ Public API (everything else is private):
   constructors (:func:`full`, :func:`zeros`, :func:`arange`), shape ops
   (:func:`reshape`, :func:`expand_dims`, :func:`broadcast_to`, :func:`permute`,
   :func:`transpose`), reductions (:func:`sum`, :func:`prod`, :func:`max`, :func:`min`,
-  :func:`argmax`, :func:`argmin`, :func:`cumsum`),
+  :func:`argmax`, :func:`argmin`, :func:`cumsum`), random numbers (:func:`rand`,
+  :func:`randn`, :func:`randint`, :func:`randint4x`: Philox, bit-identical to Triton's),
   :func:`bid`,
   :func:`num_blocks`, and the operators on tiles;
 * unchecked ops (only in kernels marked ``@jit(unchecked=True)``, launched with
@@ -49,6 +50,7 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        expand_dims, filled, floor, full, gather, matmul, max, min, mma, permute, prod, reshape,
                        scatter, sum, transpose,
                        load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
+                       rand, randint, randint4x, randn,
                        sigmoid, sin, sqrt, store, strips, tanh, tiles, where, zeros)
 from .runtime.capture import Graph
 from .runtime.defaults import launch_defaults
@@ -62,14 +64,17 @@ from .typing import creation as _t1, elementwise as _t2, memory as _t3, program 
 from .typing import partition as _t5, shape as _t7, unchecked as _t6  # noqa: E402,F401
 from .typing import mma as _t9, reduction as _t8  # noqa: E402,F401
 from .typing import device as _t11  # noqa: E402,F401
+from .typing import random as _t10  # noqa: E402,F401
 from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
 from .lowering import partition as _l5, shape as _l7, unchecked as _l6  # noqa: E402,F401
 from .lowering import mma as _l9, reduction as _l8  # noqa: E402,F401
 from .lowering import device as _l11  # noqa: E402,F401
+from .lowering import random as _l10  # noqa: E402,F401
 from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
 from .interpreter import partition as _i5, shape as _i7, unchecked as _i6  # noqa: E402,F401
 from .interpreter import mma as _i9, reduction as _i8  # noqa: E402,F401
 from .interpreter import device as _i11  # noqa: E402,F401
+from .interpreter import random as _i10  # noqa: E402,F401
 
 _finalize()
 
@@ -91,5 +96,6 @@ __all__ = [
     "mma", "matmul",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",
     "prod", "argmax", "argmin", "cumsum",
+    "rand", "randn", "randint", "randint4x",
     "gather", "scatter", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
 ]

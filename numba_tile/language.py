@@ -709,6 +709,123 @@ def arange(n):
     """The 1-D tile ``[0, 1, ..., n - 1]`` of int32 (``n`` static, a power of two)."""
 
 
+# --------------------------------------------------------------------------- random
+# Counter-based random numbers (Philox), bit-identical to Triton's ``tl.rand`` family
+# (``triton/language/random.py``). They read and write no memory: usable in safe kernels.
+
+_RANDOM_ARGS = """seed (int32 or int64 scalar): the key: a runtime kernel parameter, a
+            ``Constant`` or integer arithmetic on them (not a tile). An int32 seed is
+            sign-extended to 64 bits first, as Triton does (``seed.to(tl.uint64)``).
+        offsets (Tile[S] of int32 or int64): the counters, one per element; equal (seed,
+            offset) pairs give equal numbers in any kernel, block or launch. Their dtype
+            picks the generator: write it out, ``astype(bid(0) * BLOCK + arange(BLOCK),
+            int32)`` for Triton's numbers of ``pid * BLOCK + tl.arange(0, BLOCK)`` (``bid()``
+            is int64, Triton's ``program_id`` int32; and the interpreter gives such a tile the
+            dtype its values fit: ``docs/random.md``, "Offsets")."""
+
+_RANDOM_GENERATOR = """Generator: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy
+    as 1, 2, 3", SC 2011) for int32 offsets: counter ``(offset as uint32, 0, 0, 0)``, key
+    ``(seed & 0xffffffff, (seed >> 32) & 0xffffffff)``; Philox4x64-10 for int64 offsets, as
+    Triton: counter ``(offset as uint64, 0, 0, 0)``, key ``(seed as uint64, 0)``. The result
+    has the shape of ``offsets`` and its register layout (a tile in another layout than the
+    blocked one is converted first), and is masked where ``offsets`` is. ``docs/random.md``
+    has the constants and the exact conversions."""
+
+_RANDOM_RAISES = """Raises:
+        TileTypingError: ``seed`` is not an integer scalar (a float, a bool, a tile), or
+            ``offsets`` is not a tile of int32 or int64."""
+
+
+@op("random")
+def randint(seed, offsets):
+    """Random 32-bit (or 64-bit) words: the first output word of Philox for each offset.
+
+    Triton's ``tl.randint`` returns these bits as uint32 (uint64 for int64 offsets);
+    numba_tile has no unsigned dtypes, so the same bits come as int32 (int64): a word of
+    ``2**31`` or more reads as a negative number (``x & 0xffffffff`` in NumPy on the int64
+    host copy, or ``.view(numpy.uint32)``, gives Triton's value).
+
+    Args:
+        {args}
+
+    Returns:
+        Tile[S] of the offsets' dtype (int32 or int64).
+
+    {generator}
+
+    {raises}
+    """
+
+
+@op("random")
+def randint4x(seed, offsets):
+    """All four output words of Philox for each offset (``randint`` is the first), as
+    Triton's ``tl.randint4x``.
+
+    Args:
+        {args}
+
+    Returns:
+        A tuple of four Tile[S] of the offsets' dtype (the uint32/uint64 bits as int32/int64,
+        see :func:`randint`): ``a, b, c, d = randint4x(seed, offsets)``.
+
+    {generator}
+
+    {raises}
+    """
+
+
+@op("random")
+def rand(seed, offsets):
+    """Uniform random float32 numbers in ``[0, 1)``, as Triton's ``tl.rand``.
+
+    The first Philox word ``x`` becomes Triton's ``uint_to_uniform_float(x)``: its bits as a
+    signed integer, ``-x - 1`` where negative (``~x``), converted to float32 (rounded to
+    nearest even) and multiplied in float32 by ``4.6566127342e-10`` (int32 offsets; as
+    float32 ``2**-31 - 2**-55``) or ``1.0842020432385337e-19`` (int64 offsets; ``2**-63 -
+    2**-86``), so the largest result is ``1 - 2**-24`` (``1 - 2**-23``), never 1.0.
+    Results are bit-identical on the GPU and in the interpreter.
+
+    Args:
+        {args}
+
+    Returns:
+        Tile[S] of float32.
+
+    {generator}
+
+    {raises}
+    """
+
+
+@op("random")
+def randn(seed, offsets):
+    """Standard normal random float32 numbers, as Triton's ``tl.randn``.
+
+    The Box-Muller transform of the first two Philox words, as Triton computes it, in
+    float32: ``u1 = max(1e-7, rand word 0)`` (the guard against ``log(0)``), ``u2 = rand word
+    1``, ``sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2)``. On the GPU ``log``, ``cos`` and
+    ``sqrt`` are libdevice's ``__nv_logf``, ``__nv_cosf`` and ``__nv_sqrtf`` (IEEE square
+    root); the interpreter computes ``log`` and ``cos`` in float64 and rounds to float32, so
+    the two agree to a few ulp (libdevice's documented error bounds), not bit for bit.
+
+    Args:
+        {args}
+
+    Returns:
+        Tile[S] of float32.
+
+    {generator}
+
+    {raises}
+    """
+
+
+for _f in (randint, randint4x, rand, randn):
+    _f.__doc__ = _f.__doc__.format(args=_RANDOM_ARGS, generator=_RANDOM_GENERATOR,
+                                   raises=_RANDOM_RAISES)
+
+
 # -------------------------------------------------------------------------- program
 
 
