@@ -10,6 +10,8 @@ ratio numba_tile / Triton, all measured in the same run:
   one program per row, a loop over ``BLOCK`` columns with a running maximum and a rescaled
   sum, then a second loop that writes), on rows of 8192 to 131072 columns (a vocabulary);
   bytes: ``2 * M * N * itemsize``;
+* ``swiglu``: ``examples/swiglu.py`` (``(4, 1024)`` tiles) against Liger-Kernel's forward
+  kernel on the flattened arrays (``BLOCK=1024``); bytes: ``3 * M * N * itemsize``;
 * ``dropout``: ``examples/dropout.py`` (``rand`` Philox, 1024-element tiles) against Triton's
   tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``.
 
@@ -79,6 +81,20 @@ def triton_kernels():
         output = tl.where(x_keep, x / (1 - p), 0.0)
         tl.store(out_ptr + offsets, output, mask=mask)
 
+    @triton.jit
+    def swiglu_fwd(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+        # Liger-Kernel's _swiglu_forward_kernel, on the flattened arrays
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        a = tl.load(a_ptr + offs, mask=mask, other=0).to(tl.float32)
+        b = tl.load(b_ptr + offs, mask=mask, other=0)
+        c = (a * tl.sigmoid(a)).to(b.dtype) * b
+        tl.store(c_ptr + offs, c, mask=mask)
+
+    def swiglu(a, b, c):
+        n = a.numel()
+        swiglu_fwd[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024, num_warps=4)
+
     def softmax(x, y):
         softmax_chunked[(x.shape[0],)](x, y, x.shape[1], x.stride(0), BLOCK=4096, num_warps=8)
 
@@ -86,7 +102,7 @@ def triton_kernels():
         n = x.numel()
         seeded_dropout[(triton.cdiv(n, 1024),)](x, out, n, p, seed, BLOCK_SIZE=1024)
 
-    return softmax, dropout
+    return softmax, dropout, swiglu
 
 
 def _sets(make, nbytes):
@@ -163,6 +179,41 @@ def bench_dropout(args, torch, spin_ms, t_dropout, rows):
         rows.append(row)
 
 
+SWIGLU_SHAPES = ((4096, 14336), (16384, 14336))
+
+
+def bench_swiglu(args, torch, spin_ms, t_swiglu, rows):
+    import swiglu as ex
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    for dname in args.dtypes:
+        dt = dtypes[dname]
+        for m, n in SWIGLU_SHAPES:
+            nbytes = 3 * m * n * dt.itemsize
+            sets = _sets(lambda: (torch.randn(m, n, device="cuda").to(dt),
+                                  torch.randn(m, n, device="cuda").to(dt),
+                                  torch.empty(m, n, device="cuda", dtype=dt)), nbytes)
+            a, b, c = sets[0]
+            ref = torch.nn.functional.silu(a.double()) * b.double()
+            row = {"case": f"swiglu {dname}", "size": f"{m}x{n}"}
+            for name, fn in (("numba_tile", lambda a, b, c: ex.swiglu(a, b, c)),
+                             ("triton", t_swiglu)):
+                try:
+                    c.fill_(float("nan"))
+                    fn(a, b, c)
+                    torch.cuda.synchronize()
+                    err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+                    if not err < (1e-5 if dname == "fp32" else 2e-2):
+                        row[name] = "WRONG"
+                        print(f"WRONG: {name} swiglu {dname}: error {err:.3g}", file=sys.stderr)
+                        continue
+                    ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
+                    row[name] = nbytes / ms / 1e6
+                except Exception as exc:  # noqa: BLE001
+                    print(f"error: {name} swiglu: {_norms.brief(exc)}", file=sys.stderr)
+                    row[name] = "error"
+            rows.append(row)
+
+
 def _fmt(v):
     return f"{v:.0f}" if isinstance(v, float) else str(v)
 
@@ -188,7 +239,7 @@ def print_table(rows, markdown):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="softmax_chunked,dropout")
+    p.add_argument("--cases", default="softmax_chunked,dropout,swiglu")
     p.add_argument("--dtypes", default="fp32,bf16", type=lambda s: s.split(","))
     p.add_argument("--reps", type=int, default=25)
     p.add_argument("--budget", type=float, default=0.5)
@@ -204,7 +255,7 @@ def main(argv=None) -> int:
         print("no CUDA GPU: nothing to measure (the examples run in the interpreter: "
               "python examples/softmax_chunked.py, python examples/dropout.py)")
         return 0
-    t_softmax, t_dropout = triton_kernels()
+    t_softmax, t_dropout, t_swiglu = triton_kernels()
     spin_ms = _norms.measure_spin_ms(torch)
     rows: list = []
     cases = args.cases.split(",")
@@ -212,6 +263,8 @@ def main(argv=None) -> int:
         bench_softmax(args, torch, spin_ms, t_softmax, rows)
     if "dropout" in cases:
         bench_dropout(args, torch, spin_ms, t_dropout, rows)
+    if "swiglu" in cases:
+        bench_swiglu(args, torch, spin_ms, t_swiglu, rows)
     print(f"device: {torch.cuda.get_device_name()}")
     print_table(rows, args.markdown)
     bad = any(v in ("WRONG", "error") for r in rows for v in r.values())
