@@ -717,16 +717,19 @@ _RANDOM_ARGS = """seed (int32 or int64 scalar): the key: a runtime kernel parame
             ``Constant`` or integer arithmetic on them (not a tile). An int32 seed is
             sign-extended to 64 bits first, as Triton does (``seed.to(tl.uint64)``).
         offsets (Tile[S] of int32 or int64): the counters, one per element; equal (seed,
-            offset) pairs give equal numbers in any kernel, block or launch. Their dtype
-            picks the generator: write it out, ``astype(bid(0) * BLOCK + arange(BLOCK),
-            int32)`` for Triton's numbers of ``pid * BLOCK + tl.arange(0, BLOCK)`` (``bid()``
-            is int64, Triton's ``program_id`` int32; and the interpreter gives such a tile the
-            dtype its values fit: ``docs/random.md``, "Offsets")."""
+            offset) pairs give equal numbers in any kernel, block or launch. An int32 and an
+            int64 offset of the same value in ``[0, 2**31)`` give the same numbers; an int64
+            offset's high 32 bits are a second counter word, so a negative int64 offset
+            differs from the same int32 one. Writing the dtype out, ``astype(bid(0) * BLOCK +
+            arange(BLOCK), int32)`` (``bid()`` is int64, Triton's ``program_id`` int32), keeps
+            the two backends on one counter for negative offsets too (the interpreter gives
+            such a tile the dtype its values fit: ``docs/random.md``, "Offsets")."""
 
 _RANDOM_GENERATOR = """Generator: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy
-    as 1, 2, 3", SC 2011) for int32 offsets: counter ``(offset as uint32, 0, 0, 0)``, key
-    ``(seed & 0xffffffff, (seed >> 32) & 0xffffffff)``; Philox4x64-10 for int64 offsets, as
-    Triton: counter ``(offset as uint64, 0, 0, 0)``, key ``(seed as uint64, 0)``. The result
+    as 1, 2, 3", SC 2011) with key ``(seed & 0xffffffff, (seed >> 32) & 0xffffffff)`` for
+    both offsets dtypes, as Triton 3.6's ``triton/language/random.py``: counter ``(offset as
+    uint32, 0, 0, 0)`` for int32 offsets, ``(offset & 0xffffffff, (offset >> 32) &
+    0xffffffff, 0, 0)`` for int64 ones; the outputs are 32-bit words either way. The result
     has the shape of ``offsets`` and its register layout (a tile in another layout than the
     blocked one is converted first), and is masked where ``offsets`` is. ``docs/random.md``
     has the constants and the exact conversions."""
@@ -738,18 +741,18 @@ _RANDOM_RAISES = """Raises:
 
 @op("random")
 def randint(seed, offsets):
-    """Random 32-bit (or 64-bit) words: the first output word of Philox for each offset.
+    """Random 32-bit words: the first output word of Philox4x32-10 for each offset.
 
-    Triton's ``tl.randint`` returns these bits as uint32 (uint64 for int64 offsets);
-    numba_tile has no unsigned dtypes, so the same bits come as int32 (int64): a word of
-    ``2**31`` or more reads as a negative number (``x & 0xffffffff`` in NumPy on the int64
-    host copy, or ``.view(numpy.uint32)``, gives Triton's value).
+    Triton's ``tl.randint`` returns these bits as uint32, for int32 and int64 offsets alike
+    (Triton 3.6); numba_tile has no unsigned dtypes, so the same bits come as int32: a word
+    of ``2**31`` or more reads as a negative number (``.view(numpy.uint32)`` on the host
+    copy, or ``x & 0xffffffff`` on an int64 one, gives Triton's value).
 
     Args:
         {args}
 
     Returns:
-        Tile[S] of the offsets' dtype (int32 or int64).
+        Tile[S] of int32, for int32 and int64 offsets.
 
     {generator}
 
@@ -766,8 +769,8 @@ def randint4x(seed, offsets):
         {args}
 
     Returns:
-        A tuple of four Tile[S] of the offsets' dtype (the uint32/uint64 bits as int32/int64,
-        see :func:`randint`): ``a, b, c, d = randint4x(seed, offsets)``.
+        A tuple of four Tile[S] of int32, for int32 and int64 offsets (Triton's uint32 bits
+        as int32, see :func:`randint`): ``a, b, c, d = randint4x(seed, offsets)``.
 
     {generator}
 
@@ -779,12 +782,11 @@ def randint4x(seed, offsets):
 def rand(seed, offsets):
     """Uniform random float32 numbers in ``[0, 1)``, as Triton's ``tl.rand``.
 
-    The first Philox word ``x`` becomes Triton's ``uint_to_uniform_float(x)``: its bits as a
-    signed integer, ``-x - 1`` where negative (``~x``), converted to float32 (rounded to
-    nearest even) and multiplied in float32 by ``4.6566127342e-10`` (int32 offsets; as
-    float32 ``2**-31 - 2**-55``) or ``1.0842020432385337e-19`` (int64 offsets; ``2**-63 -
-    2**-86``), so the largest result is ``1 - 2**-24`` (``1 - 2**-23``), never 1.0.
-    Results are bit-identical on the GPU and in the interpreter.
+    The first Philox word ``x`` (32 bits, for int32 and int64 offsets alike) becomes Triton's
+    ``uint_to_uniform_float(x)``: its bits as a signed int32, ``-x - 1`` where negative
+    (``~x``), converted to float32 (rounded to nearest even) and multiplied in float32 by
+    ``4.6566127342e-10`` (as float32 ``2**-31 - 2**-55``), so the largest result is
+    ``1 - 2**-24``, never 1.0. Results are bit-identical on the GPU and in the interpreter.
 
     Args:
         {args}
@@ -802,8 +804,8 @@ def rand(seed, offsets):
 def randn(seed, offsets):
     """Standard normal random float32 numbers, as Triton's ``tl.randn``.
 
-    The Box-Muller transform of the first two Philox words, as Triton computes it, in
-    float32: ``u1 = max(1e-7, rand word 0)`` (the guard against ``log(0)``), ``u2 = rand word
+    The Box-Muller transform of the first two (32-bit) Philox words, as Triton computes it,
+    in float32: ``u1 = max(1e-7, rand word 0)`` (the guard against ``log(0)``), ``u2 = rand word
     1``, ``sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2)``. On the GPU ``log``, ``cos`` and
     ``sqrt`` are libdevice's ``__nv_logf``, ``__nv_cosf`` and ``__nv_sqrtf`` (IEEE square
     root); the interpreter computes ``log`` and ``cos`` in float64 and rounds to float32, so

@@ -1,12 +1,14 @@
-"""Lowering of the random ops: Philox per register element, as Triton's ``random.py``.
+"""Lowering of the random ops: Philox4x32-10 per register element, as Triton 3.6's
+``random.py``.
 
 Each thread runs Philox on the elements of its fragment of ``offsets``; no data moves
-between threads and no memory is touched. Words are signless LLVM integers (i32 for int32
-offsets, i64 for int64 ones): Philox's unsigned arithmetic is the same bits. The high half of
-a product is libdevice's ``__nv_umulhi`` / ``__nv_umul64hi`` (PTX ``mul.hi.u32`` /
-``mul.hi.u64``), the low half a plain ``mul``. The round keys depend only on the seed: they
+between threads and no memory is touched. Words are signless LLVM i32 for either offsets
+dtype (Philox's unsigned arithmetic is the same bits): the counter is ``(offset, 0, 0, 0)``
+for int32 offsets and ``(low 32 bits, high 32 bits, 0, 0)`` of an int64 one, as Triton's
+``randint4x``. The high half of a product is libdevice's ``__nv_umulhi`` (PTX
+``mul.hi.u32``), the low half a plain ``mul``. The round keys depend only on the seed: they
 are computed once per call, not per element. ``rand`` converts a word as Triton's
-``uint_to_uniform_float`` (``cvt.rn.f32.s32``/``s64`` then ``mul.f32``), ``randn`` adds the
+``uint_to_uniform_float`` (``cvt.rn.f32.s32`` then ``mul.f32``), ``randn`` adds the
 Box-Muller transform with libdevice's ``__nv_logf``, ``__nv_sqrtf`` and ``__nv_cosf``.
 """
 
@@ -16,46 +18,52 @@ from llvmlite import ir
 from numba.cuda import cgutils, types
 
 from .._registry import lowering_rule
-from ..typing.random import BOX_MULLER_MIN, PHILOX, ROUNDS, TWO_PI, UNIFORM_SCALE, word_bits
+from ..typing.random import (BOX_MULLER_MIN, KEY_A, KEY_B, ROUND_A, ROUND_B, ROUNDS, TWO_PI,
+                             UNIFORM_SCALE)
 from .common import F32, fragment_elements, make_fragment, result_extents
 from .elementwise import _libdevice
 
+I32 = ir.IntType(32)
+
 
 def _umulhi(builder, a, b):
-    """High half of the unsigned product of two words (i32 or i64)."""
-    ty = a.type
-    name = "__nv_umulhi" if ty.width == 32 else "__nv_umul64hi"
-    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ty, [ty, ty]), name)
+    """High half of the unsigned 64-bit product of two i32 words."""
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(I32, [I32, I32]),
+                                        "__nv_umulhi")
     return builder.call(fn, [a, b])
 
 
-def round_keys(context, builder, seed_ty, seed, bits):
-    """The ``ROUNDS`` keys ``(k0, k1)`` of a seed: ``(seed lo, seed hi)`` for 32-bit words,
-    ``(seed, 0)`` for 64-bit ones (the seed as 64 bits, an int32 one sign-extended), raised by
-    ``(KEY_A, KEY_B)`` before every round after the first."""
-    ty = ir.IntType(bits)
+def round_keys(context, builder, seed_ty, seed):
+    """The ``ROUNDS`` keys ``(k0, k1)`` of a seed: ``(seed lo, seed hi)`` of the seed as 64
+    bits (an int32 one sign-extended), raised by ``(KEY_A, KEY_B)`` before every round after
+    the first."""
     s = context.cast(builder, seed, seed_ty, types.int64)
-    if bits == 32:
-        k0 = builder.trunc(s, ty)
-        k1 = builder.trunc(builder.lshr(s, ir.Constant(s.type, 32)), ty)
-    else:
-        k0, k1 = s, ir.Constant(ty, 0)
-    c = PHILOX[bits]
+    k0 = builder.trunc(s, I32)
+    k1 = builder.trunc(builder.lshr(s, ir.Constant(s.type, 32)), I32)
     keys = [(k0, k1)]
     for _ in range(ROUNDS - 1):
-        k0 = builder.add(k0, ir.Constant(ty, c["KEY_A"]))
-        k1 = builder.add(k1, ir.Constant(ty, c["KEY_B"]))
+        k0 = builder.add(k0, ir.Constant(I32, KEY_A))
+        k1 = builder.add(k1, ir.Constant(I32, KEY_B))
         keys.append((k0, k1))
     return keys
 
 
-def philox(builder, offset, keys):
-    """The four output words of Philox for counter ``(offset, 0, 0, 0)`` and ``keys``."""
-    ty = offset.type
-    c = PHILOX[ty.width]
-    a, b = ir.Constant(ty, c["ROUND_A"]), ir.Constant(ty, c["ROUND_B"])
-    zero = ir.Constant(ty, 0)
-    c0, c1, c2, c3 = offset, zero, zero, zero
+def counter(builder, offset):
+    """The counter words ``(c0, c1)`` of an offset (``c2 = c3 = 0``), as Triton's
+    ``randint4x``: an i32 offset is ``(offset, 0)``; an i64 one is ``(offset.to(uint32),
+    (offset >> 32).to(uint32))``, its low and high 32 bits (the arithmetic shift truncated to
+    32 bits is the high word either way)."""
+    if offset.type.width == 32:
+        return offset, ir.Constant(I32, 0)
+    return (builder.trunc(offset, I32),
+            builder.trunc(builder.ashr(offset, ir.Constant(offset.type, 32)), I32))
+
+
+def philox(builder, c0, c1, keys):
+    """The four output words of Philox4x32 for counter ``(c0, c1, 0, 0)`` and ``keys``."""
+    a, b = ir.Constant(I32, ROUND_A), ir.Constant(I32, ROUND_B)
+    zero = ir.Constant(I32, 0)
+    c2, c3 = zero, zero
     for k0, k1 in keys:
         c0, c1, c2, c3 = (builder.xor(builder.xor(_umulhi(builder, b, c2), c1), k0),
                           builder.mul(b, c2),
@@ -65,13 +73,12 @@ def philox(builder, offset, keys):
 
 
 def uniform(builder, word):
-    """Triton's ``uint_to_uniform_float``: the word as a signed integer, ``-x - 1`` (``~x``)
-    where negative, converted to float32 (round to nearest even) and scaled in float32."""
-    ty = word.type
-    negative = builder.icmp_signed("<", word, ir.Constant(ty, 0))
+    """Triton's ``uint_to_uniform_float`` of a 32-bit word: the word as a signed integer,
+    ``-x - 1`` (``~x``) where negative, converted to float32 (round to nearest even) and
+    scaled in float32."""
+    negative = builder.icmp_signed("<", word, ir.Constant(I32, 0))
     magnitude = builder.select(negative, builder.not_(word), word)
-    return builder.fmul(builder.sitofp(magnitude, F32),
-                        ir.Constant(F32, UNIFORM_SCALE[ty.width]))
+    return builder.fmul(builder.sitofp(magnitude, F32), ir.Constant(F32, UNIFORM_SCALE))
 
 
 def normal(builder, w0, w1):
@@ -87,11 +94,11 @@ def normal(builder, w0, w1):
 
 
 def _words(context, builder, sig, args):
-    """Per register element of ``offsets``, its four Philox words."""
+    """Per register element of ``offsets``, its four Philox words (i32)."""
     seed_ty, off_ty = sig.args
-    keys = round_keys(context, builder, seed_ty, args[0], word_bits(off_ty.dtype))
+    keys = round_keys(context, builder, seed_ty, args[0])
     elems = fragment_elements(builder, args[1], off_ty.layout.elems_per_thread)
-    return [philox(builder, e, keys) for e in elems]
+    return [philox(builder, *counter(builder, e), keys) for e in elems]
 
 
 def _lowering(name, convert):

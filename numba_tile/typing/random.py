@@ -1,8 +1,9 @@
 """Typing rules of the random ops: randint, randint4x, rand, randn (Philox, as Triton).
 
 Each takes a scalar integer ``seed`` and a tile of int32 or int64 ``offsets`` and makes a tile
-of the offsets' shape, register layout and valid extents. The ops read and write no memory
-(no effects), so safe kernels may call them.
+of the offsets' shape, register layout and valid extents: int32 words (randint, randint4x) or
+float32 (rand, randn) for either offsets dtype (Philox4x32-10 for both, as Triton 3.6). The
+ops read and write no memory (no effects), so safe kernels may call them.
 """
 
 from __future__ import annotations
@@ -16,38 +17,33 @@ from ..layout import BlockedLayout
 from .common import fail, make_tile
 from .types import TileType
 
-#: the offsets dtypes (int32: Philox4x32-10 on 32-bit words; int64: Philox4x64-10 on 64-bit
-#: words, as Triton's ``philox`` picks by the offsets' bit width)
+#: the offsets dtypes. Both run Philox4x32-10 on 32-bit words, as Triton 3.6's ``randint4x``:
+#: the counter is ``(offset low 32 bits, offset high 32 bits, 0, 0)``, the high word 0 for
+#: int32 offsets and ``(offset >> 32)`` truncated to uint32 for int64 ones
 OFFSET_DTYPES = (dtypes.int32, dtypes.int64)
+#: the dtype of randint's and randint4x's words for either offsets dtype: Triton's uint32
+#: bits as int32 (numba_tile has no unsigned dtypes)
+WORD_DTYPE = dtypes.int32
 
 #: Philox rounds (Triton's ``N_ROUNDS_DEFAULT``)
 ROUNDS = 10
 
-#: Philox constants by word size (Triton's ``philox_impl``; Salmon et al. 2011, Random123's
-#: ``PHILOX_W32_0/1``, ``PHILOX_M4x32_0/1`` and their 64-bit counterparts): the Weyl
-#: increments of the key (KEY_A, KEY_B) and the round multipliers (ROUND_A, ROUND_B)
-PHILOX = {
-    32: {"KEY_A": 0x9E3779B9, "KEY_B": 0xBB67AE85,
-         "ROUND_A": 0xD2511F53, "ROUND_B": 0xCD9E8D57},
-    64: {"KEY_A": 0x9E3779B97F4A7C15, "KEY_B": 0xBB67AE8584CAA73B,
-         "ROUND_A": 0xD2E7470EE14C6C93, "ROUND_B": 0xCA5A826395121157},
-}
+#: Philox4x32 constants (Triton's ``philox_impl`` for uint32 words; Salmon et al. 2011,
+#: Random123's ``PHILOX_W32_0/1`` and ``PHILOX_M4x32_0/1``): the Weyl increments of the key
+#: and the round multipliers
+KEY_A = 0x9E3779B9
+KEY_B = 0xBB67AE85
+ROUND_A = 0xD2511F53
+ROUND_B = 0xCD9E8D57
 
-#: float32 scale of Triton's ``uint_to_uniform_float`` by word size: its literals
-#: ``4.6566127342e-10`` and ``1.0842020432385337e-19`` rounded to float32, bits 0x2fffffff
-#: (``2**-31 - 2**-55``) and 0x1ffffffe (``2**-63 - 2**-86``): the largest word then gives
-#: ``1 - 2**-24`` and ``1 - 2**-23``, below 1 (``float32(2**31 - 1)`` is ``2**31``)
-UNIFORM_SCALE = {32: float(np.float32(4.6566127342e-10)),
-                 64: float(np.float32(1.0842020432385337e-19))}
+#: float32 scale of Triton's ``uint_to_uniform_float`` for 32-bit words: its literal
+#: ``4.6566127342e-10`` rounded to float32, bits 0x2fffffff (``2**-31 - 2**-55``): the largest
+#: word then gives ``1 - 2**-24``, below 1 (``float32(2**31 - 1)`` is ``2**31``)
+UNIFORM_SCALE = float(np.float32(4.6566127342e-10))
 #: Triton's ``pair_uniform_to_normal``: ``u1 = maximum(1.0e-7, u1)`` (no log(0)) and
 #: ``th = 6.283185307179586 * u2``, both constants rounded to float32
 BOX_MULLER_MIN = float(np.float32(1.0e-7))
 TWO_PI = float(np.float32(6.283185307179586))
-
-
-def word_bits(dt) -> int:
-    """Philox word size selected by an offsets dtype."""
-    return 32 if dt == dtypes.int32 else 64
 
 
 def check_seed(opname: str, seed) -> None:
@@ -91,12 +87,12 @@ def _checked(opname, seed, offsets) -> TileType:
 
 @typing_rule("randint")
 def type_randint(seed, offsets):
-    return _checked("randint", seed, offsets)
+    return _checked("randint", seed, offsets).with_dtype(WORD_DTYPE)
 
 
 @typing_rule("randint4x")
 def type_randint4x(seed, offsets):
-    return types.UniTuple(_checked("randint4x", seed, offsets), 4)
+    return types.UniTuple(_checked("randint4x", seed, offsets).with_dtype(WORD_DTYPE), 4)
 
 
 @typing_rule("rand")

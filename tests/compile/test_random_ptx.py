@@ -1,7 +1,8 @@
-"""PTX of the random ops (rand, randn, randint, randint4x): Philox runs in registers, per
-element, with ``mul.hi.u32`` (int32 offsets) or ``mul.hi.u64`` (int64 offsets) for the high
-halves of the round products; the kernel reads no memory and stores only its own results.
-Compiled with libNVVM for cc 8.0 and 9.0, no GPU."""
+"""PTX of the random ops (rand, randn, randint, randint4x): Philox4x32-10 runs in registers, per
+element, with ``mul.hi.u32`` for the high halves of the round products for int32 and int64
+offsets alike (an int64 offset is split into two 32-bit counter words, as Triton 3.6; no
+``mul.hi.u64``); the kernel reads no memory and stores only its own results. Compiled with
+libNVVM for cc 8.0 and 9.0, no GPU."""
 
 import re
 
@@ -39,7 +40,8 @@ def baseline(z: nt.Partition["B"], seed, B: nt.Constant, W: nt.Constant):
 
 
 def _out_dtype(op, w):
-    return np.float32 if op in ("rand", "randn") else w
+    """float32 for rand/randn, int32 words for randint whatever the offsets' dtype ``w``."""
+    return np.float32 if op in ("rand", "randn") else np.int32
 
 
 @pytest.mark.parametrize("cc", CCS)
@@ -51,11 +53,10 @@ def test_philox_is_register_arithmetic_with_unsigned_high_products(op, w, cc):
     b = body(KERNELS[op].ptx(nt.partition(z, block), 2**40 + 3, block, w, cc=cc))
     per_thread = block // 128                                 # 4 warps
     hi = re.findall(r"mul\.hi\.(\w+)", b)
-    bits = np.dtype(w).itemsize * 8
     # unrolled, per element: up to 10 rounds x 2 high halves (the first round's product of the
     # zero counter word 2 folds away, and so do the last rounds' products no output needs)
-    assert 10 * per_thread <= hi.count(f"u{bits}") <= 19 * per_thread, hi
-    assert not [h for h in hi if h.startswith("s")], hi         # never a signed high half
+    assert 10 * per_thread <= hi.count("u32") <= 19 * per_thread, hi
+    assert set(hi) == {"u32"}, hi            # 32-bit words for int64 offsets too, never signed
     assert "ld.global" not in b                               # reads no memory
     stores = re.findall(r"st\.global[.\w]*", b)
     ref = body(baseline.ptx(nt.partition(z, block), 3, block, _out_dtype(op, w), cc=cc))
@@ -69,16 +70,18 @@ def test_philox_is_register_arithmetic_with_unsigned_high_products(op, w, cc):
 
 
 @nt.jit
-def four_words(z: nt.Partition["B"], seed, B: nt.Constant):
-    a, b, c, d = nt.randint4x(seed, nt.astype(nt.arange(B), nt.int32))
+def four_words(z: nt.Partition["B"], seed, B: nt.Constant, W: nt.Constant):
+    a, b, c, d = nt.randint4x(seed, nt.astype(nt.arange(B), W))
     nt.store(z, (a ^ b) + (c ^ d))
 
 
 @pytest.mark.parametrize("cc", CCS)
-def test_randint4x_compiles_to_one_philox_per_element(cc):
-    z = np.zeros(1024, np.int32)
-    b = body(four_words.ptx(nt.partition(z, 256), 7, 256, cc=cc))
+@pytest.mark.parametrize("w", [np.int32, np.int64], ids=["int32", "int64"])
+def test_randint4x_compiles_to_one_philox_per_element(w, cc):
+    z = np.zeros(1024, np.int32)                # int32 words for either offsets dtype
+    b = body(four_words.ptx(nt.partition(z, 256), 7, 256, w, cc=cc))
     assert b.count("mul.hi.u32") == 19 * 2      # all four words: every product but the zero one
+    assert "mul.hi.u64" not in b
     assert ".local" not in b and "ld.global" not in b
 
 

@@ -2,7 +2,7 @@
 reference Philox of ``tests/unit/test_random.py`` and against each other, randn within a few
 ulp (libdevice's logf/cosf against correctly rounded ones); and, where Triton, PyTorch and a
 GPU are present, against Triton's ``tl.rand`` / ``tl.randn`` / ``tl.randint`` for the same
-seeds and offsets."""
+seeds and offsets (Philox4x32-10 and int32 words for int32 and int64 offsets, as Triton 3.6)."""
 
 import numpy as np
 import pytest
@@ -15,8 +15,10 @@ BLOCK = 256
 
 
 def run(backend, offsets, seed, block=BLOCK):
-    n, dt = offsets.size, offsets.dtype
-    outs = [backend.asarray(np.zeros(n, d)) for d in (dt, np.float32, np.float32, dt, dt, dt)]
+    """randint, rand, randn, randint4x's words 1, 2 and 3 ^ 0: int32 words for either offsets
+    dtype."""
+    n, i32 = offsets.size, np.int32
+    outs = [backend.asarray(np.zeros(n, d)) for d in (i32, np.float32, np.float32, i32, i32, i32)]
     backend.run(from_offsets, backend.asarray(offsets), *(nt.partition(a, block) for a in outs),
                 seed, block)
     return [backend.to_numpy(a) for a in outs]
@@ -25,20 +27,20 @@ def run(backend, offsets, seed, block=BLOCK):
 @pytest.mark.parametrize("dt", [np.int32, np.int64], ids=["int32", "int64"])
 def test_ops_match_the_reference(tile_backend, dt):
     rng = np.random.default_rng()
-    bits = np.dtype(dt).itemsize * 8
     for seed in random_seeds(rng):
         n = 900 + int(rng.integers(1, 200))
         offs = ragged_offsets(rng, dt, n)
         r, u, g, w1, w2, w3 = run(tile_backend, offs, seed)
-        np.testing.assert_array_equal(r, reference("randint", seed, offs, bits), err_msg=str(seed))
-        np.testing.assert_array_equal(u, reference("rand", seed, offs, bits), err_msg=str(seed))
-        words = reference("randint4x", seed, offs, bits)
+        assert r.dtype == w1.dtype == np.int32
+        np.testing.assert_array_equal(r, reference("randint", seed, offs), err_msg=str(seed))
+        np.testing.assert_array_equal(u, reference("rand", seed, offs), err_msg=str(seed))
+        words = reference("randint4x", seed, offs)
         np.testing.assert_array_equal(w1, words[1])
         np.testing.assert_array_equal(w2, words[2])
         np.testing.assert_array_equal(w3, words[3] ^ words[0])
         # libdevice's __nv_logf / __nv_cosf are within 1 and 2 ulp of the correctly rounded
         # values; sqrt and the products round once each
-        assert ulp_distance(g, reference("randn", seed, offs, bits)).max() <= 4, seed
+        assert ulp_distance(g, reference("randn", seed, offs)).max() <= 4, seed
 
 
 @pytest.mark.gpu
@@ -76,12 +78,13 @@ def _triton_outputs(offsets, seed):
         idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         m = idx < N
         offs = tl.load(O + idx, mask=m)
-        tl.store(R + idx, tl.randint(seed, offs), mask=m)
+        # uint32 words for int32 and int64 offsets (Triton 3.6): their bits as int32
+        tl.store(R + idx, tl.randint(seed, offs).to(tl.int32, bitcast=True), mask=m)
         tl.store(U + idx, tl.rand(seed, offs), mask=m)
         tl.store(G + idx, tl.randn(seed, offs), mask=m)
 
     o = torch.from_numpy(offsets).cuda()
-    r = torch.empty_like(o)
+    r = torch.empty(o.shape, dtype=torch.int32, device="cuda")
     u = torch.empty(o.shape, dtype=torch.float32, device="cuda")
     g = torch.empty_like(u)
     n = o.numel()
