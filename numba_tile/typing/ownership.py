@@ -32,8 +32,8 @@ from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 from .._registry import op_for_key
 from ..errors import ForeignTileStoreError, StoreToReadOnlyError, TileTypingError, UncheckedOpError
 from .closed_world import check_closed_world
-from .types import (PartitionIndexType, PartitionType, StripsIterable, TensorType,
-                    TilesIterable)
+from .types import (PartitionIndexType, PartitionType, StripsIterable, StripTilesIterable,
+                    TensorType, TilesIterable)
 
 
 def _loc(inst):
@@ -168,10 +168,11 @@ def partition_access_facts(func_ir, typemap, calltypes) -> frozenset:
 
 
 def check_index_schemes(func_ir, typemap) -> None:
-    """One ownership scheme per partition: a partition iterated with ``strips(z)`` (block b
-    owns strips b, b + B, ...) may not also be iterated with ``tiles(z)`` (block b owns tiles
-    b, b + B, ...): the two give a block different tiles, so a block's store through one could
-    meet another block's access through the other.
+    """One ownership scheme per partition: a partition iterated with ``strips(z)`` or
+    ``tiles(z, strip)`` (block b owns the strips b, b + B, ...; a 2-D partition's rows by a
+    strip of another 2-D partition: the same row numbers) may not also be iterated with
+    ``tiles(z)`` (block b owns tiles b, b + B, ...): the two give a block different tiles, so a
+    block's store through one could meet another block's access through the other.
 
     Raises:
         ForeignTileStoreError: at the first ``tiles(z)`` or ``strips(z)`` call of the second
@@ -184,8 +185,8 @@ def check_index_schemes(func_ir, typemap) -> None:
                     and inst.value.op == "call"):
                 continue
             made = typemap.get(inst.target.name)
-            if isinstance(made, StripsIterable):
-                scheme = "strips"
+            if isinstance(made, (StripsIterable, StripTilesIterable)):
+                scheme = "strips"       # tiles(z, strip): z's rows by strip, whoever's strip
             elif isinstance(made, TilesIterable):
                 scheme = "tiles"
             else:

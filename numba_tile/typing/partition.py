@@ -19,10 +19,20 @@ def type_tiles(z, strip):
         return TilesIterable(z)
     if not isinstance(strip, StripIndexType):
         raise fail("tiles", "strip", f"a strip of '{z.param}' from strips({z.param})", strip)
-    if strip.brand != z.param or strip.ndim != z.ndim - 1:
+    if strip.ndim != z.ndim - 1:
+        raise fail("tiles", "strip", f"a strip of '{z.param}' ({z.ndim - 1} leading "
+                   f"coordinates)", f"a strip of '{strip.brand}' with {strip.ndim}")
+    if strip.brand != z.param and z.ndim != 2:
+        # rows of 2-D partitions go to blocks by row number alone (row r: block r mod B),
+        # whatever the partition; strips over two or more leading axes are numbered
+        # row-major over each partition's own grid, which two partitions need not share
         raise fail("tiles", "strip", f"a strip of '{z.param}' from strips({z.param}) (a strip "
-                   f"of another partition names tiles this block may not own)",
-                   f"a strip of '{strip.brand}'")
+                   f"of another partition names tiles of '{z.param}' this block owns only for "
+                   f"2-D partitions, whose strips are rows)", f"a strip of '{strip.brand}'")
+    if not z.mapped:
+        raise fail("tiles", "z", f"a partition mapped onto blocks for its strips (a partition "
+                   f"with one tile per block has each block own a tile, not a row)",
+                   "an unmapped partition")
     return StripTilesIterable(z)
 
 

@@ -124,12 +124,70 @@ def test_strips_need_a_mapped_partition():
         unmapped(x, nt.partition(y, (4, 32)), 4, 32, interpret=True)
 
 
-def test_a_strip_of_another_partition_is_refused():
+@nt.jit
+def row_stats(x, y: nt.Partition[1, "BN"], s: nt.Partition[1, 2], BN: nt.Constant):
+    # two outputs per row: y's row (a softmax) and s's row (its max and log-sum-exp), both
+    # at the row of y's strip
+    for row in nt.strips(y):
+        t = nt.load(x, (row[0], 0), (1, BN), padding=-np.inf)
+        m = nt.max(t, 1, keepdims=True)
+        e = nt.exp(t - m)
+        z = nt.sum(e, 1, keepdims=True)
+        for idx in nt.tiles(y, row):
+            nt.store(y, e / z, idx)
+        for idx in nt.tiles(s, row):
+            two = nt.arange(2)
+            pair = nt.where(nt.reshape(two, (1, 2)) == 0, nt.broadcast_to(m, (1, 2)),
+                            nt.broadcast_to(m + nt.log(z), (1, 2)))
+            nt.store(s, pair, idx)
+
+
+def test_a_rows_strip_indexes_another_2d_partitions_row(tile_backend):
+    rng = np.random.default_rng()
+    m, n = 45, 200
+    xh = rng.standard_normal((m, n)).astype(np.float32)
+    y = tile_backend.asarray(np.zeros((m, n), np.float32))
+    s = tile_backend.asarray(np.zeros((m, 2), np.float32))
+    tile_backend.run(row_stats, tile_backend.asarray(xh), nt.partition(y, (1, 256), blocks=7),
+                     nt.partition(s, (1, 2), blocks=7), 256)
+    x = xh.astype(np.float64)
+    mx = x.max(1)
+    lse = mx + np.log(np.exp(x - mx[:, None]).sum(1))
+    np.testing.assert_allclose(tile_backend.to_numpy(y), _softmax(x), rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(tile_backend.to_numpy(s), np.stack([mx, lse], 1), rtol=2e-6)
+
+
+@nt.jit
+def strip_then_tiles(x, w: nt.Partition["BM", "BN"], y: nt.Partition["BM", "BN"],
+                     BM: nt.Constant, BN: nt.Constant):
+    for row in nt.strips(w):
+        for idx in nt.tiles(y, row):
+            nt.store(y, nt.load(x, idx, (BM, BN), padding=0.0), idx)
+    for idx in nt.tiles(y):
+        nt.store(y, nt.load(x, idx, (BM, BN), padding=0.0), idx)
+
+
+@nt.jit
+def foreign_strip_3d(x, w: nt.Partition[1, "BM", "BN"], y: nt.Partition[1, "BM", "BN"],
+                     BM: nt.Constant, BN: nt.Constant):
+    for row in nt.strips(w):
+        for idx in nt.tiles(y, row):
+            nt.store(y, nt.load(x, idx, (1, BM, BN), padding=0.0), idx)
+
+
+def test_a_strip_of_another_partition_is_refused_where_rows_are_not_strips():
     x, y = _args()
     w = np.zeros_like(y)
+    # 2-D: another partition's rows by that strip, but then only by strips
+    with pytest.raises(ForeignTileStoreError, match="both tiles\\(y\\) and strips\\(y\\)"):
+        strip_then_tiles(x, nt.partition(w, (4, 32), blocks=3),
+                         nt.partition(y, (4, 32), blocks=3), 4, 32, interpret=True)
+    # 3-D: strips numbered over each partition's own grid: refused
+    x3, y3 = np.ones((2, 20, 100), np.float32), np.zeros((2, 20, 100), np.float32)
     with pytest.raises(TileTypingError, match="a strip of 'w'"):
-        foreign_strip(x, nt.partition(w, (4, 32), blocks=3), nt.partition(y, (4, 32), blocks=3),
-                      4, 32, interpret=True)
+        foreign_strip_3d(x3, nt.partition(y3.copy(), (1, 4, 32), blocks=3),
+                         nt.partition(y3, (1, 4, 32), blocks=3), 4, 32, interpret=True)
+    assert not y.any() and not y3.any()
 
 
 def test_a_strip_is_not_a_tile_index():
