@@ -25,6 +25,10 @@ def operand_dtype(a, b):
         return dtypes.promote(a.dtype, b.dtype)
     tile, other = (a, b) if ta else (b, a)
     kind = scalar_kind(other)
+    if kind == "int" and isinstance(other, np.integer):
+        # a typed scalar (bid(), num_tiles(), idx[d] and arithmetic on them: int64 in the
+        # compiled kernel): promotion by its width, as typing promotes a non-literal int
+        return dtypes.promote_scalar(tile.dtype, kind, other.dtype.itemsize * 8, None)
     value = int(other) if kind == "int" else None
     return dtypes.promote_scalar(tile.dtype, kind, 64, value)
 

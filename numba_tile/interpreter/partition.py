@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import operator
+
+import numpy as np
 from dataclasses import dataclass
 
 from .._registry import interp_rule
@@ -70,10 +72,11 @@ def interp_index_getitem(index, d):
     if isinstance(index, InterpTensor):            # x[i] on a tensor parameter
         from .memory import tensor_element
         return tensor_element(index, d)
-    # typing allowed only a static int axis in [-ndim, ndim) on a branded index
-    return int(index.coords[operator.index(d)])
+    # typing allowed only a static int axis in [-ndim, ndim) on a branded index; int64, as
+    # the compiled kernel types it
+    return np.int64(index.coords[operator.index(d)])
 
 
 @interp_rule("num_tiles")
 def interp_num_tiles(x, axis, tile):
-    return -(-x.array.shape[axis] // int(tile))
+    return np.int64(-(-x.array.shape[axis] // int(tile)))
