@@ -12,6 +12,10 @@ ratio numba_tile / Triton, all measured in the same run:
   bytes: ``2 * M * N * itemsize``;
 * ``swiglu``: ``examples/swiglu.py`` (``(4, 1024)`` tiles) against Liger-Kernel's forward
   kernel on the flattened arrays (``BLOCK=1024``); bytes: ``3 * M * N * itemsize``;
+* ``cross_entropy``: ``examples/cross_entropy.py`` (loss and in-place gradient, strips,
+  ``ignore_index`` on 10% of the rows) against Liger-Kernel's ``liger_cross_entropy_kernel``
+  (mean reduction) with its launch (one program per row, 32 warps); bytes:
+  ``2 * M * V * itemsize``; the loss is checked against PyTorch's in float64;
 * ``dropout``: ``examples/dropout.py`` (``rand`` Philox, 1024-element tiles) against Triton's
   tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``.
 
@@ -91,6 +95,50 @@ def triton_kernels():
         c = (a * tl.sigmoid(a)).to(b.dtype) * b
         tl.store(c_ptr + offs, c, mask=mask)
 
+    @triton.jit
+    def liger_ce(X_ptr, X_stride, Y_ptr, loss_ptr, n_cols, n_non_ignore, ignore_index,
+                 BLOCK_SIZE: tl.constexpr):
+        # Liger-Kernel's liger_cross_entropy_kernel (mean reduction, no label smoothing):
+        # online softmax over the row, then the gradient written in place of the logits
+        program_id = tl.program_id(0).to(tl.int64)
+        Y_ptr += program_id
+        y = tl.load(Y_ptr)
+        X_ptr += program_id * X_stride
+        if y == ignore_index:
+            for i in range(0, n_cols, BLOCK_SIZE):
+                X_offsets = i + tl.arange(0, BLOCK_SIZE)
+                tl.store(X_ptr + X_offsets, 0.0, mask=X_offsets < n_cols)
+            tl.store(loss_ptr + program_id, 0.0)
+            return
+        loss_ptr += program_id
+        m = float("-inf")
+        d = 0.0
+        ori_X_y = tl.load(X_ptr + y).cast(tl.float32)
+        for i in range(0, n_cols, BLOCK_SIZE):
+            X_offsets = i + tl.arange(0, BLOCK_SIZE)
+            X_block = tl.load(X_ptr + X_offsets, mask=X_offsets < n_cols,
+                              other=float("-inf")).cast(tl.float32)
+            block_max = tl.max(X_block)
+            m_new = tl.maximum(m, block_max)
+            d = d * tl.exp(m - m_new) + tl.sum(tl.exp(X_block - m_new))
+            m = m_new
+        lse = m + tl.log(d)
+        for i in range(0, n_cols, BLOCK_SIZE):
+            X_offsets = i + tl.arange(0, BLOCK_SIZE)
+            X_block = tl.load(X_ptr + X_offsets, mask=X_offsets < n_cols,
+                              other=float("-inf")).cast(tl.float32)
+            X_block = tl.exp(X_block - lse) / n_non_ignore
+            X_block = tl.where(X_offsets == y, X_block - 1.0 / n_non_ignore, X_block)
+            tl.store(X_ptr + X_offsets, X_block.to(X_ptr.dtype.element_ty),
+                     mask=X_offsets < n_cols)
+        tl.store(loss_ptr, (lse - ori_X_y) / n_non_ignore)
+
+    def cross_entropy(x, target, loss, n_valid):
+        # Liger's launch: one program per row, BLOCK_SIZE = min(65536 // 2, next power of 2)
+        block = min(32768, triton.next_power_of_2(x.shape[1]))
+        liger_ce[(x.shape[0],)](x, x.stride(0), target, loss, x.shape[1], n_valid, -100,
+                                BLOCK_SIZE=block, num_warps=32)
+
     def swiglu(a, b, c):
         n = a.numel()
         swiglu_fwd[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024, num_warps=4)
@@ -102,7 +150,7 @@ def triton_kernels():
         n = x.numel()
         seeded_dropout[(triton.cdiv(n, 1024),)](x, out, n, p, seed, BLOCK_SIZE=1024)
 
-    return softmax, dropout, swiglu
+    return softmax, dropout, swiglu, cross_entropy
 
 
 def _sets(make, nbytes):
@@ -214,6 +262,53 @@ def bench_swiglu(args, torch, spin_ms, t_swiglu, rows):
             rows.append(row)
 
 
+CE_SHAPES = ((4096, 32000), (1024, 128256))
+
+
+def bench_ce(args, torch, spin_ms, t_ce, rows):
+    """Loss and in-place gradient. Each launch overwrites its logits with their gradient, so
+    timed launches after the first run on gradients: the same work (the check runs first,
+    on fresh logits)."""
+    import cross_entropy as ex
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    for dname in args.dtypes:
+        dt = dtypes[dname]
+        for m, v in CE_SHAPES:
+            nbytes = 2 * m * v * dt.itemsize
+            target = torch.randint(0, v, (m,), device="cuda")
+            target[torch.rand(m, device="cuda") < 0.1] = -100
+            n_valid = int((target != -100).sum())
+            sets = _sets(lambda: (torch.randn(m, v, device="cuda").mul_(3).to(dt), target,
+                                  torch.empty(m, 1, device="cuda")), nbytes // 2)
+            x0 = sets[0][0].clone()
+            xd = x0.double()
+            lse = torch.logsumexp(xd, 1)
+            valid = target != -100
+            ref_loss = torch.where(valid, lse - xd.gather(1, target.clamp(min=0)[:, None])[:, 0],
+                                   0.0) / n_valid
+            row = {"case": f"cross_entropy {dname}", "size": f"{m}x{v}"}
+            for name, fn in (("numba_tile", lambda x, t, l: ex.cross_entropy(x, t, l, n_valid)),
+                             ("triton", lambda x, t, l: t_ce(x, t, l[:, 0], n_valid))):
+                x, t, l = sets[0]
+                x.copy_(x0)
+                try:
+                    fn(x, t, l)
+                    torch.cuda.synchronize()
+                    err = ((l[:, 0].double() - ref_loss).abs().max()
+                           / ref_loss.abs().max()).item()
+                    if not err < (1e-4 if dname == "fp32" else 2e-2):
+                        row[name] = "WRONG"
+                        print(f"WRONG: {name} cross_entropy {dname}: loss error {err:.3g}",
+                              file=sys.stderr)
+                        continue
+                    ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
+                    row[name] = nbytes / ms / 1e6
+                except Exception as exc:  # noqa: BLE001
+                    print(f"error: {name} cross_entropy: {_norms.brief(exc)}", file=sys.stderr)
+                    row[name] = "error"
+            rows.append(row)
+
+
 def _fmt(v):
     return f"{v:.0f}" if isinstance(v, float) else str(v)
 
@@ -239,7 +334,7 @@ def print_table(rows, markdown):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="softmax_chunked,dropout,swiglu")
+    p.add_argument("--cases", default="softmax_chunked,dropout,swiglu,cross_entropy")
     p.add_argument("--dtypes", default="fp32,bf16", type=lambda s: s.split(","))
     p.add_argument("--reps", type=int, default=25)
     p.add_argument("--budget", type=float, default=0.5)
@@ -255,7 +350,7 @@ def main(argv=None) -> int:
         print("no CUDA GPU: nothing to measure (the examples run in the interpreter: "
               "python examples/softmax_chunked.py, python examples/dropout.py)")
         return 0
-    t_softmax, t_dropout, t_swiglu = triton_kernels()
+    t_softmax, t_dropout, t_swiglu, t_ce = triton_kernels()
     spin_ms = _norms.measure_spin_ms(torch)
     rows: list = []
     cases = args.cases.split(",")
@@ -265,6 +360,8 @@ def main(argv=None) -> int:
         bench_dropout(args, torch, spin_ms, t_dropout, rows)
     if "swiglu" in cases:
         bench_swiglu(args, torch, spin_ms, t_swiglu, rows)
+    if "cross_entropy" in cases:
+        bench_ce(args, torch, spin_ms, t_ce, rows)
     print(f"device: {torch.cuda.get_device_name()}")
     print_table(rows, args.markdown)
     bad = any(v in ("WRONG", "error") for r in rows for v in r.values())

@@ -1,0 +1,164 @@
+"""Cross entropy over a large vocabulary, loss and gradient in one kernel, the gradient written
+in place of the logits (Liger-Kernel's and TileGym's fused cross entropy), with
+``ignore_index``.
+
+For each row ``r`` of the logits ``X`` (``(tokens, vocabulary)``) with target ``t = target[r]``:
+``loss[r] = (logsumexp(X[r]) - X[r, t]) / n_valid`` and
+``X[r] := (softmax(X[r]) - onehot(t)) / n_valid`` (the gradient of the mean loss), where
+``n_valid`` counts the rows whose target is not ``ignore_index``; a row whose target is
+``ignore_index`` gets loss 0 and gradient 0. The vocabulary does not fit a tile: each block owns
+whole rows (``nt.strips``), makes one online pass over the row's ``(1, BC)`` tiles (running
+maximum, rescaled sum, and the target's logit picked out by its column), then a second pass
+that overwrites each tile with its gradient. The target is a scalar read from a read-only
+tensor (``target[r]``), and ``if t == ignore_index`` is a branch the whole block takes
+together. ``loss`` is an ``(M, 1)`` array reached by the same row (``nt.tiles(loss, row)``). A
+safe kernel: a block reads and writes only its own rows of ``X`` and ``loss``.
+
+Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks the
+loss and the gradient against NumPy in float64 on ragged shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import numba_tile as nt
+
+try:
+    from _common import check_result, dtype_name, pick_backend
+except ImportError:
+    from examples._common import check_result, dtype_name, pick_backend
+
+#: log2(e), for exp(x) = exp2(x * log2(e))
+LOG2E = 1.4426950408889634
+
+
+def config(n_cols: int, itemsize: int) -> tuple:
+    """``(columns per tile, num_warps, num_stages)`` for rows of ``n_cols`` logits of
+    ``itemsize`` bytes (those of ``softmax_chunked.py``, whose passes these are)."""
+    if itemsize >= 4:
+        return (8192, 4, 1) if n_cols <= 8192 else (8192, 8, 3)
+    return (4096, 4, 1) if n_cols <= 8192 else (8192, 8, 1)
+
+
+def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1, 1)],
+                       n_valid, ignore_index, BC: nt.Constant, DT: nt.Constant):
+    """Loss and in-place gradient of every row of X this block owns."""
+    for row in nt.strips(X):
+        t = target[row[0]]
+        if t == ignore_index:
+            for idx in nt.tiles(X, row):
+                nt.store(X, nt.astype(nt.zeros((1, BC), nt.float32), DT), idx)
+            for idx in nt.tiles(loss, row):
+                nt.store(loss, nt.zeros((1, 1), nt.float32), idx)
+        else:
+            m = nt.full((1, 1), -float("inf"), nt.float32)
+            d = nt.zeros((1, 1), nt.float32)
+            xt = nt.zeros((1, 1), nt.float32)
+            for idx in nt.tiles(X, row):
+                x = nt.astype(nt.load(X, idx, padding=-float("inf")), nt.float32)
+                col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
+                xt = xt + nt.sum(nt.where(col == t, x, 0.0), 1, keepdims=True)
+                m_new = nt.maximum(m, nt.max(x, 1, keepdims=True))
+                d = d * nt.exp2((m - m_new) * LOG2E) + nt.sum(nt.exp2((x - m_new) * LOG2E), 1,
+                                                              keepdims=True)
+                m = m_new
+            lse = m + nt.log(d)
+            scale = 1.0 / n_valid
+            for idx in nt.tiles(loss, row):
+                nt.store(loss, (lse - xt) * scale, idx)
+            for idx in nt.tiles(X, row):
+                x = nt.astype(nt.load(X, idx, padding=-float("inf")), nt.float32)
+                col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
+                p = nt.exp2((x - lse) * LOG2E)
+                g = (p - nt.where(col == t, 1.0, 0.0)) * scale
+                nt.store(X, nt.astype(g, DT), idx)
+
+
+_KERNELS: dict = {}
+
+
+def _kernel(warps: int, stages: int):
+    key = (warps, stages)
+    if key not in _KERNELS:
+        _KERNELS[key] = nt.jit(num_warps=warps, num_stages=stages)(cross_entropy_rows)
+    return _KERNELS[key]
+
+
+def cross_entropy(logits, target, loss, n_valid: int, *, ignore_index: int = -100,
+                  stream=None, interpret=False):
+    """Launch the fused loss and gradient: ``loss`` (``(M, 1)`` float32) gets each row's
+    share of the mean loss, ``logits`` (``(M, V)``, float32, float16 or bfloat16) is
+    overwritten with the gradient.
+
+    Args:
+        logits: (M, V) device array (host NumPy array in interpreter mode), written.
+        target: (M,) int64 (or int32) array of class indices or ``ignore_index``.
+        loss: (M, 1) float32 array, written.
+        n_valid: the number of rows whose target is not ``ignore_index`` (at least 1).
+        ignore_index: the target value of rows left out of the loss.
+        stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
+        interpret: run in the numba_tile interpreter.
+
+    Raises:
+        ValueError: shapes or dtypes that do not match (before any GPU work).
+    """
+    dt = dtype_name(logits)
+    if dt not in ("float16", "bfloat16", "float32") or len(logits.shape) != 2:
+        raise ValueError(f"cross_entropy: logits: expected a 2-D float16, bfloat16 or float32 "
+                         f"array, got {len(logits.shape)}-D {dt}")
+    m, v = logits.shape
+    if tuple(target.shape) != (m,) or dtype_name(target) not in ("int64", "int32"):
+        raise ValueError(f"cross_entropy: target: expected ({m},) int64 or int32, got "
+                         f"{tuple(target.shape)} {dtype_name(target)}")
+    if tuple(loss.shape) != (m, 1) or dtype_name(loss) != "float32":
+        raise ValueError(f"cross_entropy: loss: expected ({m}, 1) float32, got "
+                         f"{tuple(loss.shape)} {dtype_name(loss)}")
+    if n_valid < 1:
+        raise ValueError(f"cross_entropy: n_valid: expected at least 1, got {n_valid}")
+    bc, warps, stages = config(v, 4 if dt == "float32" else 2)
+    bc = min(bc, 1 << max(0, (v - 1).bit_length()))
+    blocks = max(1, m)
+    return _kernel(warps, stages)(
+        nt.partition(logits, (1, bc), blocks=blocks), target,
+        nt.partition(loss, (1, 1), blocks=blocks), float(n_valid), int(ignore_index), bc, dt,
+        stream=stream, interpret=interpret)
+
+
+def reference(logits, target, ignore_index=-100):
+    """(loss per row, gradient) in float64."""
+    x = logits.astype(np.float64)
+    valid = target != ignore_index
+    n_valid = max(1, int(valid.sum()))
+    mx = x.max(1, keepdims=True)
+    lse = mx[:, 0] + np.log(np.exp(x - mx).sum(1))
+    rows = np.arange(x.shape[0])
+    safe_t = np.where(valid, target, 0)
+    loss = np.where(valid, lse - x[rows, safe_t], 0.0) / n_valid
+    grad = np.exp(x - lse[:, None])
+    grad[rows[valid], target[valid]] -= 1.0
+    grad = np.where(valid[:, None], grad / n_valid, 0.0)
+    return loss, grad
+
+
+def main(shape=(45, 20_000), ignore_index=-100) -> None:
+    interpret, to_device, to_host = pick_backend()
+    rng = np.random.default_rng()
+    m, v = shape
+    x_h = (3 * rng.standard_normal(shape)).astype(np.float32)
+    t_h = rng.integers(0, v, m).astype(np.int64)
+    t_h[rng.random(m) < 0.2] = ignore_index              # some rows ignored
+    t_h[0], t_h[1] = v - 1, ignore_index                 # the last column; an ignored row
+    n_valid = int((t_h != ignore_index).sum())
+    x, loss = to_device(x_h.copy()), to_device(np.full((m, 1), np.nan, np.float32))
+    cross_entropy(x, to_device(t_h), loss, n_valid, ignore_index=ignore_index,
+                  interpret=interpret).sync()
+    ref_loss, ref_grad = reference(x_h, t_h, ignore_index)
+    check_result("cross_entropy", to_host(loss)[:, 0], ref_loss, rtol=1e-5, atol=1e-7,
+                 detail=f"loss, shape={shape}, {m - n_valid} rows ignored, ")
+    check_result("cross_entropy", to_host(x), ref_grad, rtol=1e-5, atol=1e-9,
+                 detail="gradient, ")
+
+
+if __name__ == "__main__":
+    main()
