@@ -8,8 +8,8 @@ For each row ``r`` of the logits ``X`` (``(tokens, vocabulary)``) with target ``
 ``n_valid`` counts the rows whose target is not ``ignore_index``; a row whose target is
 ``ignore_index`` gets loss 0 and gradient 0. The vocabulary does not fit a tile: each block owns
 whole rows (``nt.strips``), makes one online pass over the row's ``(1, BC)`` tiles (running
-maximum, rescaled sum, and the target's logit picked out by its column), then a second pass
-that overwrites each tile with its gradient. The target is a scalar read from a read-only
+maximum, rescaled sum, and, in the one tile that holds it, the target's logit picked out by
+its column), then a second pass that overwrites each tile with its gradient. The target is a scalar read from a read-only
 tensor (``target[r]``), and ``if t == ignore_index`` is a branch the whole block takes
 together. ``loss`` is an ``(M, 1)`` array reached by the same row (``nt.tiles(loss, row)``). A
 safe kernel: a block reads and writes only its own rows of ``X`` and ``loss``.
@@ -55,10 +55,12 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
             m = nt.full((1, 1), -float("inf"), nt.float32)
             d = nt.zeros((1, 1), nt.float32)
             xt = nt.zeros((1, 1), nt.float32)
+            t_tile = t // BC                   # the tile holding the target's logit
             for idx in nt.tiles(X, row):
                 x = nt.astype(nt.load(X, idx, padding=-float("inf")), nt.float32)
-                col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
-                xt = xt + nt.sum(nt.where(col == t, x, 0.0), 1, keepdims=True)
+                if idx[1] == t_tile:
+                    col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
+                    xt = nt.sum(nt.where(col == t, x, 0.0), 1, keepdims=True)
                 m_new = nt.maximum(m, nt.max(x, 1, keepdims=True))
                 d = d * nt.exp2((m - m_new) * LOG2E) + nt.sum(nt.exp2((x - m_new) * LOG2E), 1,
                                                               keepdims=True)
@@ -69,9 +71,10 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
                 nt.store(loss, (lse - xt) * scale, idx)
             for idx in nt.tiles(X, row):
                 x = nt.astype(nt.load(X, idx, padding=-float("inf")), nt.float32)
-                col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
-                p = nt.exp2((x - lse) * LOG2E)
-                g = (p - nt.where(col == t, 1.0, 0.0)) * scale
+                g = nt.exp2((x - lse) * LOG2E) * scale
+                if idx[1] == t_tile:
+                    col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
+                    g = g - nt.where(col == t, scale, 0.0)
                 nt.store(X, nt.astype(g, DT), idx)
 
 

@@ -74,6 +74,18 @@ class ArrayView:
         p = builder.bitcast(p, elem.as_pointer())
         return builder.addrspacecast(p, elem.as_pointer(1))
 
+    def word_ptr(self, builder, ptr, lanes: int):
+        """``ptr`` (a ``lanes``-vector of sub-word elements covering 4, 8 or 16 bytes) as a
+        pointer to 32-bit words (one, or a vector of 2 or 4), else None: NVVM splits a vector
+        of 8 16-bit elements into two 8-byte accesses (``ld.global.v4.u16``), while 4 words
+        are one 16-byte access (``ld.global.v4.u32``)."""
+        nbytes = lanes * self.itemsize
+        if self.itemsize >= 4 or lanes < 2 or nbytes not in (4, 8, 16):
+            return None
+        words = nbytes // 4
+        wty = ir.IntType(32) if words == 1 else ir.VectorType(ir.IntType(32), words)
+        return builder.bitcast(ptr, wty.as_pointer(1))
+
 
 def tile_grid(builder, view: ArrayView, tile_shape):
     """Tiles per axis, ``ceil(extent / tile)``, as i64 values."""
@@ -225,7 +237,15 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
                 vty = ptr.type.pointee
                 fallback = ir.Constant(vty, [pad_storage] * lanes) if isinstance(pad_storage, ir.Constant) \
                     else _splat(builder, pad_storage, vty)
-                vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize, invariant)
+                wptr = view.word_ptr(builder, ptr, lanes)
+                if wptr is not None:               # sub-word elements: one access of words
+                    wfall = builder.bitcast(fallback, wptr.type.pointee)
+                    words = _masked_load(builder, mask, wptr, wfall, lanes * view.itemsize,
+                                         invariant)
+                    vec = builder.bitcast(words, vty)
+                else:
+                    vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize,
+                                       invariant)
                 for lane in range(lanes):
                     elems.append(_storage_to_reg(builder, builder.extract_element(vec, ir.Constant(ir.IntType(32), lane)), dt))
             else:
@@ -297,6 +317,9 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
                     vec = builder.insert_element(vec, _reg_to_storage(builder, frag_elems[k + lane], dt, view.storage_llvm),
                                                  ir.Constant(ir.IntType(32), lane))
                 k += lanes
+                wptr = view.word_ptr(builder, ptr, lanes)
+                if wptr is not None:               # sub-word elements: one access of words
+                    vec, ptr = builder.bitcast(vec, wptr.type.pointee), wptr
                 with builder.if_then(mask, likely=True):
                     builder.store(vec, ptr, align=lanes * view.itemsize)
             else:
