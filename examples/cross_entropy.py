@@ -34,11 +34,10 @@ LOG2E = 1.4426950408889634
 
 
 def config(n_cols: int, itemsize: int) -> tuple:
-    """``(columns per tile, num_warps, num_stages)`` for rows of ``n_cols`` logits of
-    ``itemsize`` bytes (those of ``softmax_chunked.py``, whose passes these are)."""
-    if itemsize >= 4:
-        return (8192, 4, 1) if n_cols <= 8192 else (8192, 8, 3)
-    return (4096, 4, 1) if n_cols <= 8192 else (8192, 8, 1)
+    """``(columns per tile, num_warps, num_stages)``: 4096 columns over 4 warps, unpipelined,
+    the fastest of a sweep on the H200 for float32 and bfloat16 at 32000 and 128256 columns
+    (``docs/performance.md``, 2026-12-01)."""
+    return (4096, 4, 1)
 
 
 def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1, 1)],

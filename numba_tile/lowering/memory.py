@@ -257,6 +257,29 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
     return make_fragment(builder, tile, elems, extents)
 
 
+def _pack_words(builder, vec, wty):
+    """The sub-word elements of ``vec`` packed into 32-bit words (little-endian) by shifts and
+    ors: a plain bitcast of the vector lets NVVM split the store into 8-byte halves again."""
+    count = vec.type.count
+    bits = 32 * (wty.count if isinstance(wty, ir.VectorType) else 1) // count
+    ety, i32 = ir.IntType(bits), ir.IntType(32)
+    per = 32 // bits
+    words = []
+    for w in range(count // per):
+        word = ir.Constant(i32, 0)
+        for j in range(per):
+            e = builder.extract_element(vec, ir.Constant(i32, w * per + j))
+            e = builder.zext(builder.bitcast(e, ety), i32)
+            word = builder.or_(word, builder.shl(e, ir.Constant(i32, bits * j)) if j else e)
+        words.append(word)
+    if not isinstance(wty, ir.VectorType):
+        return words[0]
+    out = ir.Constant(wty, ir.Undefined)
+    for w, word in enumerate(words):
+        out = builder.insert_element(out, word, ir.Constant(i32, w))
+    return out
+
+
 def _splat(builder, scalar, vty):
     out = ir.Constant(vty, ir.Undefined)
     for i in range(vty.count):
@@ -319,7 +342,7 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
                 k += lanes
                 wptr = view.word_ptr(builder, ptr, lanes)
                 if wptr is not None:               # sub-word elements: one access of words
-                    vec, ptr = builder.bitcast(vec, wptr.type.pointee), wptr
+                    vec, ptr = _pack_words(builder, vec, wptr.type.pointee), wptr
                 with builder.if_then(mask, likely=True):
                     builder.store(vec, ptr, align=lanes * view.itemsize)
             else:
