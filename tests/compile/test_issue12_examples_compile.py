@@ -1,0 +1,61 @@
+"""The kernels of the issue-12 examples compile to PTX for sm_80 and sm_90 in every dtype they
+take (no GPU needed), without local memory: a lowering error shows on the CPU tier."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.dtypes import BFLOAT16_NP
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import cross_entropy as ce          # noqa: E402
+import layernorm_backward as lnb    # noqa: E402
+import softmax_chunked as sc        # noqa: E402
+import swiglu as sw                 # noqa: E402
+
+DTS = [np.float32, np.float16, BFLOAT16_NP]
+CCS = [(8, 0), (9, 0)]
+
+
+def _name(dt):
+    return np.dtype(dt).name
+
+
+@pytest.mark.parametrize("cc", CCS)
+@pytest.mark.parametrize("dt", DTS, ids=_name)
+def test_cross_entropy_and_softmax_chunked(dt, cc):
+    x = np.zeros((45, 20000), dt)
+    bc, w, s = ce.config(20000, np.dtype(dt).itemsize)
+    p = ce._kernel(w, s).ptx(nt.partition(x, (1, bc), blocks=45), np.zeros(45, np.int64),
+                             nt.partition(np.zeros((45, 1), np.float32), (1, 1), blocks=45),
+                             1.0, -100, bc, _name(dt), cc=cc)
+    assert ".local" not in p
+    bc, w, s = sc.config(20000, np.dtype(dt).itemsize)
+    p = sc._kernel(w, s).ptx(x, nt.partition(x.copy(), (1, bc), blocks=45), bc, _name(dt), cc=cc)
+    assert ".local" not in p
+
+
+@pytest.mark.parametrize("cc", CCS)
+@pytest.mark.parametrize("dt", DTS, ids=_name)
+def test_swiglu_and_layernorm_backward(dt, cc):
+    a = np.zeros((37, 3000), dt)
+    assert ".local" not in sw.swiglu_forward.ptx(a, a, nt.partition(a.copy(), sw.TILE),
+                                                 *sw.TILE, _name(dt), cc=cc)
+    assert ".local" not in sw.swiglu_backward.ptx(a, a, a, nt.partition(a.copy(), sw.TILE),
+                                                  nt.partition(a.copy(), sw.TILE), *sw.TILE,
+                                                  _name(dt), cc=cc)
+    m, n = 300, 1000
+    x, w, v = np.zeros((m, n), dt), np.zeros(n, dt), np.zeros(m, np.float32)
+    part = np.zeros((lnb.partial_rows(m), n), np.float32)
+    b = lnb.partial_rows(m)
+    p = lnb.ln_backward_dx.ptx(x, x, w, v, v, nt.partition(x.copy(), (1, 1024), blocks=b),
+                               nt.partition(part.copy(), (1, 1024), blocks=b),
+                               nt.partition(part.copy(), (1, 1024), blocks=b), float(n), 1024,
+                               _name(dt), cc=cc)
+    assert ".local" not in p
+    q = lnb.ln_backward_dwdb.ptx(part, part, nt.partition(w.copy(), (256,)),
+                                 nt.partition(w.copy(), (256,)), 32, 256, _name(dt), cc=cc)
+    assert ".local" not in q
