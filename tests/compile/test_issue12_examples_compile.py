@@ -59,3 +59,14 @@ def test_swiglu_and_layernorm_backward(dt, cc):
     q = lnb.ln_backward_dwdb.ptx(part, part, nt.partition(w.copy(), (256,)),
                                  nt.partition(w.copy(), (256,)), 32, 256, _name(dt), cc=cc)
     assert ".local" not in q
+
+
+@pytest.mark.parametrize("cc", CCS)
+@pytest.mark.parametrize("dt", DTS, ids=_name)
+def test_rope(dt, cc):
+    import rope
+    q = np.zeros((2, 37, 5, 128), dt)
+    t = np.zeros((37, 128), dt)
+    p = rope.rope_rows.ptx(q, t, t, nt.partition(q.copy(), (1, 1, 1, 64), blocks=23), 64,
+                           _name(dt), cc=cc)
+    assert ".local" not in p

@@ -1,0 +1,109 @@
+"""Rotary position embedding (RoPE) of LLaMA-style attention, as Liger-Kernel's and TileGym's
+rope kernels compute it: for a query or key tensor ``q`` of shape ``(batch, seq, heads, D)``
+and tables ``cos``, ``sin`` of shape ``(seq, D)`` (each row the two halves' frequencies
+repeated, as HF's ``rotate_half`` convention builds them),
+
+    out[..., :D/2] = q[..., :D/2] * cos[s, :D/2] - q[..., D/2:] * sin[s, :D/2]
+    out[..., D/2:] = q[..., D/2:] * cos[s, D/2:] + q[..., :D/2] * sin[s, D/2:]
+
+The output is partitioned into ``(1, 1, 1, D/2)`` half-row tiles; a block owns whole rows
+(``nt.strips``: the strip of ``(b, s, h)`` is that head's two halves), so it can read both
+halves of ``q`` and store both halves of ``out``. ``D`` is a power of two (64, 128, 256). A
+safe kernel: each block writes only its own rows.
+
+Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks the
+result against NumPy in float64 on ragged shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import numba_tile as nt
+
+try:
+    from _common import check_result, dtype_name, pick_backend
+except ImportError:
+    from examples._common import check_result, dtype_name, pick_backend
+
+
+@nt.jit
+def rope_rows(q, cos, sin, out: nt.Partition[(1, 1, 1, "H2")], H2: nt.Constant,
+              DT: nt.Constant):
+    """out = rope(q) for every (batch, position, head) row this block owns."""
+    for row in nt.strips(out):
+        b, s, h = row[0], row[1], row[2]
+        q1 = nt.reshape(nt.astype(nt.load(q, (b, s, h, 0), (1, 1, 1, H2)), nt.float32), (H2,))
+        q2 = nt.reshape(nt.astype(nt.load(q, (b, s, h, 1), (1, 1, 1, H2)), nt.float32), (H2,))
+        for idx in nt.tiles(out, row):
+            half = idx[3]                     # 0: the first half, 1: the second
+            c = nt.reshape(nt.astype(nt.load(cos, (s, half), (1, H2)), nt.float32), (H2,))
+            sn = nt.reshape(nt.astype(nt.load(sin, (s, half), (1, H2)), nt.float32), (H2,))
+            first = nt.full((H2,), half == 0, nt.bool_)
+            mine = nt.where(first, q1, q2)
+            other = nt.where(first, -q2, q1)
+            nt.store(out, nt.reshape(nt.astype(mine * c + other * sn, DT), (1, 1, 1, H2)), idx)
+
+
+def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
+    """Launch ``out = rope(q, cos, sin)``.
+
+    Args:
+        q: (batch, seq, heads, D) of float32, float16 or bfloat16; D a power of two, >= 2.
+        cos, sin: (seq, D) of q's dtype.
+        out: like q, written.
+        blocks: blocks of the grid (default: one per (batch, seq, head) row, at most 65536;
+            with fewer, each block owns several rows).
+
+    Raises:
+        ValueError: shapes or dtypes that do not match (before any GPU work).
+    """
+    dt = dtype_name(q)
+    if dt not in ("float32", "float16", "bfloat16") or len(q.shape) != 4:
+        raise ValueError(f"rope: q: expected a 4-D float32, float16 or bfloat16 array "
+                         f"(batch, seq, heads, D), got {len(q.shape)}-D {dt}")
+    bsz, seq, heads, d = q.shape
+    if d < 2 or d & (d - 1):
+        raise ValueError(f"rope: q: expected a head dimension D that is a power of two, got {d}")
+    for name, v, shape in (("cos", cos, (seq, d)), ("sin", sin, (seq, d)),
+                           ("out", out, tuple(q.shape))):
+        if tuple(v.shape) != shape or dtype_name(v) != dt:
+            raise ValueError(f"rope: {name}: expected {shape} {dt}, got {tuple(v.shape)} "
+                             f"{dtype_name(v)}")
+    rows = bsz * seq * heads
+    b = max(1, min(rows, 65536)) if blocks is None else blocks
+    return rope_rows(q, cos, sin, nt.partition(out, (1, 1, 1, d // 2), blocks=b), d // 2, dt,
+                     stream=stream, interpret=interpret)
+
+
+def tables(seq: int, d: int, base: float = 10000.0):
+    """HF's ``cos``, ``sin`` tables (seq, d), float64."""
+    inv = 1.0 / base ** (np.arange(0, d, 2) / d)
+    ang = np.arange(seq)[:, None] * inv[None, :]
+    ang = np.concatenate([ang, ang], axis=1)
+    return np.cos(ang), np.sin(ang)
+
+
+def reference(q, cos, sin):
+    q = q.astype(np.float64)
+    h = q.shape[-1] // 2
+    rot = np.concatenate([-q[..., h:], q[..., :h]], axis=-1)
+    return q * cos[None, :, None, :] + rot * sin[None, :, None, :]
+
+
+def main(shape=(2, 37, 5, 128)) -> None:
+    interpret, to_device, to_host = pick_backend()
+    rng = np.random.default_rng()
+    q_h = rng.standard_normal(shape).astype(np.float32)
+    c64, s64 = tables(shape[1], shape[3])
+    c_h, s_h = c64.astype(np.float32), s64.astype(np.float32)
+    out = to_device(np.full(shape, np.nan, np.float32))
+    rope(to_device(q_h), to_device(c_h), to_device(s_h), out, blocks=23,
+         interpret=interpret).sync()
+    check_result("rope", to_host(out), reference(q_h, c_h.astype(np.float64),
+                                                  s_h.astype(np.float64)),
+                 rtol=1e-5, atol=1e-6, detail=f"shape={shape}, 23 blocks, ")
+
+
+if __name__ == "__main__":
+    main()
