@@ -17,7 +17,7 @@ Public API (everything else is private):
 * ops (inside kernels): :func:`load`, :func:`load_like`, :func:`store`, :func:`tiles`,
   :func:`strips`,
   :func:`num_tiles`, :func:`where`, :func:`filled`,
-  :func:`astype`, :func:`minimum`, :func:`maximum`, math functions (:func:`exp`,
+  :func:`astype`, :func:`minimum`, :func:`maximum`, :func:`mulhi`, :func:`umulhi`, math functions (:func:`exp`,
   :func:`exp2`, :func:`log`, :func:`log2`, :func:`sqrt`, :func:`rsqrt`, :func:`abs`,
   :func:`tanh`, :func:`sigmoid`, :func:`sin`, :func:`cos`, :func:`floor`, :func:`ceil`),
   constructors (:func:`full`, :func:`zeros`, :func:`arange`), shape ops
@@ -49,7 +49,8 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        atomic_min, atomic_xchg, bid, broadcast_to, ceil, cos, exp, exp2,
                        expand_dims, filled, floor, full, gather, matmul, max, min, mma, permute, prod, reshape,
                        scatter, sum, transpose,
-                       load, load_like, log, log2, maximum, minimum, num_blocks, num_tiles, rsqrt,
+                       load, load_like, log, log2, maximum, minimum, mulhi, num_blocks, num_tiles,
+                       rsqrt, umulhi,
                        rand, randint, randint4x, randn,
                        sigmoid, sin, sqrt, store, strips, tanh, tiles, where, zeros)
 from .runtime.capture import Graph
@@ -90,6 +91,7 @@ __all__ = [
     "synchronize", "launch_defaults", "Graph", "torch_op",
     "gpu_available", "errors",
     "load", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
+    "mulhi", "umulhi",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
     "float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "bool_",

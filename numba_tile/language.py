@@ -634,6 +634,36 @@ def maximum(x, y):
     """Elementwise maximum; NaN propagates (as ``numpy.maximum``)."""
 
 
+@op("elementwise")
+def mulhi(x, y):
+    """The high half of the full product of two integers, elementwise: for int32 operands
+    the upper 32 bits of their 64-bit signed product (one ``mul.wide.s32``), for int64 the
+    upper 64 bits of the 128-bit signed product (``mul.hi.s64``), so ``x * y == (mulhi(x, y) << N) +
+    (x * y mod 2**N)`` exactly.
+
+    Args:
+        x, y: integer tiles (or one a scalar), promoted as ``x * y`` is, to int32 or int64.
+
+    Returns:
+        A tile of the promoted dtype.
+
+    Raises:
+        TileTypingError: a float or bool operand, or a promoted dtype other than int32 and
+            int64.
+    """
+
+
+@op("elementwise")
+def umulhi(x, y):
+    """:func:`mulhi` of the operands' bits read as unsigned integers (``mul.wide.u32`` /
+    ``mul.hi.u64``; Triton's ``tl.umulhi``): the upper word of the unsigned product, as the
+    same bits in the signed dtype (numba_tile has no unsigned dtypes).
+
+    Raises:
+        TileTypingError: as :func:`mulhi`.
+    """
+
+
 def _math(name, doc):
     def fn(x):
         pass

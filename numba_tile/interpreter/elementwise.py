@@ -120,6 +120,34 @@ def _minmax(name, fn):
 _minmax("minimum", np.minimum)
 _minmax("maximum", np.maximum)
 
+
+def _mulhi(name, unsigned):
+    @interp_rule(name)
+    def rule(x, y):
+        dt = operand_dtype(x, y)
+        bits = dtypes.itemsize(dt) * 8
+        a = np.broadcast_to(compute_array(x, dt), np.broadcast_shapes(np.shape(
+            compute_array(x, dt)), np.shape(compute_array(y, dt))))
+        b = np.broadcast_to(compute_array(y, dt), a.shape)
+        mask = (1 << bits) - 1
+
+        def hi(u, v):
+            u, v = int(u), int(v)
+            if unsigned:
+                u, v = u & mask, v & mask
+            h = ((u * v) >> bits) & mask                   # Python ints: exact
+            return h - (1 << bits) if h >> (bits - 1) else h
+
+        out = np.array([hi(u, v) for u, v in zip(a.ravel(), b.ravel())],
+                       dtype=dtypes.to_numpy(dt)).reshape(a.shape)
+        return result(out, dt, result_extents((x, y), a.shape))
+
+    return rule
+
+
+_mulhi("mulhi", False)
+_mulhi("umulhi", True)
+
 _NUMPY_MATH = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "rsqrt": lambda v: 1 / np.sqrt(v), "tanh": np.tanh,

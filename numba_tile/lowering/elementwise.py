@@ -243,6 +243,32 @@ lowering_rule("minimum")(_minmax_lowering(True))
 lowering_rule("maximum")(_minmax_lowering(False))
 
 
+def _mulhi_lowering(unsigned):
+    def lower(context, builder, sig, args):
+        xty, yty = sig.args
+        res = sig.return_type
+        dt = res.dtype
+        bits = dt.bitwidth
+        wide = ir.IntType(2 * bits)
+        ext = builder.zext if unsigned else builder.sext
+        x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
+        y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            p = builder.mul(ext(x.element(i), wide), ext(y.element(i), wide))
+            # the product's upper half (NVPTX selects mul.hi.{s,u}{32,64})
+            shifted = builder.lshr(p, ir.Constant(wide, bits)) if unsigned \
+                else builder.ashr(p, ir.Constant(wide, bits))
+            out.append(builder.trunc(shifted, ir.IntType(bits)))
+        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+
+    return lower
+
+
+lowering_rule("mulhi")(_mulhi_lowering(False))
+lowering_rule("umulhi")(_mulhi_lowering(True))
+
+
 def _libdevice(builder, base, value):
     fty = value.type
     name = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"

@@ -192,6 +192,30 @@ _minmax("minimum")
 _minmax("maximum")
 
 
+def _mulhi(name):
+    @typing_rule(name)
+    def rule(x, y):
+        for arg, ty in (("x", x), ("y", y)):
+            kind = dtypes.scalar_kind(ty) if is_scalar(ty) else (
+                "int" if isinstance(ty, TileType) and dtypes.is_int(ty.dtype) else None)
+            if kind != "int":
+                raise fail(name, arg, "an integer tile or scalar", ty)
+        res = operand_dtype(x, y, name)
+        if res is None:
+            raise fail(name, "x", "an integer tile", x)
+        dt, tile = res
+        if dt not in (dtypes.int32, dtypes.int64):
+            raise fail(name, "operands", "operands promoting to int32 or int64",
+                       dtypes.name(dt))
+        return tile.with_dtype(dt)
+
+    return rule
+
+
+_mulhi("mulhi")
+_mulhi("umulhi")
+
+
 def _math(name):
     @typing_rule(name)
     def rule(x):
