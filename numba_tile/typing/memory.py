@@ -17,8 +17,14 @@ def _mapped_needs_index(opname, p):
 
 
 def _own_index(opname, p, index):
-    """Check an index given for partition ``p``: it must be minted by ``tiles(p)``."""
-    if isinstance(index, PartitionIndexType) and index.brand == p.param:
+    """Check an index given for partition ``p``: it must be minted by ``tiles(p)`` (or
+    ``tiles(p, strip)``), of ``p``'s rank; a strip is not a tile index."""
+    from .types import StripIndexType
+    if isinstance(index, StripIndexType):
+        raise fail(opname, "index", f"a tile index of '{p.param}' (a strip is not one: iterate "
+                   f"`for idx in tiles({p.param}, strip)`)", f"a strip of '{index.brand}'")
+    if isinstance(index, PartitionIndexType) and index.brand == p.param \
+            and index.ndim == p.ndim:
         return
     got = f"an index of partition '{index.brand}'" if isinstance(index, PartitionIndexType) \
         else str(index)
