@@ -1,20 +1,15 @@
 """The kernels of the issue-12 examples compile to PTX for sm_80 and sm_90 in every dtype they
 take (no GPU needed), without local memory: a lowering error shows on the CPU tier."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import numba_tile as nt
+from examples import cross_entropy as ce
+from examples import layernorm_backward as lnb
+from examples import softmax_chunked as sc
+from examples import swiglu as sw
 from numba_tile.dtypes import BFLOAT16_NP
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-import cross_entropy as ce          # noqa: E402
-import layernorm_backward as lnb    # noqa: E402
-import softmax_chunked as sc        # noqa: E402
-import swiglu as sw                 # noqa: E402
 
 DTS = [np.float32, np.float16, BFLOAT16_NP]
 CCS = [(8, 0), (9, 0)]
@@ -64,7 +59,7 @@ def test_swiglu_and_layernorm_backward(dt, cc):
 @pytest.mark.parametrize("cc", CCS)
 @pytest.mark.parametrize("dt", DTS, ids=_name)
 def test_rope(dt, cc):
-    import rope
+    from examples import rope
     q = np.zeros((2, 37, 5, 128), dt)
     t = np.zeros((37, 128), dt)
     p = rope.rope_rows.ptx(q, t, t, nt.partition(q.copy(), (1, 1, 1, 64), blocks=23), 64,
