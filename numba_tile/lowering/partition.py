@@ -107,16 +107,17 @@ def lower_strips(context, builder, sig, args):
     return it._getvalue()
 
 
-@registry.lower("getiter", StripsIterable)
-def getiter_strips(context, builder, sig, args):
-    """Strip numbers ``bid, bid + nctaid, ...`` below the number of strips (the product of
-    the tile grid's leading extents)."""
+def _block_strided(context, builder, sig, args, leading_only: bool):
+    """The iterator of ``tiles(z)`` or ``strips(z)``: numbers ``bid, bid + nctaid, ...`` below
+    the number of tiles (``leading_only``: of strips, the product of the tile grid's leading
+    extents)."""
     (iterable_ty,) = sig.args
     iterable = cgutils.create_struct_proxy(iterable_ty)(context, builder, value=args[0])
     ptype = iterable_ty.ptype
     view = ArrayView(context, builder, ptype, iterable.part)
+    grid = tile_grid(builder, view, ptype.tile_shape)
     total = ir.Constant(I64, 1)
-    for n in tile_grid(builder, view, ptype.tile_shape)[:-1]:
+    for n in (grid[:-1] if leading_only else grid):
         total = builder.mul(total, n)
     it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
     it.part = iterable.part
@@ -126,6 +127,12 @@ def getiter_strips(context, builder, sig, args):
     it.stop = total
     it.step = builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
     return impl_ret_untracked(context, builder, sig.return_type, it._getvalue())
+
+
+@registry.lower("getiter", StripsIterable)
+def getiter_strips(context, builder, sig, args):
+    """Strip numbers ``bid, bid + nctaid, ...`` below the number of strips."""
+    return _block_strided(context, builder, sig, args, leading_only=True)
 
 
 @registry.lower("iternext", StripsIterator)
@@ -190,21 +197,7 @@ def iternext_strip_tiles(context, builder, sig, args, result):
 
 @registry.lower("getiter", TilesIterable)
 def getiter_tiles(context, builder, sig, args):
-    (iterable_ty,) = sig.args
-    iterable = cgutils.create_struct_proxy(iterable_ty)(context, builder, value=args[0])
-    ptype = iterable_ty.ptype
-    view = ArrayView(context, builder, ptype, iterable.part)
-    total = ir.Constant(I64, 1)
-    for n in tile_grid(builder, view, ptype.tile_shape):
-        total = builder.mul(total, n)
-    it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
-    it.part = iterable.part
-    nxt = cgutils.alloca_once(builder, I64)
-    builder.store(block_index(builder), nxt)
-    it.next = nxt
-    it.stop = total
-    it.step = builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
-    return impl_ret_untracked(context, builder, sig.return_type, it._getvalue())
+    return _block_strided(context, builder, sig, args, leading_only=False)
 
 
 @registry.lower("iternext", TilesIterator)
