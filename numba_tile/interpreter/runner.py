@@ -55,11 +55,18 @@ def host_view(a: ArrayArg, *, writable: bool) -> np.ndarray:
     return raw.view(a.dtype)
 
 
-def interp_values(params, bound):
+def interp_values(params, bound, argtypes=None):
     """Interpreter values of a bound launch, and ``(user's view, private copy)`` pairs of the
-    arrays the kernel may write."""
+    arrays the kernel may write. A runtime integer scalar becomes a NumPy integer of the width
+    the compiled kernel types it with (int32 or int64): it then promotes by that width, as on
+    the GPU (an int8 tile plus a runtime int is int64 there); constants stay Python ints."""
+    from numba.cuda import types as nbtypes
     out, staged = [], []
-    for p, b in zip(params, bound):
+    argtypes = list(argtypes) if argtypes is not None else [None] * len(params)
+    for p, b, ty in zip(params, bound, argtypes):
+        if type(b) is int and ty in (nbtypes.int32, nbtypes.int64):
+            out.append(np.int32(b) if ty == nbtypes.int32 else np.int64(b))
+            continue
         if isinstance(b, BoundArray):
             dt = dtypes.from_any(b.array.dtype)
             if b.mutable:
@@ -88,7 +95,7 @@ def run_blocks(fn, params, bound, argtypes, grid):
     the grid partition in its order (its ``bid``), as on the GPU."""
     if not grid or any(n == 0 for n in grid):
         return
-    values, staged = interp_values(params, bound)
+    values, staged = interp_values(params, bound, argtypes)
     order = "row"
     for b in bound:
         if isinstance(b, BoundArray) and b.tile_shape is not None:   # the grid partition
