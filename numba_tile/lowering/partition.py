@@ -135,9 +135,9 @@ def getiter_strips(context, builder, sig, args):
     return _block_strided(context, builder, sig, args, leading_only=True)
 
 
-@registry.lower("iternext", StripsIterator)
-@iternext_impl(RefType.UNTRACKED)
-def iternext_strips(context, builder, sig, args, result):
+def _next_block_strided(context, builder, sig, args, result, index_type, coords_of):
+    """``iternext`` of a :func:`_block_strided` iterator: yields an ``index_type`` value (a
+    valid index) whose coordinates are ``coords_of(view, number)``, then steps by nctaid."""
     (it_ty,) = sig.args
     it = cgutils.create_struct_proxy(it_ty)(context, builder, value=args[0])
     cur = builder.load(it.next)
@@ -146,14 +146,22 @@ def iternext_strips(context, builder, sig, args, result):
     with builder.if_then(valid):
         ptype = it_ty.ptype
         view = ArrayView(context, builder, ptype, it.part)
-        lead = tile_grid(builder, view, ptype.tile_shape)[:-1]
-        coords = _row_major(builder, lead, cur)
-        sty = StripIndexType(ptype.param, ptype.ndim - 1)
-        strip = cgutils.create_struct_proxy(sty)(context, builder)
-        strip.coords = context.make_tuple(builder, _coords_type(ptype.ndim - 1), coords)
-        strip.valid = ir.Constant(ir.IntType(1), 1)
-        result.yield_(strip._getvalue())
+        coords = coords_of(view, cur)
+        idx = cgutils.create_struct_proxy(index_type)(context, builder)
+        idx.coords = context.make_tuple(builder, _coords_type(index_type.ndim), coords)
+        idx.valid = ir.Constant(ir.IntType(1), 1)
+        result.yield_(idx._getvalue())
         builder.store(builder.add(cur, it.step), it.next)
+
+
+@registry.lower("iternext", StripsIterator)
+@iternext_impl(RefType.UNTRACKED)
+def iternext_strips(context, builder, sig, args, result):
+    ptype = sig.args[0].ptype
+    _next_block_strided(
+        context, builder, sig, args, result, StripIndexType(ptype.param, ptype.ndim - 1),
+        lambda view, cur: _row_major(builder, tile_grid(builder, view, ptype.tile_shape)[:-1],
+                                     cur))
 
 
 @registry.lower("getiter", StripTilesIterable)
@@ -203,21 +211,10 @@ def getiter_tiles(context, builder, sig, args):
 @registry.lower("iternext", TilesIterator)
 @iternext_impl(RefType.UNTRACKED)
 def iternext_tiles(context, builder, sig, args, result):
-    (it_ty,) = sig.args
-    it = cgutils.create_struct_proxy(it_ty)(context, builder, value=args[0])
-    cur = builder.load(it.next)
-    valid = builder.icmp_signed("<", cur, it.stop)
-    result.set_valid(valid)
-    with builder.if_then(valid):
-        ptype = it_ty.ptype
-        view = ArrayView(context, builder, ptype, it.part)
-        coords = tile_coords(builder, view, ptype.tile_shape, ptype.order, cur)
-        idx = cgutils.create_struct_proxy(PartitionIndexType(ptype.param, ptype.ndim))(
-            context, builder)
-        idx.coords = context.make_tuple(builder, _coords_type(ptype.ndim), coords)
-        idx.valid = ir.Constant(ir.IntType(1), 1)
-        result.yield_(idx._getvalue())
-        builder.store(builder.add(cur, it.step), it.next)
+    ptype = sig.args[0].ptype
+    _next_block_strided(
+        context, builder, sig, args, result, PartitionIndexType(ptype.param, ptype.ndim),
+        lambda view, cur: tile_coords(builder, view, ptype.tile_shape, ptype.order, cur))
 
 
 def _coords_type(ndim):
