@@ -52,12 +52,11 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
     need_cs = True                   # the next CuPy array asks CuPy's current stream
     cs = None
     torch_stream_vars = []
+    unpack = []                      # the name each value is read into, in parameter order
     for i, (role, entry) in enumerate(zip(roles, key)):
         v = f"v{i}"
-        if role == "constant" or entry == "i32" or entry == "i64" or entry is float \
-                or entry is bool or (type(entry) is tuple and len(entry) == 4
-                                     and entry[0] != launcher.ARRAY):
-            body.append(f"{v} = values[{i}]")
+        unpack.append(f"a{k}" if role != "constant" and type(entry) is tuple and len(entry) == 4
+                      and entry[0] == launcher.ARRAY else v)
         if role == "constant":
             cls, value = entry
             env[f"T{i}"] = cls
@@ -85,9 +84,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
         elif type(entry) is tuple and len(entry) == 4:
             part, cls, residue, fields = entry
             a = f"a{k}"
-            if part == launcher.ARRAY:
-                body.append(f"{a} = values[{i}]")
-            else:
+            if part != launcher.ARRAY:
                 _tag, ts, blocks, order = part
                 env[f"TS{i}"] = intern_tile_shape(ts)
                 env[f"O{i}"] = intern_order(order)
@@ -124,8 +121,10 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                     need_cs = False
                 body.append(f"d = {a}.data")
                 body.append(f"{p} = d.ptr")
-                body.append(f"if {a}.shape != S{k} or {a}.strides != ST{k} or {a}.dtype != D{k} "
-                            f"or d.device_id != DEV{k}: return None")
+                # the dtype by identity: NumPy's dtypes of its own types are singletons (an
+                # equal dtype that is another object, one with metadata, takes the key path)
+                body.append(f"if {a}.shape != S{k} or {a}.strides != ST{k} or {a}.dtype is not "
+                            f"D{k} or d.device_id != DEV{k}: return None")
                 s = cs                  # the stream variable of this array: CuPy's, as read
             elif reader is readers["torch"]:
                 shape, strides, dtype, device, _ro = fields
@@ -146,12 +145,12 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 body.append(f"{s} = got[2]")
             else:
                 return None
-            body.append(f"if type({p}) is not int: return None")
             if residue == -1:
-                body.append(f"if {p}: return None")
+                body.append(f"if type({p}) is not int or {p}: return None")
             else:
                 env[f"AL{k}"] = residue
-                body.append(f"if not {p} or {p} & 15 != AL{k}: return None")
+                body.append(f"if type({p}) is not int or not {p} or {p} & 15 != AL{k}: "
+                            f"return None")
             span = plan.spans[k]
             if span is not None:
                 env[f"L{k}"], env[f"H{k}"] = span
@@ -170,6 +169,8 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
         obj_names.append(v)
     for x, y in plan.pairs:
         body.append(f"if lo{x} < hi{y} and lo{y} < hi{x}: return None")
+    # every value read at once (a call of another length raises: "no")
+    body.insert(0, f"{', '.join(unpack)}{',' if len(unpack) == 1 else ''} = values")
     names = (ptr_names, scalar_names, arr_names, stream_names, obj_names)
     return body, env, names, [n for n in stream_names if n not in torch_stream_vars]
 
@@ -257,8 +258,7 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     # driver.ensure_context, inline
     if env["CTX_CURRENT"] is not None:
         lines += ["    if CTX_CURRENT() != CTXI.get(DEV):",
-                  "        DRIVER.ensure_context(DEV)",
-                  "    cu = DRIVER._mod or DRIVER._cu()"]
+                  "        DRIVER.ensure_context(DEV)"]
     else:
         lines += ["    cu = DRIVER._mod or DRIVER._cu()",
                   "    cur = cu.cuCtxGetCurrent()[1]",
@@ -276,6 +276,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
                   "    if st or reg is None:",
                   f"        return {enq}"]
     else:
+        if env["CTX_CURRENT"] is not None:
+            lines += ["    cu = DRIVER._mod or DRIVER._cu()"]
         lines += ["    err, st = cu.cuStreamIsCapturing(stream)",
                   "    reg = INFLIGHT._default",
                   "    if err or int(st) or reg is None:",
@@ -317,19 +319,20 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
               "        if queues and (len(queues) > 1 or qkey not in queues):",
               f"            return {enq}"]
     lines += packs
-    lines += ["        err = 1",
-              "        if CUPY_LAUNCH is not None and FUNCADDR:",
-              "            try:",
-              "                CUPY_LAUNCH(FUNCADDR, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
-              "                err = 0",
-              "            except Exception:",
-              "                err = 1",
-              "        if err:",
-              "            err, = cu.cuLaunchKernel(FUNC, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
-              "            if err:",
-              "                DRIVER._raise('cuLaunchKernel', err)",
-              f"        return reg.file_locked(stream, keep, (), objs, (PLAN, {tup(ptr_names)}, "
-              f"{tup(arr_names)}, {tup(stream_names)}), DEV)"]
+    bindings = ["cu = DRIVER._mod or DRIVER._cu()",
+                "err, = cu.cuLaunchKernel(FUNC, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
+                "if err:",
+                "    DRIVER._raise('cuLaunchKernel', err)"]
+    if fast and plan.func_address:
+        lines += ["        try:",
+                  "            CUPY_LAUNCH(FUNCADDR, NB, 1, 1, NT, 1, 1, SH, stream, ADDR, 0)",
+                  "        except Exception:"]
+        lines += [f"            {line}" for line in bindings]
+    else:
+        lines += [f"        {line}" for line in bindings]
+    # the entry's description, lazily: keep's first items are the arrays (Plan.describe zips)
+    lines += [f"        return reg.file_locked(stream, keep, (), objs, (PLAN, {tup(ptr_names)}, "
+              f"keep, {tup(stream_names)}), DEV)"]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<numba_tile plan runner of {len(key)} parameters>", "exec"), env)
     run = env["run"]

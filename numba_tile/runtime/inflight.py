@@ -464,24 +464,53 @@ class InflightRegistry:
         # done()) stay as done tombstones until they reach the head. Nothing is released on the
         # strength of stream order alone: a stream handle may be reused after its stream is
         # destroyed, so each release rests on its own event.
+        # A run of entries that share one completed event (the legacy stream's batch) is
+        # released inline, and the event's count of users settled once for the run
+        # (_settle_locked): what _release_locked does entry by entry, at a fraction of the cost.
         released = 0
         self._since_collect = 0
         query = (self._backend or self.backend).query
         for stream, queue in list(self._streams.items()):
             done = None                  # the event last seen complete (a batch shares one)
+            run = 0                      # entries released on `done` and not yet settled
             while queue:
                 head = queue[0]
                 if not head.finished:
                     event = head.event
-                    if event is None or (event is not done and not query(event)):
+                    if event is None:
                         break
-                    done = event
-                    self._release_locked(head)
+                    if event is not done:
+                        if run:
+                            self._settle_locked(done, run)
+                            run = 0
+                        if not query(event):
+                            break
+                        done = event
+                    head.finished = True
+                    head.refs = head.writes = ()
+                    head.lazy = head.event = None
+                    run += 1
                     released += 1
                 queue.popleft()
+            if run:
+                self._settle_locked(done, run)
             if not queue:
                 del self._streams[stream]
         return released
+
+    def _settle_locked(self, event, released: int) -> None:
+        """``released`` entries that shared ``event`` were released: the event goes back to the
+        pool (or is parked for a waiting thread) once no entry uses it (as _release_locked)."""
+        users = self._users
+        if users:
+            count = users.pop(id(event), 1) - released
+            if count > 0:
+                users[id(event)] = count       # other entries still share the event
+                return
+        if self._waiting and id(event) in self._waiting:
+            self._parked[id(event)] = event    # a thread is blocked on it: not reused yet
+            return
+        self._retire_locked(event)
 
     def collect(self) -> int:
         """Releases every launch whose event has completed (non-blocking).
