@@ -269,6 +269,9 @@ lowering_rule("mulhi")(_mulhi_lowering(False))
 lowering_rule("umulhi")(_mulhi_lowering(True))
 
 
+_LOG2E = 1.4426950408889634     # log2(e), rounded to float32 in the IR constant
+
+
 def _libdevice(builder, base, value):
     fty = value.type
     name = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
@@ -292,7 +295,14 @@ def _math_lowering(name):
                 one = ir.Constant(v.type, 1.0)
                 # NVVM IR predates LLVM's fneg instruction: negate as (-0.0 - v)
                 neg = builder.fsub(ir.Constant(v.type, -0.0), v)
-                r = builder.fdiv(one, builder.fadd(one, _libdevice(builder, "exp", neg)))
+                if isinstance(v.type, ir.FloatType):
+                    # float32: exp(-x) as 2**(-x * log2(e)) (ex2.approx, as Triton's tl.exp
+                    # and tl.sigmoid): relative error about |x| * 2**-23 where libdevice's
+                    # expf keeps 2 ulp, at a third of its instructions
+                    e = _libdevice(builder, "exp2", builder.fmul(neg, ir.Constant(v.type, _LOG2E)))
+                else:
+                    e = _libdevice(builder, "exp", neg)
+                r = builder.fdiv(one, builder.fadd(one, e))
             out.append(from_compute(context, builder, r, res.dtype))
         return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 

@@ -242,12 +242,14 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
                     wfall = builder.bitcast(fallback, wptr.type.pointee)
                     words = _masked_load(builder, mask, wptr, wfall, lanes * view.itemsize,
                                          invariant)
-                    vec = builder.bitcast(words, vty)
+                    lane_values = _unpack_words(builder, words, vty.element, lanes)
                 else:
                     vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize,
                                        invariant)
-                for lane in range(lanes):
-                    elems.append(_storage_to_reg(builder, builder.extract_element(vec, ir.Constant(ir.IntType(32), lane)), dt))
+                    lane_values = [builder.extract_element(vec, ir.Constant(ir.IntType(32), lane))
+                                   for lane in range(lanes)]
+                for v in lane_values:
+                    elems.append(_storage_to_reg(builder, v, dt))
             else:
                 off = builder.add(base, builder.mul(col, view.strides[last]))
                 ptr = view.global_ptr(builder, off, 1)
@@ -255,6 +257,26 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
                 elems.append(_storage_to_reg(builder, v, dt))
     extents = load_extents(builder, view, index, tile.shape, in_grid) if tile.masked else None
     return make_fragment(builder, tile, elems, extents)
+
+
+def _unpack_words(builder, words, storage, lanes):
+    """The ``lanes`` sub-word elements (LLVM type ``storage``) held in ``words`` (one 32-bit
+    word or a vector of them, little-endian), by shifts and truncations: the inverse of
+    :func:`_pack_words`. A bitcast of the words to a vector of 16-bit elements hides the halves
+    from NVPTX's folding (each became a ``mov.b32`` to 16-bit registers, then a ``cvt.u32.u16``
+    and a ``shl`` in a bfloat16 -> float32 conversion); a shifted word folds into the
+    conversion (``shl``/``and`` of the word: one instruction per element)."""
+    i32 = ir.IntType(32)
+    per = 32 // storage.width
+    out = []
+    for lane in range(lanes):
+        w = words if isinstance(words.type, ir.IntType) \
+            else builder.extract_element(words, ir.Constant(i32, lane // per))
+        j = lane % per
+        if j:
+            w = builder.lshr(w, ir.Constant(i32, storage.width * j))
+        out.append(builder.trunc(w, storage))
+    return out
 
 
 def _pack_words(builder, vec, wty):
