@@ -31,8 +31,10 @@ Public API (everything else is private):
   ``unchecked=True``): :func:`gather`, :func:`scatter`, :func:`atomic_add`,
   :func:`atomic_max`, :func:`atomic_min`, :func:`atomic_xchg`, :func:`atomic_cas`, and
   :class:`Mutable` parameters;
-* dtypes: ``float16``, ``bfloat16``, ``float32``, ``float64``, ``int32``, ``int64``,
-  ``bool_`` (promotion table in :mod:`numba_tile.dtypes`);
+* dtypes: ``float16``, ``bfloat16``, ``float32``, ``float64``, ``int8``, ``int16``,
+  ``int32``, ``int64``, ``uint8``, ``uint16``, ``uint32``, ``uint64``, ``bool_``, and the
+  storage-only ``float8_e4m3fn``, ``float8_e5m2`` (promotion table in
+  :mod:`numba_tile.dtypes`);
 * errors: :mod:`numba_tile.errors`.
 """
 
@@ -41,7 +43,8 @@ from __future__ import annotations
 from . import _compat  # noqa: F401  (first: NumPy 2.5 needs it before numba-cuda initializes)
 from . import errors
 from ._registry import finalize as _finalize
-from .dtypes import bfloat16, bool_, float16, float32, float64, int8, int32, int64
+from .dtypes import (bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, int8,
+                     int16, int32, int64, uint8, uint16, uint32, uint64)
 from .autotune import Config, autotune
 from .kernel import Constant, Kernel, Mutable, Partition, Tensor, jit
 from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, atomic_cas,
@@ -94,7 +97,8 @@ __all__ = [
     "mulhi", "umulhi",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
     "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
-    "float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "bool_",
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "bool_",
+    "uint8", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
     "mma", "matmul",
     "reshape", "expand_dims", "broadcast_to", "permute", "transpose",
     "prod", "argmax", "argmin", "cumsum",

@@ -69,10 +69,20 @@ SUPPORTED_DTYPES: dict[numpy.dtype, str] = {
     numpy.dtype(numpy.float32): "float32",
     numpy.dtype(numpy.float64): "float64",
     numpy.dtype(numpy.int8): "int8",
+    numpy.dtype(numpy.int16): "int16",
     numpy.dtype(numpy.int32): "int32",
     numpy.dtype(numpy.int64): "int64",
+    numpy.dtype(numpy.uint8): "uint8",
+    numpy.dtype(numpy.uint16): "uint16",
+    numpy.dtype(numpy.uint32): "uint32",
+    numpy.dtype(numpy.uint64): "uint64",
     numpy.dtype(numpy.bool_): "bool",
+    numpy.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
+    numpy.dtype(ml_dtypes.float8_e5m2): "float8_e5m2",
 }
+#: CUDA Array Interface typestrs of an 8-bit float: ``ml_dtypes`` writes ``'<f1'`` for every
+#: FP8 format, so the typestr cannot say which one it is
+_FLOAT8_TYPESTRS = ("<f1", "|f1", ">f1", "=f1")
 _SUPPORTED_TEXT = ", ".join(SUPPORTED_DTYPES.values())
 
 #: Most axes an array argument may have. The overlap checks (``runtime/overlap.py``) describe
@@ -494,6 +504,11 @@ def _typestr_dtype(typestr: object, name: str) -> numpy.dtype:
         return _TYPESTR_CACHE[typestr]
     except (KeyError, TypeError):
         pass
+    if typestr in _FLOAT8_TYPESTRS:
+        raise TileArgumentError(
+            f"argument '{name}': __cuda_array_interface__ typestr {typestr!r} is an 8-bit float "
+            f"but does not say which format (float8_e4m3fn or float8_e5m2): pass FP8 arrays "
+            f"through DLPack or as a PyTorch tensor")
     try:
         dtype = numpy.dtype(typestr)
     except (TypeError, ValueError) as exc:
@@ -563,8 +578,11 @@ def _torch_dtype(tdtype: object, name: str) -> numpy.dtype:
     if not _TORCH_DTYPES:
         torch = sys.modules["torch"]
         names = {"float16": numpy.float16, "bfloat16": BFLOAT16, "float32": numpy.float32,
-                 "float64": numpy.float64, "int8": numpy.int8, "int32": numpy.int32,
-                 "int64": numpy.int64, "bool": numpy.bool_}
+                 "float64": numpy.float64, "int8": numpy.int8, "int16": numpy.int16,
+                 "int32": numpy.int32, "int64": numpy.int64, "uint8": numpy.uint8,
+                 "uint16": numpy.uint16, "uint32": numpy.uint32, "uint64": numpy.uint64,
+                 "bool": numpy.bool_, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+                 "float8_e5m2": ml_dtypes.float8_e5m2}
         _TORCH_DTYPES.update({getattr(torch, n): numpy.dtype(d) for n, d in names.items()
                               if hasattr(torch, n)})
     try:

@@ -60,12 +60,14 @@ K_DL_CUDA = 2
 K_DL_CUDA_HOST = 3
 K_DL_CUDA_MANAGED = 13
 
-# DLDataTypeCode values.
+# DLDataTypeCode values (dlpack.h v1.1: FP8 codes 7-14; this module reads 10 and 12).
 _K_DL_INT = 0
 _K_DL_UINT = 1
 _K_DL_FLOAT = 2
 _K_DL_BFLOAT = 4
 _K_DL_BOOL = 6
+_K_DL_FLOAT8_E4M3FN = 10
+_K_DL_FLOAT8_E5M2 = 12
 
 _FLAG_READ_ONLY = 1 << 0
 _FLAG_IS_COPIED = 1 << 1
@@ -274,6 +276,13 @@ def _bfloat16_dtype() -> numpy.dtype:
     return numpy.dtype(ml_dtypes.bfloat16)
 
 
+def _float8_dtype(code: int) -> numpy.dtype:
+    import ml_dtypes
+
+    return numpy.dtype(ml_dtypes.float8_e4m3fn if code == _K_DL_FLOAT8_E4M3FN
+                       else ml_dtypes.float8_e5m2)
+
+
 class DLPackTensor(NamedTuple):
     """What a DLPack capsule describes, read without touching the data (immutable; a named tuple,
     built on every launch with a DLPack argument, which a frozen dataclass makes 2 us slower).
@@ -316,10 +325,16 @@ def _numpy_dtype(code: int, bits: int, lanes: int) -> numpy.dtype | None:
         return _bfloat16_dtype()
     if code == _K_DL_BOOL and bits == 8:
         return numpy.dtype(numpy.bool_)
+    if code in (_K_DL_FLOAT8_E4M3FN, _K_DL_FLOAT8_E5M2) and bits == 8:
+        return _float8_dtype(code)
     return None
 
 
-_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex", 6: "bool"}
+_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex", 6: "bool",
+               7: "float8_e3m4", 8: "float8_e4m3", 9: "float8_e4m3b11fnuz", 10: "float8_e4m3fn",
+               11: "float8_e4m3fnuz", 12: "float8_e5m2", 13: "float8_e5m2fnuz",
+               14: "float8_e8m0fnu", 15: "float6_e2m3fn", 16: "float6_e3m2fn",
+               17: "float4_e2m1fn"}
 _TYPES: dict[tuple[int, int, int], tuple] = {}
 
 
