@@ -8,7 +8,11 @@ and every thread reads the elements of the target layout. A leading barrier keep
 conversion inside a loop from overwriting a buffer still being read, and lets every
 conversion site use the one shared scratch region of the kernel (``lowering/shared.py``).
 The shape ops (reshape, broadcast, permute) use the same mechanism with a different
-source index per destination element (:func:`remap`).
+source index per destination element (:func:`remap`). A tile larger than
+:data:`PASS_BYTES` (64 KB) moves in several passes over ranges of its row-major indices,
+each pass a barrier, the owners' stores of that range, a barrier and every thread's reads
+of the elements it takes from that range: a conversion's shared memory is bounded, never
+refused for its size (a (64, 1024) float32 permute, 256 KB, takes four passes of 64 KB).
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ from __future__ import annotations
 from llvmlite import ir
 from numba.cuda import cgutils
 
-from .. import dtypes
+from .. import compiler_context, dtypes
 from ..layout import ATOM_M, ATOM_N, BlockedLayout, MmaLayout, SliceLayout
 from ..typing.types import element_llvm_type
 from .common import const_i64, is_storing_thread, thread_index
-from .shared import pool
+from .shared import limit_for, pool
 
 
 
@@ -58,22 +62,54 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
     return remap(builder, dt, src_layout, elems, dst_layout, lambda coords, linear: linear)
 
 
-def stage(builder, dt, src_layout, elems):
+#: most bytes one pass of a rearrangement (:func:`remap`) stages in shared memory, on
+#: targets whose opt-in limit is at least twice that (others: the largest power of two up
+#: to half their limit): a larger tile is rearranged in several passes, so no tile is
+#: refused for its conversion's size and a (32, 1024) float32 transpose takes 64 KB (three
+#: blocks on an H200 multiprocessor) rather than 128 KB (one)
+PASS_BYTES = 64 * 1024
+
+
+def pass_bytes() -> int:
+    """The most bytes one pass of :func:`remap` stages, for the target being compiled."""
+    cap, lim = PASS_BYTES, limit_for(compiler_context.current().cc)
+    while cap > lim // 2 and cap > 1024:
+        cap //= 2
+    return cap
+
+
+def stage(builder, dt, src_layout, elems, lo=0, span=None):
     """Put a tile's elements in shared memory at their row-major indices, for the whole block.
 
     Barrier, owning threads store, barrier (a replicating thread's copy may differ: an
     atomic's result is the old value only in the owning thread). Returns ``read(linear)``,
     which loads the register element at row-major index ``linear`` (an i64 value).
 
+    With ``span``, only the elements of row-major indices ``lo <= i < lo + span`` are put,
+    at ``i - lo`` (one pass of :func:`remap`); ``read`` then takes ``i - lo``.
+
     The buffer is the kernel's shared scratch region (``lowering/shared.py``): every read
-    must happen before the caller's lowering returns.
+    must happen before the caller's lowering returns, and the leading barrier keeps this
+    use's writes after every read of the previous use (of any site, or of this one in the
+    previous iteration of a loop).
     """
     numel = src_layout.numel
+    span = numel if span is None else span
     reg_ty = element_llvm_type(dt)
     smem_ty = ir.IntType(8) if dt == dtypes.bool_ else ir.IntType(8 * dtypes.itemsize(dt))
-    nbytes = numel * max(dtypes.itemsize(dt), 1)
+    nbytes = span * max(dtypes.itemsize(dt), 1)
     raw = pool().scratch(builder, nbytes, f"rearranging a {src_layout.shape} tile")
     base = builder.bitcast(raw, smem_ty.as_pointer(3))
+    partial = span < numel
+
+    def put(e, linear):
+        e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
+        if not partial:
+            builder.store(e, builder.gep(base, [linear]))
+            return
+        rel = builder.sub(linear, const_i64(lo))
+        with builder.if_then(builder.icmp_unsigned("<", rel, const_i64(span))):
+            builder.store(e, builder.gep(base, [rel]))
 
     barrier(builder)
     if isinstance(src_layout, SliceLayout):
@@ -81,27 +117,35 @@ def stage(builder, dt, src_layout, elems):
         # several times, always the same value
         with builder.if_then(is_storing_thread(builder, src_layout.parent)):
             for e, (_coords, linear) in zip(elems, dst_slots(builder, src_layout)):
-                e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
-                builder.store(e, builder.gep(base, [linear]))
+                put(e, linear)
         barrier(builder)
         return _reader(builder, dt, base, smem_ty, reg_ty)
     owner = is_storing_thread(builder, src_layout)
     if isinstance(src_layout, MmaLayout):
         with builder.if_then(owner):
             for e, (_coords, linear) in zip(elems, mma_slots(builder, src_layout)):
-                e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
-                builder.store(e, builder.gep(base, [linear]))
+                put(e, linear)
         barrier(builder)
         return _reader(builder, dt, base, smem_ty, reg_ty)
+    per_rep = src_layout.threads_used * src_layout.vec     # row-major indices of one rep
     with builder.if_then(owner):
         k = 0
         for rep in range(src_layout.reps):
+            first = rep * per_rep
+            if partial and span % per_rep == 0 and not lo <= first < lo + span:
+                k += src_layout.vec          # the whole rep is in another pass
+                continue
             start = chunk_linear(builder, src_layout, rep)
             for v in range(src_layout.vec):
                 e = elems[k]
                 k += 1
-                e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else builder.bitcast(e, smem_ty)
-                builder.store(e, builder.gep(base, [builder.add(start, const_i64(v))]))
+                linear = builder.add(start, const_i64(v))
+                if partial and span % per_rep == 0:    # the rep is in this pass: no test
+                    e = builder.zext(e, smem_ty) if dt == dtypes.bool_ else \
+                        builder.bitcast(e, smem_ty)
+                    builder.store(e, builder.gep(base, [builder.sub(linear, const_i64(lo))]))
+                else:
+                    put(e, linear)
     barrier(builder)
     return _reader(builder, dt, base, smem_ty, reg_ty)
 
@@ -175,10 +219,30 @@ def mma_slots(builder, layout: MmaLayout):
 def remap(builder, dt, src_layout, elems, dst_layout, source):
     """Rearrange a tile through shared memory: the element of destination slot with
     multi-index ``coords`` and row-major index ``linear`` is the source element at
-    row-major index ``source(coords, linear)`` (an i64 value).
+    row-major index ``source(coords, linear)`` (an i64 value, ``< numel``).
+
+    A tile of more than :func:`pass_bytes` bytes moves in several passes of that size (a
+    barrier pair each), so the scratch it needs is bounded whatever the tile's size.
     """
-    read = stage(builder, dt, src_layout, elems)
-    return [read(source(coords, linear)) for coords, linear in dst_slots(builder, dst_layout)]
+    numel = src_layout.numel
+    passes = max(1, numel * max(dtypes.itemsize(dt), 1) // pass_bytes())
+    if passes == 1:
+        read = stage(builder, dt, src_layout, elems)
+        return [read(source(coords, linear)) for coords, linear in dst_slots(builder, dst_layout)]
+    # several passes, each staging a contiguous range of row-major indices (powers of two:
+    # the ranges are equal); a destination slot takes its element in the pass whose range
+    # holds its source (a select), reading a valid address in the others
+    span = numel // passes
+    sources = [source(coords, linear) for coords, linear in dst_slots(builder, dst_layout)]
+    out = [None] * len(sources)
+    for p in range(passes):
+        read = stage(builder, dt, src_layout, elems, p * span, span)
+        for k, src in enumerate(sources):
+            rel = builder.sub(src, const_i64(p * span))
+            inside = builder.icmp_unsigned("<", rel, const_i64(span))
+            v = read(builder.select(inside, rel, const_i64(0)))
+            out[k] = v if out[k] is None else builder.select(inside, v, out[k])
+    return out
 
 
 def _coords_of(builder, layout, linear):

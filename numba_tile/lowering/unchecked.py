@@ -1,10 +1,12 @@
 """Lowering of the unchecked ops: per-element gather, scatter and PTX atomics.
 
-Every element of the result layout computes its address from its coordinates (64-bit
-offsets), is masked by its bounds (``0 <= coord < extent`` on every axis, one unsigned
-compare each), by the user's mask and by the validity of masked tile operands (an index
-or value loaded past an array's edge without ``padding=`` does nothing), and only owning
-(not replicating) threads write.
+The op works in the blocked layout of its widest tile operand
+(``typing/unchecked.in_operand_layout``: a float32 gather at int64 indices runs in the
+indices' layout and converts nothing). Every element of that layout computes its address
+from its coordinates (64-bit offsets), is masked by its bounds (``0 <= coord < extent`` on
+every axis, one unsigned compare each), by the user's mask and by the validity of masked
+tile operands (an index or value loaded past an array's edge without ``padding=`` does
+nothing), and only owning (not replicating) threads write.
 Atomics are one inline-PTX ``atom{.sem}{.scope}.op.type`` per element on the generic
 address (PTX ISA 8.x, "atom"), ``relaxed``/``acquire``/``release``/``acq_rel`` and
 ``cta``/``gpu``/``sys`` as the op's ``sem``/``scope`` arguments say; float16 and bfloat16
@@ -84,9 +86,9 @@ def lower_gather(context, builder, sig, args):
 @lowering_rule("scatter")
 def lower_scatter(context, builder, sig, args):
     xty, ity, vty, mty = sig.args
-    from ..typing.common import make_tile
+    from ..typing.unchecked import _operands, in_operand_layout
     shape = (ity.types[0] if isinstance(ity, types.BaseTuple) else ity).shape
-    layout = make_tile(xty.dtype, shape).layout
+    layout = in_operand_layout(xty.dtype, shape, _operands(ity, vty, mty)).layout
     view = ArrayView(context, builder, xty, args[0])
     idx = _index_operands(context, builder, ity, args[1], layout)
     vals = Operand(context, builder, vty, args[2], xty.dtype, layout)

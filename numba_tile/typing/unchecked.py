@@ -6,6 +6,7 @@ from numba.cuda import types
 
 from .. import dtypes
 from .._registry import typing_rule
+from ..layout import BlockedLayout
 from .common import fail, is_array_param, is_omitted, is_scalar, make_tile
 from .memory import _check_padding, check_scalar_fits
 from .types import TileType
@@ -43,6 +44,28 @@ def index_tiles(opname, x, indices):
     if any(t.shape != shape for t in tiles):
         raise fail(opname, "indices", "index tiles of one shape", [t.shape for t in tiles])
     return tiles, shape
+
+
+def in_operand_layout(dt, shape, operands) -> TileType:
+    """The tile type of ``dt`` and ``shape`` for a per-element op (gather, scatter, atomics)
+    over ``operands`` (its index, value and mask types): in the blocked layout of the widest
+    tile operand of that shape, so that operand moves nowhere and only narrower ones
+    convert through shared memory. The op itself reads and writes element by element, so
+    its layout costs it nothing; a float32 gather at two int64 index tiles then converts
+    nothing, where the float32 layout converted both (8 bytes an element each: 256 KB for a
+    (128, 256) tile, over any target's shared memory). Without a blocked tile operand of
+    the shape: the blocked layout of ``dt`` (:func:`make_tile`)."""
+    base = make_tile(dt, shape)
+    cands = [t for t in operands if isinstance(t, TileType) and t.shape == tuple(shape)
+             and isinstance(t.layout, BlockedLayout)]
+    if not cands:
+        return base
+    widest = max(cands, key=lambda t: max(dtypes.itemsize(t.dtype), 1))   # the first of them
+    return TileType(dt, tuple(shape), widest.layout)
+
+
+def _operands(indices, *others):
+    return [*(indices.types if isinstance(indices, types.BaseTuple) else [indices]), *others]
 
 
 def _check_mask(opname, mask, shape):
@@ -83,7 +106,7 @@ def type_gather(x, indices, mask, padding):
     _, shape = index_tiles("gather", x, indices)
     _check_mask("gather", mask, shape)
     _check_padding(padding, x.dtype, "gather")
-    return make_tile(x.dtype, shape)
+    return in_operand_layout(x.dtype, shape, _operands(indices, mask))
 
 
 @typing_rule("scatter")
@@ -112,7 +135,7 @@ def _atomic(name):
         _check_values(name, "values", values, x, shape)
         _static_str(name, "sem", sem, SEMS)
         _static_str(name, "scope", scope, SCOPES)
-        return make_tile(x.dtype, shape)
+        return in_operand_layout(x.dtype, shape, _operands(indices, values, mask))
 
     return rule
 
@@ -132,4 +155,4 @@ def type_atomic_cas(x, indices, expected, desired, mask, sem, scope):
     _check_values("atomic_cas", "desired", desired, x, shape)
     _static_str("atomic_cas", "sem", sem, SEMS)
     _static_str("atomic_cas", "scope", scope, SCOPES)
-    return make_tile(x.dtype, shape)
+    return in_operand_layout(x.dtype, shape, _operands(indices, expected, desired, mask))

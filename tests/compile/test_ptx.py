@@ -225,28 +225,42 @@ def _compiled(kernel, *args, cc=(9, 0)):
 @nt.jit(num_warps=16)
 def big_transpose(x, z: nt.Partition[("BN", "BM")], BM: nt.Constant, BN: nt.Constant):
     t = nt.load(x, (0, 0), (BM, BN))
-    nt.store(z, nt.transpose(t))  # MARK big
+    nt.store(z, nt.transpose(t))
+
+
+@nt.jit(num_warps=16)
+def big_product(a, z: nt.Partition[(256, 256)]):
+    t = nt.load(a, (0, 0), (256, 256))
+    nt.store(z, nt.matmul(t, t))  # MARK big
 
 
 def test_shared_memory_over_the_targets_limit_is_refused_at_its_line():
-    x = np.zeros((256, 256), np.float32)      # 256 KB through shared memory
+    a = np.zeros((256, 256), np.float16)      # 256 KB of mma operands in shared memory
+    z = nt.partition(np.zeros((256, 256), np.float32), (256, 256))
     with pytest.raises(nt.errors.TileTypingError, match="shared memory per block") as info:
-        big_transpose.ptx(x, nt.partition(x.copy(), (256, 256)), 256, 256)
-    assert "big_transpose" in str(info.value) and "232448" in str(info.value)
+        big_product.ptx(a, z)
+    assert "big_product" in str(info.value) and "232448" in str(info.value)
     line = next(i for i, s in enumerate(open(__file__), 1) if s.rstrip().endswith("# MARK big"))
     assert info.value.lineno == line
-
-
-def test_shared_memory_limit_follows_the_target():
-    """128 KB of conversion: over the 48 KB without opt-in, within sm_90's 227 KB and sm_80's
-    163 KB, over sm_86's 99 KB."""
-    x = np.zeros((128, 256), np.float32)
-    z = nt.partition(np.zeros((256, 128), np.float32), (256, 128))
-    for cc in ((9, 0), (8, 0)):
-        assert _compiled(big_transpose, x, z, 128, 256, cc=cc).shared_bytes == 128 * 1024
     with pytest.raises(nt.errors.TileTypingError, match="101376 bytes a block can have on "
                        "compute capability 8.6"):
-        big_transpose.ptx(x, z, 128, 256, cc=(8, 6))
+        big_product.ptx(a, z, cc=(8, 6))
+
+
+def test_a_large_conversion_moves_in_passes_within_the_targets_limit():
+    """A 128 KB transpose stages 64 KB at a time on sm_90 and sm_80 (two passes, a barrier
+    pair each), 32 KB on sm_86 (over its 99 KB in one piece, it was refused there); a 256 KB
+    one (over every target's limit in one piece) compiles in four passes."""
+    x = np.zeros((128, 256), np.float32)
+    z = nt.partition(np.zeros((256, 128), np.float32), (256, 128))
+    for cc, nbytes in (((9, 0), 64 * 1024), ((8, 0), 64 * 1024), ((8, 6), 32 * 1024)):
+        ck = _compiled(big_transpose, x, z, 128, 256, cc=cc)
+        assert ck.shared_bytes == nbytes
+        assert body(ck.ptx).count("bar.sync") == 2 * (128 * 1024 // nbytes)
+        no_local_memory(ck.ptx)
+    x = np.zeros((256, 256), np.float32)
+    ck = _compiled(big_transpose, x, nt.partition(x.copy(), (256, 256)), 256, 256)
+    assert ck.shared_bytes == 64 * 1024 and body(ck.ptx).count("bar.sync") == 8
 
 
 def test_numpy_integers_for_grid_and_blocks():

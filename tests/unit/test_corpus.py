@@ -2279,15 +2279,17 @@ def v46_partition_annotation_through_a_local_module_alias():
 
 @nt.jit(num_warps=16)
 def over_shared_memory(x, z: nt.Partition[(256, 256)]):
-    nt.store(z, nt.transpose(nt.load(x, (0, 0), (256, 256))))  # C77
+    t = nt.load(x, (0, 0), (256, 256))
+    nt.store(z, nt.matmul(t, t))  # C77
 
 
-@refused("C77", errors.TileTypingError, "rearranging a (256, 256) tile",
-         "262144 bytes", "232448 bytes a block can have on compute capability 9.0")
+@refused("C77", errors.TileTypingError, "wgmma operands (256, 256) @ (256, 256)",
+         "263168 bytes", "232448 bytes a block can have on compute capability 9.0")
 def c77_refused_while_lowering_so_by_the_interpreter_too():
-    """The shared-memory budget of a layout conversion is known only while lowering: the
-    interpreter compiles the kernel too, so it refuses what a GPU launch would."""
-    x, z = randn(256, 256), randn(256, 256)
+    """The shared-memory budget of a matrix product's operands is known only while lowering:
+    the interpreter compiles the kernel too, so it refuses what a GPU launch would (a layout
+    conversion is never refused for its size: it moves in passes, lowering/layouts.py)."""
+    x, z = randn(256, 256, dtype=np.float16), randn(256, 256)
     return compiled(over_shared_memory, [x, z], x, nt.partition(z, (256, 256)))
 
 
