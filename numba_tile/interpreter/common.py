@@ -27,8 +27,10 @@ def operand_dtype(a, b):
     kind = scalar_kind(other)
     if kind == "int" and isinstance(other, np.integer):
         # a typed scalar (bid(), num_tiles(), idx[d] and arithmetic on them: int64 in the
-        # compiled kernel): promotion by its width, as typing promotes a non-literal int
-        return dtypes.promote_scalar(tile.dtype, kind, other.dtype.itemsize * 8, None)
+        # compiled kernel): promotion by its width and signedness, as typing promotes a
+        # non-literal int
+        return dtypes.promote_scalar(tile.dtype, kind, other.dtype.itemsize * 8, None,
+                                     other.dtype.kind == "i")
     value = int(other) if kind == "int" else None
     return dtypes.promote_scalar(tile.dtype, kind, 64, value)
 
@@ -41,6 +43,24 @@ def compute_array(v, dt) -> np.ndarray:
     if isinstance(v, InterpTile):
         return v.data.astype(np_dt).astype(ct)
     return np.asarray(np.asarray(v).astype(np_dt), dtype=ct)
+
+
+def to_dtype(values, dt) -> np.ndarray:
+    """``values`` (an array or scalar) converted to dtype ``dt`` as the compiled kernel
+    converts them: FP8 through float32 with ``cvt.rn.satfinite``'s saturation
+    (:func:`dtypes.float8_from_float32`), 16-bit floats and FP8 widened to float32 first;
+    anything else by NumPy's cast."""
+    src = np.asarray(values)
+    if src.dtype in (dtypes.BFLOAT16_NP, dtypes.FLOAT8_E4M3FN_NP, dtypes.FLOAT8_E5M2_NP) \
+            or src.dtype == np.float16:
+        if src.dtype != dtypes.to_numpy(dt):
+            src = src.astype(np.float32)
+    with np.errstate(all="ignore"):
+        if dtypes.is_float8(dt):
+            if src.dtype == dtypes.to_numpy(dt):
+                return src.copy()
+            return dtypes.float8_from_float32(src.astype(np.float32), dt)
+        return src.astype(dtypes.to_numpy(dt))
 
 
 def result(values: np.ndarray, dt, extents=None) -> InterpTile:

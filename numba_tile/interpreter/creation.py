@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from .._registry import interp_rule
-from .common import scalar_kind
+from .common import scalar_kind, to_dtype
 from .values import InterpTile
 
 
@@ -24,7 +24,7 @@ def interp_full(shape, value, dtype=None):
             dt = {"bool": dtypes.bool_, "float": dtypes.float32}[kind]
     else:
         dt = dtypes.from_any(dtype)
-    return InterpTile(np.full(_shape(shape), value).astype(dtypes.to_numpy(dt)), dt)
+    return InterpTile(to_dtype(np.full(_shape(shape), value), dt), dt)
 
 
 @interp_rule("zeros")

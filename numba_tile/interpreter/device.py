@@ -41,7 +41,7 @@ def _wrap(v, dt):
     if dtypes.is_int(dt) and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         bits = dtypes.itemsize(dt) * 8
         v = int(v) & ((1 << bits) - 1)
-        return v - (1 << bits) if v >> (bits - 1) else v
+        return v - (1 << bits) if v >> (bits - 1) and not dtypes.is_unsigned(dt) else v
     return v
 
 

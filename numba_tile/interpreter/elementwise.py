@@ -10,7 +10,7 @@ from .. import dtypes
 from .._registry import interp_rule
 from ..language import MATH_FUNCTIONS
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
-from .common import compute_array, operand_dtype, result, result_extents
+from .common import compute_array, operand_dtype, result, result_extents, to_dtype
 from .values import InterpTile
 
 _NUMPY_BINARY = {
@@ -93,7 +93,7 @@ def interp_where(cond, x, y):
 def interp_filled(x, value):
     if x.extents is None:
         return InterpTile(x.data, x.dtype)
-    fill = np.asarray(value).astype(dtypes.to_numpy(x.dtype))
+    fill = to_dtype(value, x.dtype)
     return result(np.where(x.valid(), x.data, fill), x.dtype)
 
 
@@ -101,8 +101,10 @@ def interp_filled(x, value):
 def interp_astype(x, dtype):
     dt = dtypes.from_any(dtype)
     src = x.data
-    if dtypes.is_half(x.dtype):
-        src = src.astype(np.float32)
+    if dtypes.is_half(x.dtype) or dtypes.is_float8(x.dtype):
+        src = src.astype(np.float32)          # exact, as the GPU widens
+    if dtypes.is_float8(dt):
+        return InterpTile(to_dtype(src, dt), dt, x.extents)
     with np.errstate(all="ignore"):
         return result(src.astype(dtypes.to_numpy(dt)), dt, x.extents)
 

@@ -38,8 +38,12 @@ def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding,
     np_dt = dtypes.to_numpy(t.dtype)
     masked = padding is None
     padding = 0 if masked else padding
-    pad = np.asarray(padding).astype(np.float64 if dtypes.is_float(t.dtype) else np_dt) \
-        if not dtypes.is_bool(t.dtype) else bool(padding)
+    if dtypes.is_float8(t.dtype):
+        from .common import to_dtype
+        pad = to_dtype(padding, t.dtype)
+    else:
+        pad = np.asarray(padding).astype(np.float64 if dtypes.is_float(t.dtype) else np_dt) \
+            if not dtypes.is_bool(t.dtype) else bool(padding)
     out = np.full(shape, pad).astype(np_dt)
     extents = tuple(0 if i < 0 else max(0, min(s, ext - i * s))
                     for i, s, ext in zip(index, shape, t.array.shape))
@@ -82,7 +86,8 @@ def interp_store(z, tile, index=None):
             src = src.astype(np.float32)
         values = src.astype(dtypes.to_numpy(z.dtype))
     else:
-        values = np.full(z.tile_shape, tile).astype(dtypes.to_numpy(z.dtype))
+        from .common import to_dtype
+        values = to_dtype(np.full(z.tile_shape, tile), z.dtype)
     dst, src = [], []
     valid = tile.extents if isinstance(tile, InterpTile) and tile.extents is not None \
         else z.tile_shape
@@ -118,7 +123,8 @@ def tensor_element(x, index):
     from the end, 0 outside the array, as on the GPU."""
     coords = index if isinstance(index, tuple) else (index,)
     shape = x.array.shape
-    out_dt = np.float32 if dtypes.is_half(x.dtype) else dtypes.to_numpy(x.dtype)
+    out_dt = np.float32 if dtypes.is_half(x.dtype) or dtypes.is_float8(x.dtype) \
+        else dtypes.to_numpy(x.dtype)
     picked = []
     for c, n in zip(coords, shape):
         c = int(c)

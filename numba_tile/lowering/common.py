@@ -2,9 +2,14 @@
 
 A tile value in LLVM IR is the thread's fragment, ``[E x elem]`` (see
 ``typing/types.py``). Element representation in registers: ``i1`` for bool, ``i16``
-(raw bits) for bfloat16, ``half``/``float``/``double`` and ``i32``/``i64`` otherwise.
+(raw bits) for bfloat16, ``i8`` (raw bits) for FP8, ``half``/``float``/``double`` and
+``i8``..``i64`` for the integers (LLVM integers carry no sign: an unsigned dtype is the same
+``iN``, and the ops pick ``udiv``/``lshr``/``icmp ult``/``zext``/``uitofp`` from the dtype).
 16-bit floats are computed in float32: :func:`to_compute` widens, :func:`from_compute`
-rounds (``cvt.rn.bf16.f32`` for bfloat16, ``fptrunc`` for float16).
+rounds (``cvt.rn.bf16.f32`` for bfloat16, ``fptrunc`` for float16). FP8 converts through
+float32 the same way (``cvt.rn.f16x2.e4m3x2`` + ``cvt.f32.f16`` to widen,
+``cvt.rn.satfinite.e4m3x2.f32`` to narrow; e5m2 alike; sm_89+), two elements per
+instruction where a whole fragment converts (:func:`convert_elements`).
 """
 
 from __future__ import annotations
@@ -154,12 +159,47 @@ def f32_to_bf16(builder, value):
     return builder.call(asm, [value])
 
 
+def _float8_target(dt):
+    """Backstop of ``typing/common.check_float8_target``: the FP8 ``cvt`` forms need sm_89."""
+    from ..typing.common import check_float8_target
+    check_float8_target("astype", dt)
+
+
+def f8x2_to_f32(builder, lo, hi, dt):
+    """Two FP8 bytes (``i8``) of ``dt`` -> two float32 values, exactly:
+    ``cvt.rn.f16x2.e4m3x2`` (``e5m2x2``) on the pair packed in a ``b16`` (``hi`` in the upper
+    byte, PTX ISA 7.8, sm_89), then ``half`` -> ``float``."""
+    _float8_target(dt)
+    pair = builder.zext(lo, I16)
+    if hi is not None:
+        pair = builder.or_(pair, builder.shl(builder.zext(hi, I16), ir.Constant(I16, 8)))
+    asm = ir.InlineAsm(ir.FunctionType(I32, [I16]), f"cvt.rn.f16x2.{dt.ptx} $0, $1;", "=r,h")
+    both = builder.call(asm, [pair])
+    halves = [builder.trunc(both, I16), builder.trunc(builder.lshr(both, ir.Constant(I32, 16)), I16)]
+    return [builder.fpext(builder.bitcast(h, ir.HalfType()), F32) for h in halves]
+
+
+def f32x2_to_f8(builder, lo, hi, dt):
+    """Two float32 values -> two FP8 bytes of ``dt``: ``cvt.rn.satfinite.e4m3x2.f32``
+    (``e5m2x2``; PTX ISA 7.8, sm_89): round to nearest even, beyond the largest finite value
+    (infinity included) the signed largest finite value, NaN a NaN (``dtypes``). ``hi``
+    None: one value (the other operand is 0)."""
+    _float8_target(dt)
+    asm = ir.InlineAsm(ir.FunctionType(I16, [F32, F32]),
+                       f"cvt.rn.satfinite.{dt.ptx}.f32 $0, $1, $2;", "=h,f,f")
+    pair = builder.call(asm, [ir.Constant(F32, 0.0) if hi is None else hi, lo])
+    i8 = ir.IntType(8)
+    return [builder.trunc(pair, i8), builder.trunc(builder.lshr(pair, ir.Constant(I16, 8)), i8)]
+
+
 def to_compute(context, builder, value, dt):
     """Register element of ``dt`` -> value of ``dtypes.compute_type(dt)``."""
     if dt == dtypes.bfloat16:
         return bf16_to_f32(builder, value)
     if dt == dtypes.float16:
         return builder.fpext(value, F32)
+    if dtypes.is_float8(dt):
+        return f8x2_to_f32(builder, value, None, dt)[0]
     return value
 
 
@@ -169,11 +209,14 @@ def from_compute(context, builder, value, dt):
         return f32_to_bf16(builder, value)
     if dt == dtypes.float16:
         return builder.fptrunc(value, ir.HalfType())
+    if dtypes.is_float8(dt):
+        return f32x2_to_f8(builder, value, None, dt)[0]
     return value
 
 
 def convert(context, builder, value, src, dst):
-    """Convert one register element from dtype ``src`` to ``dst`` (NumPy cast rules)."""
+    """Convert one register element from dtype ``src`` to ``dst`` (NumPy cast rules; FP8
+    through float32, ``dtypes``)."""
     if src == dst:
         return value
     csrc, cdst = dtypes.compute_type(src), dtypes.compute_type(dst)
@@ -181,6 +224,32 @@ def convert(context, builder, value, src, dst):
     if csrc != cdst:
         v = context.cast(builder, v, csrc, cdst)
     return from_compute(context, builder, v, dst)
+
+
+def convert_elements(context, builder, elems, src, dst) -> list:
+    """:func:`convert` of a fragment's elements; conversions from or to FP8 take them two by
+    two (one ``cvt`` ``x2`` instruction per pair)."""
+    if src == dst:
+        return list(elems)
+    if not (dtypes.is_float8(src) or dtypes.is_float8(dst)):
+        return [convert(context, builder, e, src, dst) for e in elems]
+    elems = list(elems)
+    wide = []                      # float32 values
+    for k in range(0, len(elems), 2):
+        pair = elems[k:k + 2]
+        if dtypes.is_float8(src):
+            got = f8x2_to_f32(builder, pair[0], pair[1] if len(pair) > 1 else None, src)
+            wide += got[:len(pair)]
+        else:
+            wide += [convert(context, builder, e, src, dtypes.float32) for e in pair]
+    if not dtypes.is_float8(dst):
+        return [convert(context, builder, w, dtypes.float32, dst) for w in wide]
+    out = []
+    for k in range(0, len(wide), 2):
+        pair = wide[k:k + 2]
+        got = f32x2_to_f8(builder, pair[0], pair[1] if len(pair) > 1 else None, dst)
+        out += got[:len(pair)]
+    return out
 
 
 def scalar_to(context, builder, value, numba_ty, dt):
@@ -192,6 +261,8 @@ def scalar_to(context, builder, value, numba_ty, dt):
 
 def constant_element(context, builder, pyvalue, dt):
     """A Python constant as a register element of ``dt``."""
+    if dtypes.is_float8(dt):            # converted here, as the GPU would (no sm_89 needed)
+        return ir.Constant(ir.IntType(8), dtypes.float8_bits(float(pyvalue), dt))
     ct = dtypes.compute_type(dt)
     if ct == types.boolean:
         v = ir.Constant(I1, int(bool(pyvalue)))

@@ -23,7 +23,7 @@ from ..typing.types import TileType
 from ..layout import SliceLayout
 from numba.cuda.cudaimpl import registry as cudaimpl_registry
 
-from .common import (broadcast_extents, const_i64, convert, fragment_elements, from_compute, make_fragment,
+from .common import (broadcast_extents, const_i64, convert, convert_elements, fragment_elements, from_compute, make_fragment,
                      result_extents, scalar_to, tile_extents, to_compute, valid_bits)
 from .layouts import convert_layout, dst_slots, linear_of, remap, same_distribution
 
@@ -109,7 +109,7 @@ def _binary_lowering(name, key):
         a = Operand(context, builder, aty, args[0], dt, res.layout, res.shape)
         b = Operand(context, builder, bty, args[1], dt, res.layout, res.shape)
         rct = types.boolean if name in COMPARISON else ct
-        impl = _shift_impl(name, ct) if name in SHIFTS else \
+        impl = _shift_impl(name, dtypes.is_unsigned(ct)) if name in SHIFTS else \
             context.get_function(key, signature(rct, ct, ct))
         out = []
         for i in range(res.layout.elems_per_thread):
@@ -121,11 +121,13 @@ def _binary_lowering(name, key):
     return lower
 
 
-def _shift_impl(name, ct):
-    """``a << b`` / ``a >> b`` of ``ct`` integers with NumPy's results for every count
-    (``typing/elementwise.SHIFTS``): LLVM's ``shl``/``ashr`` are poison for a count outside
-    ``[0, bits)``, so the count is compared (unsigned: a negative one fails too) and replaced
-    by 0 before the shift, and the result selected."""
+def _shift_impl(name, unsigned):
+    """``a << b`` / ``a >> b`` of integers with NumPy's results for every count
+    (``typing/elementwise.SHIFTS``): LLVM's ``shl``/``ashr``/``lshr`` are poison for a count
+    outside ``[0, bits)``, so the count is compared (unsigned: a negative one fails too) and
+    replaced by 0 before the shift, and the result selected. ``>>`` of an unsigned dtype is
+    logical (``lshr``, PTX ``shr.u``; 0 past the width), of a signed one arithmetic
+    (``ashr``, ``shr.s``; the sign past the width)."""
     def impl(builder, operands):
         a, b = operands
         bits = a.type.width
@@ -133,6 +135,8 @@ def _shift_impl(name, ct):
         safe = builder.select(inside, b, ir.Constant(b.type, 0))
         if name == "lshift":
             return builder.select(inside, builder.shl(a, safe), ir.Constant(a.type, 0))
+        if unsigned:
+            return builder.select(inside, builder.lshr(a, safe), ir.Constant(a.type, 0))
         sign = builder.ashr(a, ir.Constant(a.type, bits - 1))
         return builder.select(inside, builder.ashr(a, safe), sign)
     return impl
@@ -208,8 +212,8 @@ def lower_astype(context, builder, sig, args):
     xty = sig.args[0]
     res = sig.return_type
     x = Operand(context, builder, xty, args[0], xty.dtype)
-    out = [convert(context, builder, x.element(i), xty.dtype, res.dtype)
-           for i in range(res.layout.elems_per_thread)]
+    out = convert_elements(context, builder, [x.element(i) for i in range(res.layout.elems_per_thread)],
+                           xty.dtype, res.dtype)
     return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
 
@@ -232,7 +236,8 @@ def _minmax_lowering(is_min):
             elif dtypes.is_bool(dt):
                 v = builder.and_(a, b) if is_min else builder.or_(a, b)
             else:
-                v = builder.select(builder.icmp_signed("<" if is_min else ">", a, b), a, b)
+                cmp = builder.icmp_unsigned if dtypes.is_unsigned(dt) else builder.icmp_signed
+                v = builder.select(cmp("<" if is_min else ">", a, b), a, b)
             out.append(from_compute(context, builder, v, dt))
         return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 

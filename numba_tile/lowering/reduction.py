@@ -26,18 +26,24 @@ from .common import (I1, chunk_coords, const_i64, convert, fragment_elements, fr
 from .layouts import barrier, dst_slots, linear_of, stage
 
 
-def _identity(name, ct):
+def _identity(name, ct, unsigned=False):
+    """The identity of reduction ``name`` as an LLVM constant of type ``ct`` (``unsigned``: an
+    unsigned integer dtype, whose max starts at 0 and min at ``2**bits - 1``)."""
     lt = ct
     if isinstance(lt, (ir.FloatType, ir.DoubleType)):
         return ir.Constant(lt, {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[name])
     if lt.width == 1:                      # bool max/min
         return ir.Constant(lt, 0 if name == "max" else 1)
     bits = lt.width
+    if unsigned:
+        return ir.Constant(lt, {"sum": 0, "prod": 1, "max": 0, "min": (1 << bits) - 1}[name])
     return ir.Constant(lt, {"sum": 0, "prod": 1, "max": -(1 << (bits - 1)),
                             "min": (1 << (bits - 1)) - 1}[name])
 
 
-def _combine(builder, name, acc, v):
+def _combine(builder, name, acc, v, unsigned=False):
+    """``acc`` combined with ``v`` by reduction ``name`` (``unsigned``: integers compare as
+    unsigned, ``icmp ugt``/``ult``)."""
     is_float = isinstance(acc.type, (ir.FloatType, ir.DoubleType))
     if name == "sum":
         return builder.fadd(acc, v) if is_float else builder.add(acc, v)
@@ -49,7 +55,8 @@ def _combine(builder, name, acc, v):
         return builder.select(builder.fcmp_unordered("uno", v, v), v, r)   # NaN propagates
     if acc.type.width == 1:
         return builder.or_(acc, v) if name == "max" else builder.and_(acc, v)
-    better = builder.icmp_signed(">" if name == "max" else "<", v, acc)
+    cmp = builder.icmp_unsigned if unsigned else builder.icmp_signed
+    better = cmp(">" if name == "max" else "<", v, acc)
     return builder.select(better, v, acc)
 
 
@@ -119,7 +126,8 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
     K = C // V
     group, rpr, lanes, warps_per_row = last_axis_plan(lay, C)
     n_rows = lay.numel // C
-    ident = _identity(name, ct_ll)
+    uns = dtypes.is_unsigned(res.dtype)
+    ident = _identity(name, ct_ll, uns)
 
     tid = thread_index(builder, fresh=True) if valid_cols is not None else None
 
@@ -139,10 +147,10 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
         acc = ident
         for r in range(j * rpr, (j + 1) * rpr):
             for v in range(V):
-                acc = _combine(builder, name, acc, value(r * V + v))
+                acc = _combine(builder, name, acc, value(r * V + v), uns)
         off = lanes // 2
         while off >= 1:
-            acc = _combine(builder, name, acc, _shfl_bfly(builder, acc, off))
+            acc = _combine(builder, name, acc, _shfl_bfly(builder, acc, off), uns)
             off //= 2
         partials.append(acc)
 
@@ -181,7 +189,7 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
             v = builder.load(builder.gep(base, [idx]))
             if slot_ty != ct_ll:
                 v = builder.trunc(v, ct_ll)
-            acc = _combine(builder, name, acc, v)
+            acc = _combine(builder, name, acc, v, uns)
         return from_compute(context, builder, acc, res.dtype)
 
     barrier(builder)
@@ -238,6 +246,7 @@ def _lowering(name):
         axis = reduction_axis(name, xty, axty)
         keep = keepdims_value(name, kty)
         ct = dtypes.compute_type(res.dtype)
+        uns = dtypes.is_unsigned(res.dtype)
         ct_ll = context.get_value_type(ct) if ct != types.boolean else I1
         extents = _result_extents(builder, xty, res, args[0], axis, keep)
         if axis == xty.ndim - 1:
@@ -254,14 +263,14 @@ def _lowering(name):
         for coords, _linear in dst_slots(builder, res.layout):
             src = _first_source(coords, axis, keep, xty, res)
             base = linear_of(builder, xty.shape, src)
-            acc = cgutils.alloca_once_value(builder, _identity(name, ct_ll))
+            acc = cgutils.alloca_once_value(builder, _identity(name, ct_ll, uns))
             with cgutils.for_range(builder, bound) as loop:
                 lin = builder.add(base, builder.mul(loop.index, const_i64(stride)))
                 e = read(lin)
                 v = to_compute(context, builder, convert(context, builder, e, xty.dtype, res.dtype)
                                if name in ("sum", "prod") else e,
                                res.dtype)
-                builder.store(_combine(builder, name, builder.load(acc), v), acc)
+                builder.store(_combine(builder, name, builder.load(acc), v, uns), acc)
             out.append(from_compute(context, builder, builder.load(acc), res.dtype))
         return make_fragment(builder, res, out, extents)
 
@@ -307,7 +316,9 @@ def _arg_lowering(name):
                     take = builder.and_(v, builder.not_(b)) if is_max else \
                         builder.and_(b, builder.not_(v))
                 else:
-                    take = builder.icmp_signed(">" if is_max else "<", v, b)
+                    cmp = builder.icmp_unsigned if dtypes.is_unsigned(xty.dtype) \
+                        else builder.icmp_signed
+                    take = cmp(">" if is_max else "<", v, b)
                 builder.store(builder.select(take, v, b), best)
                 k32 = builder.trunc(loop.index, i32)
                 builder.store(builder.select(take, k32, builder.load(where)), where)

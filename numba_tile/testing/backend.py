@@ -29,7 +29,18 @@ class Backend:
         host = np.asarray(host)
         if self.interpret:
             return host.copy()
-        from ..dtypes import BFLOAT16_NP
+        from ..dtypes import BFLOAT16_NP, FLOAT8_E4M3FN_NP, FLOAT8_E5M2_NP
+        if host.dtype in (FLOAT8_E4M3FN_NP, FLOAT8_E5M2_NP):
+            # CuPy has no FP8 and the CUDA Array Interface cannot say which FP8 it is:
+            # PyTorch carries it (its own dtype, or DLPack)
+            try:
+                import torch
+            except ImportError:
+                import pytest
+                pytest.skip("FP8 device arrays need PyTorch")
+            tdt = torch.float8_e4m3fn if host.dtype == FLOAT8_E4M3FN_NP else torch.float8_e5m2
+            bits = torch.from_numpy(np.ascontiguousarray(host).view(np.uint8).copy())
+            return bits.view(tdt).to("cuda")
         if host.dtype == BFLOAT16_NP:
             # CuPy and the CUDA Array Interface have no bfloat16: PyTorch carries it (DLPack)
             try:
@@ -59,6 +70,10 @@ class Backend:
         if t.dtype == torch.bfloat16:
             from ..dtypes import BFLOAT16_NP
             return t.contiguous().view(torch.int16).numpy().view(BFLOAT16_NP)
+        if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            from .. import dtypes
+            fp8 = dtypes.to_numpy(dtypes.from_any(str(t.dtype).removeprefix("torch.")))
+            return t.contiguous().view(torch.uint8).numpy().view(fp8)
         return t.numpy()
 
     def run(self, kernel, *args, **kwargs):

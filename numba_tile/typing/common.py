@@ -91,9 +91,46 @@ def dtype_arg(ty, opname: str, arg: str = "dtype"):
     else:
         dt = None
     if dt is None:
-        raise fail(opname, arg, "one of float16, bfloat16, float32, float64, int8, int32, int64, bool",
-                   ty)
+        raise fail(opname, arg, f"one of {dtypes.SUPPORTED_TEXT}", ty)
     return dt
+
+
+def refuse_float8(opname: str, arg: str, dt):
+    """Refuse an FP8 operand of ``opname``: FP8 tiles have no arithmetic (``dtypes``).
+
+    Raises:
+        TileTypingError: ``dt`` is ``float8_e4m3fn`` or ``float8_e5m2``.
+    """
+    if dtypes.is_float8(dt):
+        raise fail(opname, arg, "a tile of a dtype with arithmetic (FP8 tiles are loaded, "
+                   "stored, selected with where() and converted with astype() only, as in "
+                   f"PyTorch: compute on astype(t, nt.float32))", f"a tile of {dtypes.name(dt)}")
+
+
+#: the first compute capability with the FP8 conversions (``cvt.rn.satfinite.e4m3x2.f32``,
+#: ``cvt.rn.f16x2.e4m3x2``: PTX ISA 7.8, sm_89)
+FLOAT8_MIN_CC = (8, 9)
+
+
+def target_cc() -> tuple:
+    """The compute capability being compiled for ((9, 0) outside a compile)."""
+    from ..compiler_context import _CURRENT
+    return tuple(getattr(_CURRENT.get(), "cc", None) or (9, 0))[:2]
+
+
+def check_float8_target(opname: str, dt):
+    """An FP8 conversion needs sm_89 or later (``FLOAT8_MIN_CC``).
+
+    Raises:
+        TileTypingError: ``dt`` is an FP8 dtype and the target is older (sm_80).
+    """
+    cc = target_cc()
+    if dtypes.is_float8(dt) and cc < FLOAT8_MIN_CC:
+        raise TileTypingError(
+            f"{opname}(): converting to or from {dtypes.name(dt)} needs sm_89 or later "
+            f"(cvt.rn.satfinite.{dt.ptx}.f32 / cvt.rn.f16x2.{dt.ptx}, PTX ISA 7.8); the kernel "
+            f"is compiled for sm_{cc[0]}{cc[1]}. FP8 loads and stores (bytes) work there; "
+            f"convert on an sm_89+ GPU, or on the host")
 
 
 def is_scalar(ty) -> bool:

@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from .. import dtypes
 from .._registry import typing_rule
-from .common import dtype_arg, fail, is_omitted, is_scalar, literal_int, make_tile, static_shape
+from .common import check_float8_target, dtype_arg, fail, is_omitted, is_scalar, literal_int, make_tile, static_shape
 
 
 @typing_rule("full")
@@ -25,6 +25,11 @@ def type_full(shape, value, dtype):
             dt = dtypes.float32
     else:
         dt = dtype_arg(dtype, "full")
+        lit = literal_int(value)          # an explicit dtype converts a run-time value, but
+        if lit is not None and dtypes.is_int(dt) and not dtypes.int_fits(lit, dt):  # no literal
+            raise fail("full", "value", f"an integer {dtypes.name(dt)} holds (NumPy 2 refuses "
+                       f"it too; write the value you mean)", lit)
+        check_float8_target("full", dt)
     return make_tile(dt, sh)
 
 

@@ -8,7 +8,7 @@ from .. import dtypes
 from .._registry import OPS, typing_rule
 from ..language import MATH_FUNCTIONS
 from ..layout import BlockedLayout
-from .common import dtype_arg, fail, is_scalar, make_tile
+from .common import check_float8_target, dtype_arg, fail, is_scalar, make_tile, refuse_float8
 from .types import TileType
 
 ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
@@ -17,6 +17,7 @@ BITWISE = ("and_", "or_", "xor")
 #: ``<<`` and ``>>`` on integer tiles, with NumPy's results for every shift count: a count
 #: outside ``[0, bits)`` (negative, or the dtype's width or more) gives 0 for ``<<`` and the
 #: sign (0 or -1) for ``>>`` (NumPy's ``npy_lshift`` / ``npy_rshift``); ``>>`` is arithmetic
+#: on signed tiles and logical on unsigned ones (0 for a count of ``bits`` or more)
 SHIFTS = ("lshift", "rshift")
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
@@ -68,24 +69,37 @@ def operand_dtype(a, b, opname):
     """Promoted dtype and result tile of two operands, at least one of them a tile.
 
     Returns ``None`` when neither operand is a tile (not ours to type).
+
+    Raises:
+        TileTypingError: the operands have no common dtype (``dtypes.promote``: uint64 with a
+            signed integer, FP8 with another dtype, a negative literal with an unsigned tile).
     """
     ta, tb = isinstance(a, TileType), isinstance(b, TileType)
     if not (ta or tb):
         return None
-    if ta and tb:
-        return dtypes.promote(a.dtype, b.dtype), result_tile([a, b], opname)
-    tile, other = (a, b) if ta else (b, a)
-    if not is_scalar(other):
-        raise fail(opname, "operands", "a tile and a tile or scalar", other)
-    return scalar_promotion(tile.dtype, other), tile
+    try:
+        if ta and tb:
+            return dtypes.promote(a.dtype, b.dtype), result_tile([a, b], opname)
+        tile, other = (a, b) if ta else (b, a)
+        if not is_scalar(other):
+            raise fail(opname, "operands", "a tile and a tile or scalar", other)
+        return scalar_promotion(tile.dtype, other), tile
+    except dtypes.PromotionError as e:
+        raise fail(opname, "operands", f"operands with a common dtype ({e.reason})",
+                   e.operands) from None
 
 
 def scalar_promotion(tile_dt, scalar_ty):
-    """:func:`dtypes.promote_scalar` for a Numba scalar type (literal values are checked)."""
+    """:func:`dtypes.promote_scalar` for a Numba scalar type (literal values are checked).
+
+    Raises:
+        dtypes.PromotionError: see :func:`dtypes.promote_scalar`.
+    """
     from .common import literal_int
     value = literal_int(scalar_ty) if isinstance(scalar_ty, types.Integer) else None
     width = getattr(scalar_ty, "bitwidth", 64)
-    return dtypes.promote_scalar(tile_dt, dtypes.scalar_kind(scalar_ty), width, value)
+    signed = getattr(scalar_ty, "signed", True)
+    return dtypes.promote_scalar(tile_dt, dtypes.scalar_kind(scalar_ty), width, value, signed)
 
 
 def _binary(name):
@@ -97,6 +111,7 @@ def _binary(name):
         if res is None:
             return None
         dt, tile = res
+        refuse_float8(opname, "operands", dt)
         if name in COMPARISON:
             return tile.with_dtype(dtypes.bool_)
         if name in BITWISE:
@@ -126,6 +141,7 @@ def _unary(name):
     def rule(a):
         if not isinstance(a, TileType):
             return None
+        refuse_float8(SYMBOL.get(name, name), "x", a.dtype)
         if name == "invert" and dtypes.is_float(a.dtype):
             raise fail("~", "x", "an integer or bool tile", dtypes.name(a.dtype))
         if name in ("neg", "builtin_abs", "abs", "pos") and dtypes.is_bool(a.dtype):
@@ -166,6 +182,8 @@ def type_filled(x, value):
     if is_scalar(value):
         from .memory import check_scalar_fits
         check_scalar_fits(value, x.dtype, "filled", "value", "the tile's dtype")
+        if x.masked:        # the value is converted to the tile's dtype where it is used
+            check_float8_target("filled", x.dtype)
     return TileType(x.dtype, x.shape, x.layout, masked=False)
 
 
@@ -173,7 +191,11 @@ def type_filled(x, value):
 def type_astype(x, dtype):
     if not isinstance(x, TileType):
         raise fail("astype", "x", "a tile", x)
-    return x.with_dtype(dtype_arg(dtype, "astype"))
+    dt = dtype_arg(dtype, "astype")
+    if dt != x.dtype:
+        check_float8_target("astype", x.dtype)
+        check_float8_target("astype", dt)
+    return x.with_dtype(dt)
 
 
 def _minmax(name):
@@ -183,6 +205,7 @@ def _minmax(name):
         if res is None:
             raise fail(name, "x", "a tile", x)
         dt, tile = res
+        refuse_float8(name, "operands", dt)
         return tile.with_dtype(dt)
 
     return rule
@@ -221,6 +244,7 @@ def _math(name):
     def rule(x):
         if not isinstance(x, TileType):
             raise fail(name, "x", "a tile", x)
+        refuse_float8(name, "x", x.dtype)
         return x if dtypes.is_float(x.dtype) else x.with_dtype(dtypes.float32)
 
     return rule

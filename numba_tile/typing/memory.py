@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from .. import dtypes
 from .._registry import typing_rule
-from .common import fail, is_omitted, is_scalar, make_tile, static_shape
+from .common import check_float8_target, fail, is_omitted, is_scalar, make_tile, static_shape
 from .types import PartitionIndexType, PartitionType, TensorType, TileType
 
 
@@ -59,11 +59,15 @@ def _check_padding(ty, dt, opname):
         if not isinstance(v, (bool, int, float)):
             raise fail(opname, "padding", "a scalar", v)
         if v != v or v in (float("inf"), float("-inf")):
-            if not dtypes.is_float(dt):
+            # FP8: both formats have NaN, only e5m2 has infinities (e4m3fn would saturate)
+            fp8_ok = dtypes.is_float8(dt) and (v != v or dt.has_inf)
+            if not (dtypes.is_float(dt) or fp8_ok):
                 raise fail(opname, "padding", f"a value {dtypes.name(dt)} holds", v)
             return False
     elif not is_scalar(ty):
         raise fail(opname, "padding", "a scalar", ty)
+    else:       # a run-time value: converted to the dtype in the kernel
+        check_float8_target(opname, dt)
     check_scalar_fits(ty, dt, opname, "padding", "the dtype of the loaded array")
     return False
 
@@ -159,6 +163,7 @@ def type_store(z, tile, index):
                        f"a tile of {dtypes.name(tile.dtype)}")
     elif is_scalar(tile):
         check_scalar_fits(tile, z.dtype, "store", "tile", f"the dtype of '{z.param}'")
+        check_float8_target("store", z.dtype)
     else:
         raise fail("store", "tile", "a tile or a scalar", tile)
     return types.none
@@ -179,8 +184,12 @@ def check_scalar_fits(ty, dt, opname, arg, what):
     if dtypes.is_bool(dt):
         ok = kind == "bool" or (kind == "int" and value in (0, 1))
     elif dtypes.is_int(dt):
-        ok = kind == "bool" or (kind == "int" and (dtypes.int_fits(value, dt) if value is not None
-                                                    else width <= dt.bitwidth))
+        if kind == "int" and value is None:       # a run-time integer: by type (no wrapping)
+            sdt = dtypes.int_dtype(width if width in (8, 16, 32, 64) else 64,
+                                   getattr(ty, "signed", True))
+            ok = dtypes.storable(sdt, dt)
+        else:
+            ok = kind == "bool" or (kind == "int" and dtypes.int_fits(value, dt))
     else:
         ok = True
     if not ok:
@@ -199,7 +208,7 @@ def element_index_types(x, index):
 def type_tensor_element(x, index):
     """``x[i]`` (``x[i, j, ...]``) on a tensor parameter: one element as a scalar, read by
     every thread of the block (so a branch on it is uniform). The element's dtype; float16 and
-    bfloat16 read as float32 (exact). Coordinates are integers, NumPy's negative ones count
+    bfloat16 (and FP8) read as float32 (exact). Coordinates are integers, NumPy's negative ones count
     from the end; outside the array the value is 0 (as ``gather``'s padding), never a read
     outside it (``lowering/memory.lower_tensor_element``).
 
@@ -222,4 +231,6 @@ def type_tensor_element(x, index):
     if element_index_types(x, index) is None:
         raise fail("getitem", "index", f"{x.ndim} integer coordinate(s) of '{x.param}' "
                    f"({x.ndim}-d), as x[i]" + (", x[i, j]" if x.ndim > 1 else ""), index)
-    return types.float32 if dtypes.is_half(x.dtype) else x.dtype
+    if dtypes.is_float8(x.dtype):
+        check_float8_target("getitem", x.dtype)
+    return types.float32 if dtypes.is_half(x.dtype) or dtypes.is_float8(x.dtype) else x.dtype

@@ -12,7 +12,7 @@ from numba.cuda import types
 from .. import dtypes
 from .._registry import typing_rule
 from ..layout import BlockedLayout, SliceLayout
-from .common import dtype_arg, fail, is_omitted, literal_int, make_tile
+from .common import dtype_arg, fail, is_omitted, literal_int, make_tile, refuse_float8
 from .types import TileType
 
 
@@ -61,6 +61,7 @@ def _rule(name):
     def rule(x, axis, keepdims, dtype):
         if not isinstance(x, TileType):
             raise fail(name, "x", "a tile", x)
+        refuse_float8(name, "x", x.dtype)
         a = reduction_axis(name, x, axis)
         keep = keepdims_value(name, keepdims)
         shape = result_shape(x, a, keep) or (1,)
@@ -86,6 +87,7 @@ def _arg_rule(name):
     def rule(x, axis, keepdims):
         if not isinstance(x, TileType):
             raise fail(name, "x", "a tile", x)
+        refuse_float8(name, "x", x.dtype)
         a = reduction_axis(name, x, axis)
         keep = keepdims_value(name, keepdims)
         shape = result_shape(x, a, keep) or (1,)
@@ -102,5 +104,6 @@ _arg_rule("argmin")
 def type_cumsum(x, axis, dtype):
     if not isinstance(x, TileType):
         raise fail("cumsum", "x", "a tile", x)
+    refuse_float8("cumsum", "x", x.dtype)
     reduction_axis("cumsum", x, axis)
     return make_tile(result_dtype("cumsum", x, dtype), x.shape, masked=x.masked, align=x.align)

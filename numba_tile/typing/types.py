@@ -26,7 +26,7 @@ def storage_type(dt):
     """Numba type an element of ``dt`` is stored as in device memory."""
     if dt == dtypes.bfloat16:
         return types.uint16
-    if dt == dtypes.bool_:
+    if dt == dtypes.bool_ or dtypes.is_float8(dt):
         return types.uint8
     return dt
 
