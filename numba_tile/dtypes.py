@@ -32,7 +32,9 @@ A Python scalar next to a tile takes the tile's dtype when it is of the same kin
 its value fits (``int`` with an integer tile, ``float`` with a float tile, ``bool``
 with anything). An integer literal that does not fit gives int64 next to a signed tile
 and uint64 next to an unsigned one (refused if it does not fit that either); a
-**negative** literal next to an unsigned tile is refused (it would wrap). A run-time
+**negative** literal never wraps next to an unsigned tile: with uint8/16/32 the result is
+int64 (``u8 + -1`` is exact; storing it back into the uint8 array is then refused until an
+explicit ``astype``), with uint64 it is refused. A run-time
 integer scalar (typed int32 when its value fits, else int64, as Triton does; or an
 unsigned one, read from an unsigned tensor) promotes by its width: next to a tile of
 the same signedness, the tile's dtype if the scalar is not wider, else int64 (uint64);
@@ -77,8 +79,10 @@ math functions, atomics, mixing with another dtype) is refused with a message as
   ``cvt.rn.f16x2.e5m2x2`` then ``cvt.f32.f16``), then the float32 -> dtype cast.
 * any dtype -> FP8: to float32 first (float64 and integers above 2**24 round there),
   then ``cvt.rn.satfinite.e4m3x2.f32`` / ``cvt.rn.satfinite.e5m2x2.f32``: round to
-  nearest even; a value beyond the largest finite one, **infinity included**, saturates
-  to +-448 (e4m3fn) / +-57344 (e5m2); NaN gives NaN. ``ml_dtypes`` (and PyTorch's
+  nearest even; a value beyond the largest finite one, **infinity included** (for e5m2
+  too: its infinities are only ever loaded from memory), saturates to +-448 (e4m3fn) /
+  +-57344 (e5m2); NaN gives NaN. Constants (paddings, ``zeros``, ``full``) convert the same
+  way, at compile time; a constant infinite padding of an FP8 load is refused. ``ml_dtypes`` (and PyTorch's
   ``.to()``) differ exactly there: they give NaN (e4m3fn) or infinity (e5m2) for
   out-of-range values; the interpreter follows the GPU (it clips to the largest finite
   value before ``ml_dtypes``' round-to-nearest-even cast). NaN's sign and payload are
@@ -396,9 +400,13 @@ def promote_scalar(tile_dt, kind: str, width: int = 32, value=None, signed: bool
             if is_int(tile_dt) and int_fits(value, tile_dt):
                 return tile_dt
             if is_unsigned(tile_dt) and value < 0:
+                # int64 holds both (as the run-time int64 Numba retries a failed literal with)
+                if tile_dt != uint64 and int_fits(value, int64):
+                    return int64
                 raise PromotionError(
-                    f"the negative integer would wrap in unsigned arithmetic: convert the tile "
-                    f"with astype() to a signed dtype first", f"{name(tile_dt)} and {value}")
+                    f"the negative integer would wrap in uint64 arithmetic and no integer dtype "
+                    f"holds both: convert the tile with astype() to a signed dtype first",
+                    f"{name(tile_dt)} and {value}")
             wide = uint64 if is_unsigned(tile_dt) or (is_bool(tile_dt) and value > INT_RANGE[int64][1]) \
                 else int64
             if not int_fits(value, wide):

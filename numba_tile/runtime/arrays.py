@@ -518,7 +518,7 @@ def _typestr_dtype(typestr: object, name: str) -> numpy.dtype:
     if dtype.kind == "V":
         raise TileArgumentError(
             f"argument '{name}': __cuda_array_interface__ typestr {typestr!r} is untyped raw data "
-            f"(bfloat16 arrays must come through DLPack or a PyTorch tensor); "
+            f"(bfloat16 and FP8 arrays must come through DLPack or a PyTorch tensor); "
             f"supported dtypes: {_SUPPORTED_TEXT}")
     _check_dtype(dtype, name)
     if type(typestr) is str:

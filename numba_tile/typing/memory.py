@@ -59,8 +59,9 @@ def _check_padding(ty, dt, opname):
         if not isinstance(v, (bool, int, float)):
             raise fail(opname, "padding", "a scalar", v)
         if v != v or v in (float("inf"), float("-inf")):
-            # FP8: both formats have NaN, only e5m2 has infinities (e4m3fn would saturate)
-            fp8_ok = dtypes.is_float8(dt) and (v != v or dt.has_inf)
+            # FP8: NaN converts to NaN, but an infinity to the largest finite value
+            # (cvt.rn.satfinite, for e5m2 too): refused rather than changed
+            fp8_ok = dtypes.is_float8(dt) and v != v
             if not (dtypes.is_float(dt) or fp8_ok):
                 raise fail(opname, "padding", f"a value {dtypes.name(dt)} holds", v)
             return False
