@@ -8,11 +8,12 @@ and every thread reads the elements of the target layout. A leading barrier keep
 conversion inside a loop from overwriting a buffer still being read, and lets every
 conversion site use the one shared scratch region of the kernel (``lowering/shared.py``).
 The shape ops (reshape, broadcast, permute) use the same mechanism with a different
-source index per destination element (:func:`remap`). A tile larger than
-:data:`PASS_BYTES` (64 KB) moves in several passes over ranges of its row-major indices,
-each pass a barrier, the owners' stores of that range, a barrier and every thread's reads
-of the elements it takes from that range: a conversion's shared memory is bounded, never
-refused for its size (a (64, 1024) float32 permute, 256 KB, takes four passes of 64 KB).
+source index per destination element (:func:`remap`). A tile larger than the target's
+shared memory moves in several passes over ranges of its row-major indices
+(:func:`pass_bytes`), each pass a barrier, the owners' stores of that range, a barrier and
+every thread's reads of the elements it takes from that range: a conversion is never
+refused for its size (a (64, 1024) float32 permute, 256 KB, takes two passes of 128 KB on
+sm_90 and sm_80).
 """
 
 from __future__ import annotations
@@ -62,20 +63,16 @@ def convert_layout(builder, dt, src_layout, elems, dst_layout):
     return remap(builder, dt, src_layout, elems, dst_layout, lambda coords, linear: linear)
 
 
-#: most bytes one pass of a rearrangement (:func:`remap`) stages in shared memory, on
-#: targets whose opt-in limit is at least twice that (others: the largest power of two up
-#: to half their limit): a larger tile is rearranged in several passes, so no tile is
-#: refused for its conversion's size and a (32, 1024) float32 transpose takes 64 KB (three
-#: blocks on an H200 multiprocessor) rather than 128 KB (one)
-PASS_BYTES = 64 * 1024
-
-
 def pass_bytes() -> int:
-    """The most bytes one pass of :func:`remap` stages, for the target being compiled."""
-    cap, lim = PASS_BYTES, limit_for(compiler_context.current().cc)
-    while cap > lim // 2 and cap > 1024:
-        cap //= 2
-    return cap
+    """The most bytes one pass of :func:`remap` stages: the largest power of two within the
+    target's shared memory beside the persistent regions allocated so far (pipeline stages,
+    ``lowering/shared.py``). A tile that fits moves in one pass: more passes would keep
+    both the fragments still to be staged and the ones already read in registers (about
+    1.5 times the tile's share of registers: a (32, 1024) float32 transpose on 8 warps takes
+    214 registers in one pass of 128 KB and spills in two of 64 KB)."""
+    ctx = compiler_context.current()
+    room = limit_for(ctx.cc) - sum(n for _o, n, _w in pool().persistent)
+    return 1 << (max(room, 1024).bit_length() - 1)
 
 
 def stage(builder, dt, src_layout, elems, lo=0, span=None):
@@ -222,7 +219,7 @@ def remap(builder, dt, src_layout, elems, dst_layout, source):
     row-major index ``source(coords, linear)`` (an i64 value, ``< numel``).
 
     A tile of more than :func:`pass_bytes` bytes moves in several passes of that size (a
-    barrier pair each), so the scratch it needs is bounded whatever the tile's size.
+    barrier pair each), so the scratch it needs fits the target whatever the tile's size.
     """
     numel = src_layout.numel
     passes = max(1, numel * max(dtypes.itemsize(dt), 1) // pass_bytes())
