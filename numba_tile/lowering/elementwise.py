@@ -277,6 +277,14 @@ lowering_rule("umulhi")(_mulhi_lowering(True))
 _LOG2E = 1.4426950408889634     # log2(e), rounded to float32 in the IR constant
 
 
+def _div_full(builder, a, b):
+    """``a / b`` in float32 by ``div.full.f32`` (PTX ISA: maximum error 2 ulp for ``|b|`` in
+    ``[2**-126, 2**126]``, no branches)."""
+    f32 = ir.FloatType()
+    asm = ir.InlineAsm(ir.FunctionType(f32, [f32, f32]), "div.full.f32 $0, $1, $2;", "=f,f,f")
+    return builder.call(asm, [a, b])
+
+
 def _libdevice(builder, base, value):
     fty = value.type
     name = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
@@ -301,13 +309,16 @@ def _math_lowering(name):
                 # NVVM IR predates LLVM's fneg instruction: negate as (-0.0 - v)
                 neg = builder.fsub(ir.Constant(v.type, -0.0), v)
                 if isinstance(v.type, ir.FloatType):
-                    # float32: exp(-x) as 2**(-x * log2(e)) (ex2.approx, as Triton's tl.exp
-                    # and tl.sigmoid): relative error about |x| * 2**-23 where libdevice's
-                    # expf keeps 2 ulp, at a third of its instructions
+                    # float32, as Triton's tl.sigmoid: exp(-x) as 2**(-x * log2(e))
+                    # (ex2.approx: relative error about |x| * 2**-23 where libdevice's expf
+                    # keeps 2 ulp, at a third of its instructions) and the reciprocal by
+                    # div.full.f32 (2 ulp, branch-free: an IEEE division's slow-path branch
+                    # per element kept ptxas from interleaving a thread's elements)
                     e = _libdevice(builder, "exp2", builder.fmul(neg, ir.Constant(v.type, _LOG2E)))
+                    r = _div_full(builder, one, builder.fadd(one, e))
                 else:
                     e = _libdevice(builder, "exp", neg)
-                r = builder.fdiv(one, builder.fadd(one, e))
+                    r = builder.fdiv(one, builder.fadd(one, e))
             out.append(from_compute(context, builder, r, res.dtype))
         return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
