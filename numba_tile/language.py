@@ -688,7 +688,10 @@ MATH_FUNCTIONS = {
     "sigmoid": ("logistic sigmoid 1 / (1 + exp(-x)); in float32 (and float16/bfloat16, computed "
                 "in float32) exp(-x) is 2**(-x * log2(e)) by ``ex2.approx.f32``, as Triton's "
                 "``tl.sigmoid``: relative error about ``|x| * 2**-23`` (libdevice's ``expf`` "
-                "keeps 2 ulp at three times the instructions); float64 uses libdevice's ``exp``",
+                "keeps 2 ulp at three times the instructions), and the reciprocal is "
+                "``div.full.f32`` (2 ulp; 0 once ``exp(-x)`` passes ``2**126``, where the "
+                "sigmoid is below ``2**-126``); float64 uses libdevice's ``exp`` and an IEEE "
+                "division",
                 None),
     "sin": ("sine", "sin"),
     "cos": ("cosine", "cos"),
