@@ -31,8 +31,7 @@ except ImportError:
 
 #: log2(e), for exp(x) = exp2(x * log2(e))
 LOG2E = 1.4426950408889634
-#: what the running max takes -inf for (finite, below every finite float32 logit that
-#: matters: exp2((FLOOR - m) * LOG2E) is 0 for any m above -1e38)
+#: the running max's start: finite, below every float32 logit that matters
 FLOOR = -3.0e38
 
 
@@ -54,12 +53,10 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
             for idx in nt.tiles(loss, row):
                 nt.store(loss, nt.zeros((1, 1), nt.float32), idx)
         else:
-            # the online softmax per column lane, in registers: one block reduction per row
-            # at the end instead of two per tile. -inf (padding, or a masked logit) is taken
-            # as FLOOR, so that lanes without a finite value yet give exp2(0) factors, not
-            # NaN (-inf - -inf); their sums are scaled by exp2((FLOOR - m) * LOG2E) = 0 below
-            mv = nt.full((1, BC), FLOOR, nt.float32)
-            dv = nt.zeros((1, BC), nt.float32)
+            # the running max starts at FLOOR, not -inf: a first tile of masked (-inf) logits
+            # would give exp2(-inf - -inf) = NaN (Liger-Kernel's kernel has that NaN)
+            m = nt.full((1, 1), FLOOR, nt.float32)
+            d = nt.zeros((1, 1), nt.float32)
             xt = nt.zeros((1, 1), nt.float32)
             t_tile = t // BC                   # the tile holding the target's logit
             for idx in nt.tiles(X, row):
@@ -67,12 +64,10 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
                 if idx[1] == t_tile:
                     col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
                     xt = nt.sum(nt.where(col == t, x, 0.0), 1, keepdims=True)
-                xf = nt.maximum(x, FLOOR)
-                m_new = nt.maximum(mv, xf)
-                dv = dv * nt.exp2((mv - m_new) * LOG2E) + nt.exp2((xf - m_new) * LOG2E)
-                mv = m_new
-            m = nt.max(mv, 1, keepdims=True)
-            d = nt.sum(dv * nt.exp2((mv - m) * LOG2E), 1, keepdims=True)
+                m_new = nt.maximum(m, nt.max(x, 1, keepdims=True))
+                d = d * nt.exp2((m - m_new) * LOG2E) + nt.sum(nt.exp2((x - m_new) * LOG2E), 1,
+                                                              keepdims=True)
+                m = m_new
             lse = m + nt.log(d)
             scale = 1.0 / n_valid
             for idx in nt.tiles(loss, row):

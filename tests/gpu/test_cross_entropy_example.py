@@ -1,8 +1,8 @@
 """examples/cross_entropy.py on both backends against its float64 reference: rows of every
 length against the tile (one partial tile, a tile and one element, several), masked logits
 (-inf, as a vocabulary mask leaves them) in any lane but the target's, and the 16-bit dtypes.
-The per-lane online softmax takes -inf as a finite floor: these are the inputs where that
-could go wrong (NaN from -inf - -inf, a padded lane's sum counted)."""
+The online softmax starts its running max at a finite floor: a first tile of masked
+logits must not give NaN (-inf - -inf)."""
 
 import numpy as np
 import pytest
@@ -31,6 +31,23 @@ def test_loss_and_gradient_float32(tile_backend, v, masked):
     n_valid = max(1, int((t_h != -100).sum()))
     x = tile_backend.asarray(x_h.copy())
     loss = tile_backend.asarray(np.full((7, 1), np.nan, np.float32))
+    ce.cross_entropy(x, tile_backend.asarray(t_h), loss, n_valid,
+                     interpret=tile_backend.interpret).sync()
+    ref_loss, ref_grad = ce.reference(x_h, t_h)
+    np.testing.assert_allclose(tile_backend.to_numpy(loss)[:, 0], ref_loss, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(tile_backend.to_numpy(x), ref_grad, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("first", [4096, 8200])
+def test_a_masked_first_tile_gives_no_nan(tile_backend, first):
+    # every logit of the first tile (or two) masked, the target past them
+    rng = np.random.default_rng()
+    x_h, t_h = _case(rng, 4, 12000, np.float32, 0.0)
+    x_h[:, :first] = -np.inf
+    t_h[:] = rng.integers(first, 12000, 4)
+    n_valid = 4
+    x = tile_backend.asarray(x_h.copy())
+    loss = tile_backend.asarray(np.full((4, 1), np.nan, np.float32))
     ce.cross_entropy(x, tile_backend.asarray(t_h), loss, n_valid,
                      interpret=tile_backend.interpret).sync()
     ref_loss, ref_grad = ce.reference(x_h, t_h)
