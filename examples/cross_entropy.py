@@ -36,9 +36,12 @@ FLOOR = -3.0e38
 
 
 def config(n_cols: int, itemsize: int) -> tuple:
-    """``(columns per tile, num_warps, num_stages)``: 4096 columns over 4 warps, unpipelined,
-    the fastest of a sweep on the H200 for float32 and bfloat16 at 32000 and 128256 columns
-    (``docs/performance.md``, 2026-12-01)."""
+    """``(columns per tile, num_warps, num_stages)``, the fastest of a sweep on the H200
+    (``docs/performance.md``, 2026-12-01, eighth session: tiles of 1024-16384 columns, 2-16
+    warps, 1-2 stages, one block per row or 132-528 persistent blocks): float32 4096 columns
+    over 8 warps up to 64K columns, 2048 over 4 above; 16-bit 4096 over 4 warps."""
+    if itemsize == 4:
+        return (4096, 8, 1) if n_cols <= 65536 else (2048, 4, 1)
     return (4096, 4, 1)
 
 
