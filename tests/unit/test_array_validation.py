@@ -770,7 +770,7 @@ def _bad_structure(r, d, host):
     elif which == 2:
         del d["typestr"]
     elif which == 3:
-        d["typestr"] = ["<u2", "|V4", ">f4", 5, "nonsense"][int(r.integers(0, 5))]
+        d["typestr"] = ["<c8", "|V4", ">f4", 5, "nonsense"][int(r.integers(0, 5))]
     elif which == 4:
         d["mask"] = object()
     elif which == 5:
