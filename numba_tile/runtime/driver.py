@@ -116,6 +116,27 @@ def _init() -> None:
             _initialised = True
 
 
+_device_count = None
+
+
+def device_count():
+    """The number of CUDA devices the process sees (``cuDeviceGetCount``; fixed for the
+    process's life: ``CUDA_VISIBLE_DEVICES`` is read once, at ``cuInit``), None when the driver
+    cannot tell. Cached. Never raises."""
+    global _device_count
+    if _device_count is None:
+        try:
+            _init()
+            n = _check("cuDeviceGetCount", _cu().cuDeviceGetCount())
+        except Exception:  # noqa: BLE001 - no driver, or a stand-in without the call
+            return None
+        if type(n) is int:
+            _device_count = n
+        else:
+            return None
+    return _device_count
+
+
 def gpu_available() -> bool:
     """True when ``cuda.bindings`` imports, ``cuInit`` succeeds and at least one device exists.
 

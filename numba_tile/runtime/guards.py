@@ -36,6 +36,21 @@ __all__ = ["make_runner"]
 _ADDRESS_END = 1 << 64
 
 
+def _c_contiguous(shape, strides) -> bool:
+    """Whether element ``strides`` are the C-contiguous ones of ``shape`` on every axis of
+    extent above 1 (what ``torch.Tensor.is_contiguous()`` answers), for a non-empty shape."""
+    if type(shape) is not tuple or type(strides) is not tuple or len(shape) != len(strides):
+        return False
+    step = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if type(n) is not int or type(st) is not int or n < 1:
+            return False
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
 def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
     """The guard's statements, its namespace, the names of its variables (pointers, scalars,
     arrays, producer streams, the call's objects) and those of the stream variables that may
@@ -52,6 +67,15 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
     need_cs = True                   # the next CuPy array asks CuPy's current stream
     cs = None
     torch_stream_vars = []
+    # where the process sees one CUDA device, every device array is on it: the plan's device
+    # is that one, and the array's need not be read (a CUDA array of another device cannot
+    # exist in this process)
+    from numba_tile.runtime import driver
+    one_device = driver.device_count() == 1
+
+    def device_test(read, k):
+        return "" if one_device and plan.device == 0 else f" or {read} != DEV{k}"
+
     unpack = []                      # the name each value is read into, in parameter order
     for i, (role, entry) in enumerate(zip(roles, key)):
         v = f"v{i}"
@@ -124,7 +148,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 # the dtype by identity: NumPy's dtypes of its own types are singletons (an
                 # equal dtype that is another object, one with metadata, takes the key path)
                 body.append(f"if {a}.shape != S{k} or {a}.strides != ST{k} or {a}.dtype is not "
-                            f"D{k} or d.device_id != DEV{k}: return None")
+                            f"D{k}{device_test('d.device_id', k)}: return None")
                 s = cs                  # the stream variable of this array: CuPy's, as read
             elif reader is readers["torch"]:
                 shape, strides, dtype, device, _ro = fields
@@ -132,8 +156,13 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                     shape, strides, dtype, device)
                 body.append(f"if not {a}.is_cuda: return None")
                 body.append(f"{p} = {a}.data_ptr()")
-                body.append(f"if {a}.shape != S{k} or {a}.stride() != ST{k} or {a}.dtype is not "
-                            f"D{k} or {a}.get_device() != DEV{k}: return None")
+                # a plan of C-contiguous strides asks is_contiguous() (PyTorch's own flag,
+                # kept by its C++ metadata: no Python code can set it apart from the strides;
+                # it ignores the strides of extent-1 axes, which no element address uses)
+                strides_test = f"not {a}.is_contiguous()" if _c_contiguous(shape, strides) \
+                    else f"{a}.stride() != ST{k}"
+                body.append(f"if {a}.shape != S{k} or {strides_test} or {a}.dtype is not "
+                            f"D{k}{device_test(f'{a}.get_device()', k)}: return None")
                 body.append(f"{s} = None")
                 torch_stream_vars.append(s)
             elif reader is readers["cai"] or reader is readers.get("numba"):

@@ -103,6 +103,37 @@ def test_torch_tensors_through_a_plan():
 
 
 @nt.jit
+def add2(x, y, z: nt.Partition["BM", "BN"], BM: nt.Constant, BN: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+
+
+def test_a_contiguous_torch_plan_is_not_taken_by_strided_tensors_of_its_shape():
+    """A plan made for C-contiguous tensors checks is_contiguous() in place of the strides:
+    a transposed or strided tensor of the same shape must miss it (and be read by its own
+    strides), an extent-1 axis of any stride may hit it."""
+    torch = pytest.importorskip("torch")
+    n = 96
+    x, y = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+    z = torch.empty(n, n, device="cuda")
+    add2(x, y, nt.partition(z, (32, 32)), 32, 32).sync()
+    plan = add2._last_plan
+    torch.testing.assert_close(z, x + y)
+    big = torch.randn(n, 2 * n, device="cuda")
+    for xv in (x.t(), big[:, ::2], big[:, :n]):
+        z2 = torch.empty(n, n, device="cuda")
+        add2(xv, y, nt.partition(z2, (32, 32)), 32, 32).sync()
+        torch.testing.assert_close(z2, xv + y)
+    assert add2._last_plan is not plan
+    # extent-1 leading axis with an odd stride: contiguous for PyTorch, the plan's values right
+    r = torch.randn(1, n, device="cuda")
+    odd = torch.randn(3, n, device="cuda").as_strided((1, n), (7, 1))
+    z3 = torch.empty(1, n, device="cuda")
+    add2(r, r, nt.partition(z3, (1, 32)), 1, 32).sync()
+    add2(odd, r, nt.partition(z3, (1, 32)), 1, 32).sync()
+    torch.testing.assert_close(z3, odd + r)
+
+
+@nt.jit
 def scale_add(x, z: nt.Partition["B"], a: float, B: nt.Constant):
     nt.store(z, nt.load_like(x, z) * a + nt.load(z))
 
