@@ -87,6 +87,35 @@ def load_like(x, like, padding=None, index=None):
     """
 
 
+@op("memory", reads=(0,))
+def load_at(x, offset, shape, padding):
+    """Load the tile of ``shape`` whose first element sits at element coordinates ``offset``
+    of a tensor: ``x[o0:o0 + shape[0], o1:o1 + shape[1], ...]``, at any position (not only at
+    multiples of the tile shape), as Triton's ``tl.load(ptr + offs, mask, other)``.
+
+    Nothing writes a read-only tensor while the kernel runs, so a read at any coordinates
+    cannot race (``docs/safety.md``); a partition, which other blocks write, is refused.
+
+    Args:
+        x (Tensor[dtype, ndim]): a read-only tensor parameter (or, in an unchecked kernel, a
+            ``Mutable`` one).
+        offset (tuple of ndim int, or an int for 1-D): element coordinates of the tile's
+            first element; runtime values, negative or past the end allowed: the elements
+            outside the array are not read.
+        shape (tuple of ndim int, static): the tile shape (as :func:`load`).
+        padding (scalar): the value of the elements outside the array (required: the valid
+            elements of a tile at a negative offset are not a prefix of it, which a masked
+            tile's extents cannot say); converted to x's dtype as :func:`load`'s.
+
+    Returns:
+        Tile[shape] of x's dtype, unmasked.
+
+    Raises:
+        TileTypingError: ``x`` a partition, an offset of another rank or not of integers, a
+            missing or non-static shape, a missing padding or one x's dtype cannot hold.
+    """
+
+
 @op("memory", writes=(0,), store_index=2)
 def store(z, tile, index=None):
     """Store ``tile`` into the block's own tile of partition ``z``.

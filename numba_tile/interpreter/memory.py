@@ -69,6 +69,31 @@ def interp_load(x, index=None, shape=None, padding=None):
     return read_tile(x, _index(index), _shape(shape), padding)
 
 
+@interp_rule("load_at")
+def interp_load_at(x, offset, shape, padding):
+    shape = _shape(shape)
+    origin = _index(offset)
+    np_dt = dtypes.to_numpy(x.dtype)
+    if dtypes.is_float8(x.dtype):
+        from .common import to_dtype
+        pad = to_dtype(padding, x.dtype)
+    else:
+        pad = np.asarray(padding).astype(np.float64 if dtypes.is_float(x.dtype) else np_dt) \
+            if not dtypes.is_bool(x.dtype) else bool(padding)
+    out = np.full(shape, pad).astype(np_dt)
+    src, dst = [], []
+    for o, s, ext in zip(origin, shape, x.array.shape):
+        lo, hi = max(o, 0), min(o + s, ext)
+        if hi <= lo:
+            return InterpTile(out, x.dtype, None)
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - o, hi - o))
+    if x.accesses is not None:
+        x.accesses.read(tuple(src), "load_at")
+    out[tuple(dst)] = x.array[tuple(src)]
+    return InterpTile(out, x.dtype, None)
+
+
 @interp_rule("load_like")
 def interp_load_like(x, like, padding=None, index=None):
     idx = like.own_index() if index is None else _index(index)

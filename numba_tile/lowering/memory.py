@@ -460,6 +460,87 @@ def lower_load(context, builder, sig, args):
     return emit_load(context, builder, view, index, tile, padv, in_grid)
 
 
+def _load_at_elems(builder, view, origin, tile, pad_storage, dt, invariant, lanes):
+    """The register elements of the tile at element coordinates ``origin`` (i64 list), read
+    ``lanes`` elements per access (a vector access needs ``origin[-1] % lanes == 0``)."""
+    layout = tile.layout
+    last = view.ty.ndim - 1
+    elems = []
+    for rep in range(layout.reps):
+        coords = chunk_coords(builder, layout, rep)
+        g = [builder.add(origin[d], coords[d]) for d in range(view.ty.ndim)]
+        # a negative coordinate reads as a huge unsigned one: masked like one past the end
+        outer = [builder.icmp_unsigned("<", g[d], view.shape[d]) for d in range(last)]
+        base = const_i64(0)
+        for d in range(last):
+            base = builder.add(base, builder.mul(g[d], view.strides[d]))
+        for a in range(layout.vec // lanes):
+            col = builder.add(g[last], const_i64(a * lanes))
+            mask = _and_all(builder, outer + [builder.icmp_unsigned("<", col, view.shape[last])])
+            if lanes > 1:
+                ptr = view.global_ptr(builder, builder.add(base, col), lanes)
+                vty = ptr.type.pointee
+                fallback = _splat(builder, pad_storage, vty)
+                wptr = view.word_ptr(builder, ptr, lanes)
+                if wptr is not None:
+                    words = _masked_load(builder, mask, wptr,
+                                         builder.bitcast(fallback, wptr.type.pointee),
+                                         lanes * view.itemsize, invariant)
+                    values = _unpack_words(builder, words, vty.element, lanes)
+                else:
+                    vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize,
+                                       invariant)
+                    values = [builder.extract_element(vec, ir.Constant(ir.IntType(32), j))
+                              for j in range(lanes)]
+                elems += [_storage_to_reg(builder, v, dt) for v in values]
+                continue
+            ptr = view.global_ptr(builder, builder.add(base, builder.mul(col, view.strides[last])),
+                                  1)
+            v = _masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant)
+            elems.append(_storage_to_reg(builder, v, dt))
+    return elems
+
+
+@lowering_rule("load_at")
+def lower_load_at(context, builder, sig, args):
+    """A tile at element coordinates: element by element, or, for a tensor whose
+    specialization allows 16-byte accesses (``vec16``), by vectors when the last coordinate
+    is a multiple of the vector's elements at run time (a uniform branch: the offset is one
+    value for the block), element by element otherwise."""
+    xty, offty, _shape, padty = sig.args
+    x, off, _s, pad = args
+    tile = sig.return_type
+    order_access(builder, xty)
+    view = ArrayView(context, builder, xty, x)
+    origin = _index_values(context, builder, offty, off, xty.ndim)
+    dt = tile.dtype
+    invariant = isinstance(view.ty, TensorType) and not view.ty.writable
+    padv = padding_element(context, builder, padty, pad, dt)
+    pad_storage = _reg_to_storage(builder, padv, dt, view.storage_llvm)
+    lanes = min(tile.layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
+    if lanes == 1:
+        elems = _load_at_elems(builder, view, origin, tile, pad_storage, dt, invariant, 1)
+        return make_fragment(builder, tile, elems, None)
+    aligned = builder.icmp_unsigned(
+        "==", builder.and_(origin[-1], const_i64(lanes - 1)), const_i64(0))
+    with builder.if_else(aligned, likely=True) as (then, otherwise):
+        with then:
+            vec_elems = _load_at_elems(builder, view, origin, tile, pad_storage, dt, invariant,
+                                       lanes)
+            vec_block = builder.block
+        with otherwise:
+            one_elems = _load_at_elems(builder, view, origin, tile, pad_storage, dt, invariant,
+                                       1)
+            one_block = builder.block
+    elems = []
+    for a, b in zip(vec_elems, one_elems):
+        phi = builder.phi(a.type)
+        phi.add_incoming(a, vec_block)
+        phi.add_incoming(b, one_block)
+        elems.append(phi)
+    return make_fragment(builder, tile, elems, None)
+
+
 @lowering_rule("load_like")
 def lower_load_like(context, builder, sig, args):
     xty, likety, padty, idxty = sig.args

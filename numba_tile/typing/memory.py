@@ -1,4 +1,4 @@
-"""Typing rules of the memory ops: load, load_like, store."""
+"""Typing rules of the memory ops: load, load_at, load_like, store."""
 
 from __future__ import annotations
 
@@ -99,6 +99,30 @@ def type_load(x, index, shape, padding):
         raise fail("load", "shape", f"{x.ndim} dimensions (the rank of '{x.param}')", sh)
     masked = _check_padding(padding, x.dtype, "load")
     return make_tile(x.dtype, sh, masked=masked, align=_align(x, sh))
+
+
+@typing_rule("load_at")
+def type_load_at(x, offset, shape, padding):
+    if isinstance(x, PartitionType):
+        raise fail("load_at", "x", f"a read-only tensor parameter ('{x.param}' is a partition: "
+                   "other blocks write its tiles, so a read at any position would race)",
+                   f"partition '{x.param}'")
+    if not isinstance(x, TensorType):
+        raise fail("load_at", "x", "a tensor parameter", x)
+    if is_omitted(offset) or isinstance(offset, PartitionIndexType) or not _index_ok(offset,
+                                                                                      x.ndim):
+        raise fail("load_at", "offset", f"a tuple of {x.ndim} integers (element coordinates)",
+                   offset)
+    if is_omitted(shape):
+        raise fail("load_at", "shape", f"a static shape of {x.ndim} dimensions", "nothing")
+    sh = static_shape(shape, "load_at")
+    if len(sh) != x.ndim:
+        raise fail("load_at", "shape", f"{x.ndim} dimensions (the rank of '{x.param}')", sh)
+    if is_omitted(padding) or isinstance(padding, types.NoneType):
+        raise fail("load_at", "padding", "a scalar: the value of the elements outside the "
+                   "array (padding=0, or the neutral element of what follows)", "nothing")
+    _check_padding(padding, x.dtype, "load_at")
+    return make_tile(x.dtype, sh, masked=False, align=1)
 
 
 @typing_rule("load_like")
