@@ -55,7 +55,9 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        load, load_at, load_like, log, log2, maximum, minimum, mulhi, num_blocks, num_tiles,
                        rsqrt, umulhi,
                        rand, randint, randint4x, randn,
-                       sigmoid, sin, sqrt, store, strips, tanh, tiles, where, zeros)
+                       sigmoid, sin, sqrt, store, strips, tanh, tiles, where, zeros,
+                       trunc, rint, erf, erfc, log1p, expm1, log10, cbrt, tan, asin, acos, atan,
+                       sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, isnan, isinf, isfinite)
 from .runtime.capture import Graph
 from .runtime.defaults import launch_defaults
 from .runtime.driver import gpu_available
@@ -96,7 +98,7 @@ __all__ = [
     "load", "load_at", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
     "mulhi", "umulhi",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
-    "floor", "ceil", "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
+    "floor", "ceil", *("trunc", "rint", "erf", "erfc", "log1p", "expm1", "log10", "cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "copysign", "isnan", "isinf", "isfinite"), "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "bool_",
     "uint8", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
     "mma", "matmul",

@@ -693,53 +693,11 @@ def umulhi(x, y):
     """
 
 
-def _math(name, doc):
-    def fn(x):
-        pass
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise {doc}.\n\n    Args:\n        x (Tile[S] of float): the tile; "
-                  f"integer tiles are computed in float32.\n\n    Returns:\n        Tile[S] of "
-                  f"x's float dtype (float16 and bfloat16 are computed in float32 and rounded).\n"
-                  f"\n    Lowered to libdevice (``__nv_*``), as CUDA C++'s math library.\n")
-    fn.__module__ = __name__
-    return op("elementwise")(fn)
-
-
-#: Unary math functions: name -> (description, libdevice base name).
-MATH_FUNCTIONS = {
-    "exp": ("e**x", "exp"),
-    "exp2": ("2**x", "exp2"),
-    "log": ("natural logarithm", "log"),
-    "log2": ("base-2 logarithm", "log2"),
-    "sqrt": ("square root", "sqrt"),
-    "rsqrt": ("1 / sqrt(x)", "rsqrt"),
-    "tanh": ("hyperbolic tangent", "tanh"),
-    "sigmoid": ("logistic sigmoid 1 / (1 + exp(-x)); in float32 (and float16/bfloat16, computed "
-                "in float32) exp(-x) is 2**(-x * log2(e)) by ``ex2.approx.f32``, as Triton's "
-                "``tl.sigmoid``: relative error about ``|x| * 2**-23`` (libdevice's ``expf`` "
-                "keeps 2 ulp at three times the instructions), and the reciprocal is "
-                "``div.full.f32`` (2 ulp; 0 once ``exp(-x)`` passes ``2**126``, where the "
-                "sigmoid is below ``2**-126``); float64 uses libdevice's ``exp`` and an IEEE "
-                "division",
-                None),
-    "sin": ("sine", "sin"),
-    "cos": ("cosine", "cos"),
-    "floor": ("floor", "floor"),
-    "ceil": ("ceiling", "ceil"),
-}
-
-exp = _math("exp", MATH_FUNCTIONS["exp"][0])
-exp2 = _math("exp2", MATH_FUNCTIONS["exp2"][0])
-log = _math("log", MATH_FUNCTIONS["log"][0])
-log2 = _math("log2", MATH_FUNCTIONS["log2"][0])
-sqrt = _math("sqrt", MATH_FUNCTIONS["sqrt"][0])
-rsqrt = _math("rsqrt", MATH_FUNCTIONS["rsqrt"][0])
-tanh = _math("tanh", MATH_FUNCTIONS["tanh"][0])
-sigmoid = _math("sigmoid", MATH_FUNCTIONS["sigmoid"][0])
-sin = _math("sin", MATH_FUNCTIONS["sin"][0])
-cos = _math("cos", MATH_FUNCTIONS["cos"][0])
-floor = _math("floor", MATH_FUNCTIONS["floor"][0])
-ceil = _math("ceil", MATH_FUNCTIONS["ceil"][0])
+from .language_math import (  # noqa: E402,F401 - the math ops, re-exported
+    MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES, exp, exp2, log, log2, sqrt, rsqrt, tanh,
+    sigmoid, sin, cos, floor, ceil, trunc, rint, erf, erfc, log1p, expm1, log10, cbrt, tan,
+    asin, acos, atan, sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, isnan, isinf,
+    isfinite)
 
 
 @op("elementwise", name="abs")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
 
 from .. import dtypes
 from .._registry import interp_rule
-from ..language import MATH_FUNCTIONS
+from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
 from .common import compute_array, operand_dtype, result, result_extents, to_dtype
 from .values import InterpTile
@@ -154,9 +155,16 @@ _NUMPY_MATH = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
     "rsqrt": lambda v: 1 / np.sqrt(v), "tanh": np.tanh,
     "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "sin": np.sin, "cos": np.cos,
-    "floor": np.floor, "ceil": np.ceil,
+    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+    "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+    "log1p": np.log1p, "expm1": np.expm1, "log10": np.log10, "cbrt": np.cbrt, "tan": np.tan,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
 }
 assert set(_NUMPY_MATH) == set(MATH_FUNCTIONS)
+_NUMPY_MATH2 = {"atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign}
+assert set(_NUMPY_MATH2) == set(MATH_FUNCTIONS2)
 
 
 def _math(name):
@@ -173,3 +181,40 @@ def _math(name):
 
 for _n in MATH_FUNCTIONS:
     _math(_n)
+
+
+def _math2(name):
+    fn = _NUMPY_MATH2[name]
+
+    @interp_rule(name)
+    def rule(x, y):
+        dt = operand_dtype(x, y)
+        dt = dt if dtypes.is_float(dt) else dtypes.float32
+        with np.errstate(all="ignore"):
+            r = fn(compute_array(x, dt), compute_array(y, dt))
+        return result(r, dt, result_extents((x, y), np.shape(r)))
+
+    return rule
+
+
+for _n in MATH_FUNCTIONS2:
+    _math2(_n)
+
+_NUMPY_PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
+assert set(_NUMPY_PREDICATES) == set(PREDICATES)
+
+
+def _predicate(name):
+    fn = _NUMPY_PREDICATES[name]
+
+    @interp_rule(name)
+    def rule(x):
+        data = x.data.astype(np.float32) if dtypes.is_half(x.dtype) or dtypes.is_float8(x.dtype) \
+            else x.data
+        return result(fn(data), dtypes.bool_, x.extents)
+
+    return rule
+
+
+for _n in PREDICATES:
+    _predicate(_n)

@@ -17,7 +17,7 @@ from numba.cuda.typing.templates import signature
 
 from .. import dtypes
 from .._registry import OPS, lowering_rule
-from ..language import MATH_FUNCTIONS
+from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
 from ..typing.types import TileType
 from ..layout import SliceLayout
@@ -327,6 +327,61 @@ def _math_lowering(name):
 
 for _n in MATH_FUNCTIONS:
     lowering_rule(_n)(_math_lowering(_n))
+
+
+def _math2_lowering(name):
+    base = MATH_FUNCTIONS2[name][1]
+
+    def lower(context, builder, sig, args):
+        xty, yty = sig.args
+        res = sig.return_type
+        dt = res.dtype
+        x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
+        y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            a, b = x.compute(i), y.compute(i)
+            fty = a.type
+            fname = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty, fty]),
+                                                fname)
+            out.append(from_compute(context, builder, builder.call(fn, [a, b]), dt))
+        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+
+    return lower
+
+
+for _n in MATH_FUNCTIONS2:
+    lowering_rule(_n)(_math2_lowering(_n))
+
+
+def _predicate_lowering(name):
+    def lower(context, builder, sig, args):
+        (xty,) = sig.args
+        res = sig.return_type
+        x = Operand(context, builder, xty, args[0], xty.dtype)
+        out = []
+        for i in range(res.layout.elems_per_thread):
+            if not dtypes.is_float(xty.dtype):       # integers and bools: finite, never NaN
+                out.append(ir.Constant(ir.IntType(1), int(name == "isfinite")))
+                continue
+            v = x.compute(i)
+            if name == "isnan":
+                r = builder.fcmp_unordered("uno", v, v)
+            elif name == "isfinite":               # v - v is 0 exactly for a finite v
+                r = builder.fcmp_ordered("==", builder.fsub(v, v), ir.Constant(v.type, 0.0))
+            else:                                  # isinf: neither NaN nor finite
+                r = builder.and_(builder.fcmp_ordered("==", v, v),
+                                 builder.fcmp_unordered("uno", builder.fsub(v, v),
+                                                        builder.fsub(v, v)))
+            out.append(r)
+        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+
+    return lower
+
+
+for _n in PREDICATES:
+    lowering_rule(_n)(_predicate_lowering(_n))
 
 
 @cudaimpl_registry.lower_cast(TileType, TileType)

@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from .. import dtypes
 from .._registry import OPS, typing_rule
-from ..language import MATH_FUNCTIONS
+from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..layout import BlockedLayout
 from .common import check_float8_target, dtype_arg, fail, is_scalar, make_tile, refuse_float8
 from .types import TileType
@@ -254,3 +254,35 @@ for _n in MATH_FUNCTIONS:
     _math(_n)
 
 assert all(OPS[n].typer is not None for n in MATH_FUNCTIONS)
+
+
+def _math2(name):
+    @typing_rule(name)
+    def rule(x, y):
+        res = operand_dtype(x, y, name)
+        if res is None:
+            raise fail(name, "x", "a tile (or y a tile)", x)
+        dt, tile = res
+        refuse_float8(name, "operands", dt)
+        return tile.with_dtype(dt if dtypes.is_float(dt) else dtypes.float32)
+
+    return rule
+
+
+for _n in MATH_FUNCTIONS2:
+    _math2(_n)
+
+
+def _predicate(name):
+    @typing_rule(name)
+    def rule(x):
+        if not isinstance(x, TileType):
+            raise fail(name, "x", "a tile", x)
+        refuse_float8(name, "x", x.dtype)
+        return x.with_dtype(dtypes.bool_)
+
+    return rule
+
+
+for _n in PREDICATES:
+    _predicate(_n)
