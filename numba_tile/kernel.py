@@ -533,9 +533,9 @@ class Kernel:
         _key, ptrs, scalars, arrays, streams, objs = got
         if not plan.admits(ptrs):
             return None
-        driver.ensure_context(plan.device)
-        return launcher.enqueue_plan(self, plan, handle, ptrs, scalars, arrays, streams,
-                                     tuple(objs), on_conflict)
+        with driver.device_context(plan.device):
+            return launcher.enqueue_plan(self, plan, handle, ptrs, scalars, arrays, streams,
+                                         tuple(objs), on_conflict)
 
     def _fast_values(self, args, kwargs):
         """The call's values in parameter order (a tuple) when the call names every parameter
@@ -701,19 +701,22 @@ class Kernel:
         if nblocks == 0:
             return CompletedLaunch(objs, stream)  # case E3: nothing reaches the driver
         device = device or 0
-        driver.ensure_context(device)
-        loaded = spec.loaded.get(device)
-        if loaded is None:
-            loaded = self._load(spec, device, stream)
-        if loaded[2].tensor_maps:
-            flat = flat + self._tensor_maps(loaded[2].tensor_maps, bound)
-        names = [b.spec.name for b in bound if b.__class__ is BoundArray]
-        handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes, objs,
-                                  streams, on_conflict, device,
-                                  self._conflict_raiser(arrays, names))
-        if plan_for is not None:
-            self._store_plan(plan_for, loaded, nblocks, bound, positions, flat, device, arrays,
-                             names)
+        # the arrays' device current for the launch, the thread's previous context restored
+        # after it (as PyTorch's device guards do): a launch on device 1's arrays leaves a
+        # thread whose current device is 0 on device 0
+        with driver.device_context(device):
+            loaded = spec.loaded.get(device)
+            if loaded is None:
+                loaded = self._load(spec, device, stream)
+            if loaded[2].tensor_maps:
+                flat = flat + self._tensor_maps(loaded[2].tensor_maps, bound)
+            names = [b.spec.name for b in bound if b.__class__ is BoundArray]
+            handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes,
+                                      objs, streams, on_conflict, device,
+                                      self._conflict_raiser(arrays, names))
+            if plan_for is not None:
+                self._store_plan(plan_for, loaded, nblocks, bound, positions, flat, device,
+                                 arrays, names)
         return handle
 
     def _load(self, spec, device, stream):

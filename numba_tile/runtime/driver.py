@@ -154,7 +154,8 @@ def gpu_available() -> bool:
 
 class device_context:
     """``with device_context(device):`` the primary context of ``device`` current on the
-    calling thread for the block; the thread's previous context (or none) restored after it.
+    calling thread for the block; the thread's previous context restored after it (a thread
+    with none current keeps this one).
     Costs one ``cuCtxGetCurrent`` when that context is current already."""
 
     __slots__ = ("device", "previous")
@@ -170,7 +171,10 @@ class device_context:
         if mine is not None and current is not None and int(current) == mine:
             return self
         ensure_context(self.device)
-        self.previous = current
+        # another device's context is given back after the block; a thread that had none
+        # keeps this one (what the runtime API would make current on its first call), so
+        # its next launch finds it current
+        self.previous = current if current is not None and int(current) else False
         return self
 
     def __exit__(self, *exc):

@@ -263,7 +263,8 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     _module, func, _params, nthreads, shared = plan.loaded
     fast = launcher._fast_launch if launcher._fast_launch is not None \
         else launcher._find_fast_launch()
-    env.update(ENQ=launcher.enqueue_plan, KERNEL=kernel, PLAN=plan, INFLIGHT=inflight,
+    env.update(ENQ=launcher.enqueue_plan, ENQ_DEV=launcher.enqueue_plan_on, KERNEL=kernel,
+               PLAN=plan, INFLIGHT=inflight,
                DRIVER=driver, FUNC=func, FUNCADDR=plan.func_address, PARAMS=plan.params,
                BUF=plan.params._buf, ADDR=plan.params.address,
                NB=plan.nblocks, NT=nthreads, SH=shared, CUPY_LAUNCH=fast if fast else None,
@@ -279,6 +280,9 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
 
     enq = (f"ENQ(KERNEL, PLAN, stream, {lst(ptr_names)}, {lst(scalar_names)}, "
            f"{lst(arr_names)}, {lst(stream_names)}, objs, on_conflict)")
+    # another context current: the launch under driver.device_context (which gives the
+    # thread's context back after it)
+    enq_dev = f"ENQ_DEV(DEV, {enq[4:-1]})"
     lines = ["def run(values, stream, on_conflict):", "    try:"]
     lines += [f"        {line}" for line in body]
     lines += [f"        objs = {tup(obj_names)}",
@@ -287,12 +291,12 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     # driver.ensure_context, inline
     if env["CTX_CURRENT"] is not None:
         lines += ["    if CTX_CURRENT() != CTXI.get(DEV):",
-                  "        DRIVER.ensure_context(DEV)"]
+                  f"        return {enq_dev}"]
     else:
         lines += ["    cu = DRIVER._mod or DRIVER._cu()",
                   "    cur = cu.cuCtxGetCurrent()[1]",
                   "    if cur is None or int(cur) != CTXI.get(DEV):",
-                  "        DRIVER.ensure_context(DEV)"]
+                  f"        return {enq_dev}"]
     if env["CAPTURING"] is not None:
         # CuPy's runtime binding; the legacy stream by its explicit handle (1): the runtime
         # reads 0 as the per-thread stream where CuPy was built for it. It raises for the legacy

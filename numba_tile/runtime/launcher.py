@@ -627,6 +627,15 @@ def held_storages(plan: Plan, ptrs, arrays):
     return tuple(out)
 
 
+def enqueue_plan_on(device: int, *args):
+    """:func:`enqueue_plan` with ``device``'s context current, the thread's previous one given
+    back after it (``driver.device_context``): a plan runner's call when another context is
+    current."""
+    from numba_tile.runtime import driver
+    with driver.device_context(device):
+        return enqueue_plan(*args)
+
+
 def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams, objs,
                  on_conflict: str):
     """:func:`enqueue` for a launch through a plan (its pointer rules already admitted), or None
