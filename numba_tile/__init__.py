@@ -55,7 +55,7 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        load, load_at, load_like, log, log2, maximum, minimum, mulhi, num_blocks, num_tiles,
                        rsqrt, umulhi,
                        rand, randint, randint4x, randn,
-                       sigmoid, sin, sqrt, store, strips, tanh, tiles, where, zeros,
+                       sigmoid, sin, sqrt, static_range, store, strips, tanh, tiles, where, zeros,
                        trunc, rint, erf, erfc, log1p, expm1, log10, cbrt, tan, asin, acos, atan,
                        sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, isnan, isinf, isfinite)
 from .runtime.capture import Graph
@@ -95,7 +95,7 @@ __all__ = [
     "jit", "Kernel", "autotune", "Config", "Tensor", "Partition", "Mutable", "Constant", "partition", "grouped",
     "synchronize", "launch_defaults", "Graph", "torch_op",
     "gpu_available", "errors",
-    "load", "load_at", "load_like", "store", "tiles", "where", "filled", "astype", "minimum", "maximum",
+    "load", "load_at", "load_like", "store", "tiles", "static_range", "where", "filled", "astype", "minimum", "maximum",
     "mulhi", "umulhi",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
     "floor", "ceil", *("trunc", "rint", "erf", "erfc", "log1p", "expm1", "log10", "cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "copysign", "isnan", "isinf", "isfinite"), "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",

@@ -34,6 +34,7 @@ import numpy as np
 from numba.cuda import types
 
 from . import cache, dtypes, frozen
+from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError, shown
 from .layout import is_pow2
@@ -206,6 +207,7 @@ class Kernel:
         self._last_plan = None         # the plan of the last fast launch (its guard goes first)
         self._roles = tuple(p.role for p in self.params)   # 'array' holds arrays or scalars
         self._kw_orders: dict = {}      # (positional count, *keyword names) -> binder
+        self._groups: dict = {}         # tuple-argument lengths -> the rewritten kernel
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -227,6 +229,7 @@ class Kernel:
         k.num_warps, k.num_stages = nw, ns
         k._compiled, k._checked, k._snapshots = {}, set(), {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
+        k._groups = {}
         k._last_plan = None
         k._lock = threading.Lock()
         return k
@@ -630,6 +633,11 @@ class Kernel:
                 f"and stores at any index, which numba_tile does not check): launch it with "
                 f"unchecked=True", filename=site[0], lineno=site[1])
         values = self._bind(args, kwargs)
+        groups = self._group_lengths(values)
+        if groups:
+            return self._grouped(groups, values)(
+                *self._flatten(groups, values), stream=stream, interpret=interpret,
+                on_conflict=on_conflict, grid=grid_arg, unchecked=unchecked)
         specs = self._specs(values)
         if interpret:
             handle = None
@@ -659,6 +667,33 @@ class Kernel:
             vals = self._fast_values(args, kwargs)
             plan_for = launcher.plan_key(self._roles, vals) if vals is not None else None
         return self._launch(spec, bound, grid, handle, on_conflict, plan_for)
+
+    def _group_lengths(self, values) -> dict:
+        """Parameter name -> length, for the arguments that are tuples of arrays."""
+        return {p.name: len(v) for p, v in zip(self.params, values)
+                if p.role != "constant" and groups_mod.is_group(v)}
+
+    def _flatten(self, groups, values) -> list:
+        return [m for p, v in zip(self.params, values)
+                for m in (v if p.name in groups else (v,))]
+
+    def _grouped(self, groups: dict, values) -> "Kernel":
+        """The kernel rewritten for tuples of arrays of these lengths (``numba_tile/groups.py``),
+        made once per lengths."""
+        for p, v in zip(self.params, values):
+            if p.name in groups and any(groups_mod.is_group(m) for m in v):
+                raise _arg_error(f"kernel '{self.__qualname__}': argument '{p.name}': a tuple "
+                                 f"of arrays or partitions (one level), got a tuple holding a "
+                                 f"tuple")
+        key = tuple(sorted(groups.items()))
+        with self._lock:
+            k = self._groups.get(key)
+            if k is None:
+                k = self._groups[key] = Kernel(
+                    groups_mod.expand(self.fn, groups), num_warps=self.num_warps,
+                    interpret=self.interpret, unchecked=self.unchecked,
+                    min_blocks_per_sm=self.min_blocks_per_sm, num_stages=self.num_stages)
+        return k
 
     def _explicit_grid(self, grid):
         if grid is None:
@@ -822,6 +857,9 @@ class Kernel:
         """The :class:`~numba_tile.compiler.CompiledKernel` these arguments select (its PTX,
         entry, parameter kinds, shared memory, tensor maps), as :meth:`ptx`."""
         values = self._bind(args, kwargs)
+        groups = self._group_lengths(values)
+        if groups:
+            return self._grouped(groups, values).compiled(*self._flatten(groups, values), cc=cc)
         specs = self._specs(values)
         bound = bind_arrays(self.__qualname__, specs, values, allow_host=None, call_site=None)
         spec = self._signature(bound)

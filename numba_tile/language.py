@@ -17,6 +17,11 @@ import operator
 
 from ._registry import op, operator_op
 
+#: ``range`` for loops over the members of a tuple-of-arrays argument: ``for g in
+#: static_range(len(As))`` is unrolled when the kernel is specialized for the tuple's length,
+#: so ``As[g]`` names one member (``numba_tile/groups.py``); elsewhere it is ``range``.
+static_range = range
+
 # --------------------------------------------------------------------------- memory
 
 
@@ -642,7 +647,9 @@ def where(cond, x, y):
 
 @op("elementwise")
 def astype(x, dtype):
-    """Cast a tile to ``dtype`` (float to int truncates toward zero, as NumPy).
+    """Cast a tile to ``dtype`` (float to int truncates toward zero, as NumPy; out of the
+    integer dtype's range it saturates, and NaN gives 0, as PTX's ``cvt.rzi``, on both
+    backends: NumPy's own cast is undefined there).
 
     Args:
         x (Tile[S]): the tile.

@@ -65,3 +65,15 @@ def test_rope(dt, cc):
     p = rope.rope_rows.ptx(q, t, t, nt.partition(q.copy(), (1, 1, 1, 64), blocks=23), 64,
                            _name(dt), cc=cc)
     assert ".local" not in p
+
+
+@pytest.mark.parametrize("cc", CCS)
+def test_grouped_gemm(cc):
+    from examples import grouped_gemm as gg
+    a = (np.zeros((300, 128), np.float16), np.zeros((64, 200), np.float16))
+    b = (np.zeros((128, 96), np.float16), np.zeros((200, 64), np.float16))
+    c = tuple(nt.partition(np.zeros((x.shape[0], y.shape[1]), np.float16), (64, 64), blocks=132)
+              for x, y in zip(a, b))
+    p = gg.grouped_gemm_tiles.ptx(a, b, c, 64, 64, 32, "float16", cc=cc)
+    assert ".local" not in p
+    assert ("wgmma.mma_async" in p) == (cc == (9, 0)) or "mma.sync" in p
