@@ -178,14 +178,23 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 body.append(f"if type({p}) is not int or {p}: return None")
             else:
                 env[f"AL{k}"] = residue
-                body.append(f"if type({p}) is not int or not {p} or {p} & 15 != AL{k}: "
+                # a positive address (a negative int, which a forged pointer could be, is
+                # no address; the slow path words the refusal)
+                body.append(f"if type({p}) is not int or {p} <= 0 or {p} & 15 != AL{k}: "
                             f"return None")
             span = plan.spans[k]
             if span is not None:
                 env[f"L{k}"], env[f"H{k}"] = span
-                body.append(f"lo{k} = {p} + L{k}")
-                body.append(f"hi{k} = {p} + H{k}")
-                body.append(f"if lo{k} < 0 or hi{k} >= END: return None")
+                if span[0] == 0 and residue != -1:
+                    # the range starts at the pointer, which is positive: only its end
+                    # is tested
+                    body.append(f"lo{k} = {p}")
+                    body.append(f"hi{k} = {p} + H{k}")
+                    body.append(f"if hi{k} >= END: return None")
+                else:
+                    body.append(f"lo{k} = {p} + L{k}")
+                    body.append(f"hi{k} = {p} + H{k}")
+                    body.append(f"if lo{k} < 0 or hi{k} >= END: return None")
             ptr_names.append(p)
             arr_names.append(a)
             stream_names.append(s)
