@@ -63,6 +63,19 @@ def to_dtype(values, dt) -> np.ndarray:
         return src.astype(dtypes.to_numpy(dt))
 
 
+def float_to_int(values, dt) -> np.ndarray:
+    """Float ``values`` -> integer dtype ``dt`` as the compiled kernel converts them
+    (``lowering/common._float_to_int_sat``): toward zero, saturated to ``dt``'s range, NaN
+    to 0. NumPy's cast is undefined out of range (it wrapped -1.0 to 255 in uint8)."""
+    lo, hi = dtypes.INT_RANGE[dt]
+    v = np.trunc(np.asarray(values, dtype=np.float64))     # exact for every float dtype
+    with np.errstate(invalid="ignore"):
+        inside = (v >= float(lo)) & (v < float(hi + 1))     # False for NaN
+        out = np.where(inside, v, 0.0).astype(dtypes.to_numpy(dt))
+    out = np.where(v < float(lo), np.asarray(lo, out.dtype), out)
+    return np.where(v >= float(hi + 1), np.asarray(hi, out.dtype), out)
+
+
 def result(values: np.ndarray, dt, extents=None) -> InterpTile:
     return InterpTile(np.asarray(values).astype(dtypes.to_numpy(dt)), dt, extents)
 

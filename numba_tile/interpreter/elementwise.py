@@ -11,7 +11,8 @@ from .. import dtypes
 from .._registry import interp_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
-from .common import compute_array, operand_dtype, result, result_extents, to_dtype
+from .common import (compute_array, float_to_int, operand_dtype, result, result_extents,
+                     to_dtype)
 from .values import InterpTile
 
 _NUMPY_BINARY = {
@@ -106,6 +107,9 @@ def interp_astype(x, dtype):
         src = src.astype(np.float32)          # exact, as the GPU widens
     if dtypes.is_float8(dt):
         return InterpTile(to_dtype(src, dt), dt, x.extents)
+    if dtypes.is_int(dt) and np.issubdtype(src.dtype, np.floating):
+        # saturating, NaN to 0, as the lowering (NumPy's cast is undefined out of range)
+        return result(float_to_int(src, dt), dt, x.extents)
     with np.errstate(all="ignore"):
         return result(src.astype(dtypes.to_numpy(dt)), dt, x.extents)
 

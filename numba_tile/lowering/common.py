@@ -221,9 +221,30 @@ def convert(context, builder, value, src, dst):
         return value
     csrc, cdst = dtypes.compute_type(src), dtypes.compute_type(dst)
     v = to_compute(context, builder, value, src)
+    if dtypes.is_float(csrc) and dtypes.is_int(cdst):
+        return _float_to_int_sat(context, builder, v, csrc, cdst)
     if csrc != cdst:
         v = context.cast(builder, v, csrc, cdst)
     return from_compute(context, builder, v, dst)
+
+
+def _float_to_int_sat(context, builder, v, csrc, dst):
+    """Float -> integer ``dst``, truncating toward zero, saturating to ``dst``'s range, NaN
+    to 0 (PTX ``cvt.rzi``'s rule). LLVM's ``fptosi``/``fptoui`` are poison out of range, and
+    NVVM lowers an 8-bit one to a 16-bit ``cvt`` and a truncation, which wraps (-1.0 -> uint8
+    gave 0 but 300.0 gave 44): the bounds are tested here, so the result is defined, and the
+    interpreter computes the same (``interpreter/common.float_to_int``)."""
+    lo, hi = dtypes.INT_RANGE[dst]
+    fty = v.type
+    r = context.cast(builder, v, csrc, dst)              # poison where a select below drops it
+    ity = r.type
+    # lo and hi + 1 are 0 or powers of two: exact in every float type
+    below = builder.fcmp_ordered("<", v, ir.Constant(fty, float(lo)))
+    above = builder.fcmp_ordered(">=", v, ir.Constant(fty, float(hi + 1)))
+    nan = builder.fcmp_unordered("uno", v, v)
+    r = builder.select(above, ir.Constant(ity, hi), r)
+    r = builder.select(below, ir.Constant(ity, lo), r)
+    return builder.select(nan, ir.Constant(ity, 0), r)
 
 
 def convert_elements(context, builder, elems, src, dst) -> list:
