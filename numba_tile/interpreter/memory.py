@@ -19,11 +19,20 @@ def _shape(shape):
     return (shape,) if isinstance(shape, int) else tuple(shape)
 
 
+def _int64(i) -> int:
+    """A coordinate as the compiled kernel sees it: the lowering casts every index and offset
+    to int64 (``lowering/memory._index_values``), so a uint64 value of 2**63 or more (a
+    ``np.uint64`` of a negative int, an element of a uint64 tensor) is the negative int64 of
+    the same bits there; the interpreter must read the same coordinate."""
+    i = int(i)
+    return ((i + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
+
 def _index(index):
     from .partition import InterpIndex
     if isinstance(index, InterpIndex):
         return index.coords
-    return (int(index),) if not isinstance(index, tuple) else tuple(int(i) for i in index)
+    return (_int64(index),) if not isinstance(index, tuple) else tuple(_int64(i) for i in index)
 
 
 def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding,
