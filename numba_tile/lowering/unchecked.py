@@ -117,14 +117,18 @@ def _ptx_type(name, dt):
         return "f32"
     if dt == dtypes.float64:
         return "f64"
+    bits = 8 * dtypes.itemsize(dt)
+    if dtypes.is_unsigned(dt):
+        return f"u{bits}"                   # max/min compare unsigned
     if name == "atomic_add":
-        return "s32" if dt == dtypes.int32 else "u64"   # two's complement: u64 add is s64 add
-    return "s32" if dt == dtypes.int32 else "s64"
+        return "s32" if bits == 32 else "u64"   # two's complement: u64 add is s64 add
+    return f"s{bits}"
 
 
 def _constraint(dt):
-    return {dtypes.int32: "r", dtypes.int64: "l", dtypes.float32: "f", dtypes.float64: "d",
-            dtypes.float16: "h", dtypes.bfloat16: "h"}[dt]
+    return {dtypes.int32: "r", dtypes.int64: "l", dtypes.uint32: "r", dtypes.uint64: "l",
+            dtypes.float32: "f", dtypes.float64: "d", dtypes.float16: "h",
+            dtypes.bfloat16: "h"}[dt]
 
 
 def _float_order_atomic(builder, name, sem, scope, dt, addr, value):

@@ -17,13 +17,14 @@ SCOPES = ("gpu", "cta", "sys")
 #: +inf < +NaN): two integer atomics on the bits (signed max / unsigned min, by the operand's
 #: sign), as Triton lowers them (``lowering/unchecked.py``); bfloat16 add needs sm_90
 #: (``atom.add.noftz.bf16``, PTX ISA 7.8)
+_ATOMIC_INTS = (dtypes.int32, dtypes.int64, dtypes.uint32, dtypes.uint64)
 ATOMIC_DTYPES = {
-    "atomic_add": (dtypes.int32, dtypes.int64, dtypes.float16, dtypes.bfloat16, dtypes.float32,
-                   dtypes.float64),
-    "atomic_max": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
-    "atomic_min": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
-    "atomic_xchg": (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64),
-    "atomic_cas": (dtypes.int32, dtypes.int64),
+    "atomic_add": _ATOMIC_INTS + (dtypes.float16, dtypes.bfloat16, dtypes.float32,
+                                  dtypes.float64),
+    "atomic_max": _ATOMIC_INTS + (dtypes.float32, dtypes.float64),
+    "atomic_min": _ATOMIC_INTS + (dtypes.float32, dtypes.float64),
+    "atomic_xchg": _ATOMIC_INTS + (dtypes.float32, dtypes.float64),
+    "atomic_cas": _ATOMIC_INTS,
 }
 
 
