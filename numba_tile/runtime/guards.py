@@ -330,14 +330,25 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
         lines += [f"    if {canon}:",
                   f"        return {enq}"]
     # the storages of PyTorch arrays, read after the guard's reads (which may run user code)
-    keep = tup(arr_names + ["KERNEL"])
+    # (launcher.held_storages, inline: each storage must hold the bytes the launch uses)
+    holds = []
     if plan.torch_arrays:
-        lines += [f"    holds = HOLDS(PLAN, {lst(ptr_names)}, {lst(arr_names)})",
-                  "    if holds is None:",
-                  "        return None",
-                  f"    keep = {keep} + holds"]
-    else:
-        lines += [f"    keep = {keep}"]
+        lines += ["    try:"]
+        for i in plan.torch_arrays:
+            st, base = f"st{i}", f"sb{i}"
+            lines.append(f"        {st} = {arr_names[i]}.untyped_storage()")
+            span = plan.spans[i]
+            if span is not None:
+                env[f"SL{i}"], env[f"SH{i}"] = span
+                p = ptr_names[i]
+                lines += [f"        {base} = {st}.data_ptr()",
+                          f"        if type({base}) is not int or not ({base} <= {p} + SL{i} "
+                          f"and {p} + SH{i} <= {base} + {st}.nbytes()):",
+                          "            return None"]
+            holds.append(st)
+        lines += ["    except Exception:",
+                  "        return None"]
+    lines += [f"    keep = {tup(arr_names + ['KERNEL'] + holds)}"]
     # the plan's buffer, written by its setters inline (the same struct pack_into calls as
     # Plan.pack, at the same offsets)
     if len(ptr_names) != len(plan.ptr_setters) or len(scalar_names) != len(plan.scalar_setters):
