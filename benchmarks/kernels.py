@@ -17,7 +17,17 @@ ratio numba_tile / Triton, all measured in the same run:
   (mean reduction) with its launch (one program per row, 32 warps); bytes:
   ``2 * M * V * itemsize``; the loss is checked against PyTorch's in float64;
 * ``dropout``: ``examples/dropout.py`` (``rand`` Philox, 1024-element tiles) against Triton's
-  tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``.
+  tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``;
+* ``rope``: ``examples/rope.py`` (half-row tiles, strips of whole heads; launched for q,
+  then for k) against Liger-Kernel's ``_triton_rope`` forward (one program per token for all
+  its q and k heads), out of place, on LLaMA-3 8B heads (32 query, 8 key/value, D = 128)
+  in the ``(batch, seq, heads, D)`` layout, batch x seq from 1 x 2048 to 4 x 8192; bytes:
+  ``2 * B * S * (Hq + Hkv) * D * itemsize + 2 * S * D * itemsize``;
+* ``layernorm_backward``: ``examples/layernorm_backward.py`` (both phases: dx with per-block
+  float32 partial dw, db rows, then their sums) against Triton's tutorial 05 backward
+  (``_layer_norm_bwd_dx_fused`` with its locked ``GROUP_SIZE_M`` partial buffers, then
+  ``_layer_norm_bwd_dwdb``), M = 4096, N in 1024, 4096, 8192; bytes:
+  ``3 * M * N * itemsize + 3 * N * itemsize + 8 * M``.
 
 Method (``benchmarks/norms.py``'s): CUDA events on PyTorch's current stream, which every
 implementation launches on; after the check and 3 warm-up launches each timed launch is
@@ -26,7 +36,8 @@ inputs rotate over enough sets to exceed 120 MiB, so the L2 cannot serve a launc
 previous one. Each result is checked before it is timed: softmax against PyTorch's in
 float64 (largest error over largest magnitude under 1e-4 for float32, 2e-2 for bfloat16),
 dropout against Triton's output (the same mask: the same Philox numbers; the kept values to
-float32 rounding). A wrong result is WRONG and
+float32 rounding), rope (q and k) and layer-norm backward (dx, dw and db) against float64
+(1e-5 and 1e-4 for float32, 2e-2 for bfloat16). A wrong result is WRONG and
 not timed; the exit status is then 1.
 """
 
@@ -151,6 +162,211 @@ def triton_kernels():
         seeded_dropout[(triton.cdiv(n, 1024),)](x, out, n, p, seed, BLOCK_SIZE=1024)
 
     return softmax, dropout, swiglu, cross_entropy
+
+
+def triton_rope_layernorm_bwd():
+    """The Triton originals of ``rope`` and ``layernorm_backward``: ``(rope, ln_backward)``.
+
+    (A function of its own so that :func:`triton_kernels` keeps returning its four.)
+
+    ``rope(q, k, cos, sin, q_out, k_out)``: Liger-Kernel's ``_triton_rope`` forward
+    (linkedin/Liger-Kernel ``src/liger_kernel/ops/rope.py``). Liger's ``LigerRopeFunction``
+    takes HF's logical layout ``(bsz, n_heads, seq, head_dim)``, transposes it back to the
+    physical ``(bsz, seq, n_heads, head_dim)`` (made contiguous) and launches one program per
+    ``(batch, position)`` row that rotates all the query heads and all the key heads of that
+    token, in place, with ``cos``, ``sin`` of shape ``(1, seq, head_dim)`` (or
+    ``(bsz, seq, head_dim)``), reading only their first halves. ``examples/rope.py`` takes the
+    physical layout ``(batch, seq, heads, D)`` contiguous directly, with ``(seq, D)`` tables,
+    and writes a separate output. Adapted here: the kernel's algorithm, masks and launch are
+    Liger's (a ``(seq, D)`` table is its ``cos_bs == 1`` case, row stride ``stride(-2)``); the
+    only change is that it stores into ``q_out``, ``k_out`` (same layout and strides as ``q``,
+    ``k``) instead of over ``q``, ``k``, so both implementations compute the same thing and
+    move the same bytes. The backward branch is left out (forward only). As in Liger, the
+    rotation is computed in the tables' dtype (bfloat16 for bfloat16 inputs).
+
+    ``ln_backward(x, dy, w, mean, rstd, dx, dw, db)``: Triton's tutorial 05
+    (triton-lang/triton ``python/tutorials/05-layer-norm.py``): ``_layer_norm_bwd_dx_fused``
+    (dx, and partial dw/db accumulated into ``GROUP_SIZE_M`` buffers of x's dtype under a
+    spin lock, ``atomic_cas``) and ``_layer_norm_bwd_dwdb``, with ``LayerNorm.backward``'s
+    launch (its ``GROUP_SIZE_M`` heuristic, the forward's block size and warps, ``32 x 128``
+    blocks for the second kernel). Departure: the lock/count array and the partial buffers
+    are allocated once per shape instead of per call; each call zeroes the locks (the
+    tutorial's ``torch.zeros``: one memset, in the timed region). The partial buffers are not
+    zeroed (the tutorial's ``torch.zeros`` for them is not needed: the first store into each
+    buffer does not accumulate, the count flag says which is first, and the second kernel
+    reads only ``min(GROUP_SIZE_M, M)`` of them).
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _triton_rope(q_ptr, q_out_ptr, q_row_stride, k_ptr, k_out_ptr, k_row_stride, cos,
+                     cos_row_stride, sin, sin_row_stride, sl, bs: tl.constexpr,
+                     cos_bs: tl.constexpr, n_qh: tl.constexpr, n_kh: tl.constexpr,
+                     hd: tl.constexpr, pad_n_qh: tl.constexpr, pad_n_kh: tl.constexpr,
+                     pad_hd: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+        # Liger-Kernel's _triton_rope (forward); departure: q_out_ptr, k_out_ptr (the same
+        # layout as q, k) receive the result, where Liger stores over q, k.
+        pid = tl.program_id(0).to(tl.int64)
+        q_ptr = q_ptr + pid * q_row_stride
+        k_ptr = k_ptr + pid * k_row_stride
+        q_out_ptr = q_out_ptr + pid * q_row_stride
+        k_out_ptr = k_out_ptr + pid * k_row_stride
+        batch_idx = pid // sl
+        cos_row_idx = pid % sl
+        cos = cos + tl.where(
+            cos_bs == 1,
+            cos_row_idx * cos_row_stride,
+            batch_idx * (sl * cos_row_stride) + cos_row_idx * cos_row_stride,
+        )
+        sin = sin + tl.where(
+            cos_bs == 1,
+            cos_row_idx * sin_row_stride,
+            batch_idx * (sl * sin_row_stride) + cos_row_idx * sin_row_stride,
+        )
+        cos_offsets = tl.arange(0, pad_hd // 2)
+        cos_mask = cos_offsets < hd // 2
+        cos_row = tl.load(cos + cos_offsets, mask=cos_mask, other=0)
+        sin_row = tl.load(sin + cos_offsets, mask=cos_mask, other=0)
+        first_half_q_offsets = (tl.arange(0, pad_n_qh)[:, None] * hd
+                                + tl.arange(0, pad_hd // 2)[None, :])
+        first_half_k_offsets = (tl.arange(0, pad_n_kh)[:, None] * hd
+                                + tl.arange(0, pad_hd // 2)[None, :])
+        first_q_mask = ((tl.arange(0, pad_n_qh)[:, None] < n_qh)
+                        & (tl.arange(0, pad_hd // 2)[None, :] < hd // 2))
+        first_k_mask = ((tl.arange(0, pad_n_kh)[:, None] < n_kh)
+                        & (tl.arange(0, pad_hd // 2)[None, :] < hd // 2))
+        q_tile_1 = tl.load(q_ptr + first_half_q_offsets, mask=first_q_mask,
+                           other=0).to(sin_row.dtype)
+        k_tile_1 = tl.load(k_ptr + first_half_k_offsets, mask=first_k_mask,
+                           other=0).to(sin_row.dtype)
+        second_half_q_offsets = first_half_q_offsets + (hd // 2)
+        second_half_k_offsets = first_half_k_offsets + (hd // 2)
+        second_q_mask = first_q_mask
+        second_k_mask = first_k_mask
+        q_tile_2 = tl.load(q_ptr + second_half_q_offsets, mask=second_q_mask,
+                           other=0).to(sin_row.dtype)
+        k_tile_2 = tl.load(k_ptr + second_half_k_offsets, mask=second_k_mask,
+                           other=0).to(sin_row.dtype)
+        # y = [x1, x2] * [cos, cos] + [-x2, x1] * [sin, sin]
+        new_q_tile_1 = q_tile_1 * cos_row - q_tile_2 * sin_row
+        tl.store(q_out_ptr + first_half_q_offsets, new_q_tile_1, mask=first_q_mask)
+        new_q_tile_2 = q_tile_2 * cos_row + q_tile_1 * sin_row
+        tl.store(q_out_ptr + second_half_q_offsets, new_q_tile_2, mask=second_q_mask)
+        new_k_tile_1 = k_tile_1 * cos_row - k_tile_2 * sin_row
+        tl.store(k_out_ptr + first_half_k_offsets, new_k_tile_1, mask=first_k_mask)
+        new_k_tile_2 = k_tile_2 * cos_row + k_tile_1 * sin_row
+        tl.store(k_out_ptr + second_half_k_offsets, new_k_tile_2, mask=second_k_mask)
+
+    @triton.jit
+    def _layer_norm_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
+                                 GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+        # Triton's tutorial 05, as written there
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_SIZE_N)
+        mask = cols < N
+        X += row * stride
+        DY += row * stride
+        DX += row * stride
+        lock_id = row % GROUP_SIZE_M
+        Lock += lock_id
+        Count = Lock + GROUP_SIZE_M
+        DW = DW + lock_id * N + cols
+        DB = DB + lock_id * N + cols
+        x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
+        dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
+        w = tl.load(W + cols, mask=mask).to(tl.float32)
+        mean = tl.load(Mean + row)
+        rstd = tl.load(Rstd + row)
+        xhat = (x - mean) * rstd
+        wdy = w * dy
+        xhat = tl.where(mask, xhat, 0.)
+        wdy = tl.where(mask, wdy, 0.)
+        c1 = tl.sum(xhat * wdy, axis=0) / N
+        c2 = tl.sum(wdy, axis=0) / N
+        dx = (wdy - (xhat * c1 + c2)) * rstd
+        tl.store(DX + cols, dx, mask=mask)
+        partial_dw = (dy * xhat).to(w.dtype)
+        partial_db = (dy).to(w.dtype)
+        while tl.atomic_cas(Lock, 0, 1) == 1:
+            pass
+        count = tl.load(Count)
+        # First store doesn't accumulate
+        if count == 0:
+            tl.atomic_xchg(Count, 1)
+        else:
+            partial_dw += tl.load(DW, mask=mask)
+            partial_db += tl.load(DB, mask=mask)
+        tl.store(DW, partial_dw, mask=mask)
+        tl.store(DB, partial_db, mask=mask)
+        # need a barrier to ensure all threads finished before releasing the lock
+        tl.debug_barrier()
+        tl.atomic_xchg(Lock, 0)
+
+    @triton.jit
+    def _layer_norm_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_SIZE_M: tl.constexpr,
+                             BLOCK_SIZE_N: tl.constexpr):
+        # Triton's tutorial 05, as written there
+        pid = tl.program_id(0)
+        cols = pid * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        dw = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        db = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for i in range(0, M, BLOCK_SIZE_M):
+            rows = i + tl.arange(0, BLOCK_SIZE_M)
+            mask = (rows[:, None] < M) & (cols[None, :] < N)
+            offs = rows[:, None] * N + cols[None, :]
+            dw += tl.load(DW + offs, mask=mask, other=0.)
+            db += tl.load(DB + offs, mask=mask, other=0.)
+        sum_dw = tl.sum(dw, axis=0)
+        sum_db = tl.sum(db, axis=0)
+        tl.store(FINAL_DW + cols, sum_dw, mask=cols < N)
+        tl.store(FINAL_DB + cols, sum_db, mask=cols < N)
+
+    def rope(q, k, cos, sin, q_out, k_out):
+        # Liger's rope_forward launch, on tensors already in the kernel's physical layout
+        # (batch, seq, heads, head_dim), contiguous; (seq, D) tables: cos_bs = 1
+        batch_size, seq_len, n_q_head, head_dim = q.shape
+        n_kv_head = k.shape[2]
+        pad_hd = triton.next_power_of_2(head_dim)
+        pad_n_q_head = triton.next_power_of_2(n_q_head)
+        pad_n_kv_head = triton.next_power_of_2(n_kv_head)
+        _triton_rope[(batch_size * seq_len,)](
+            q, q_out, q.stride(1), k, k_out, k.stride(1), cos, cos.stride(-2), sin,
+            sin.stride(-2), seq_len, batch_size, 1, n_q_head, n_kv_head, head_dim,
+            pad_n_q_head, pad_n_kv_head, pad_hd,
+            BLOCK_SIZE=max(pad_n_q_head, pad_n_kv_head))
+
+    scratch = {}
+
+    def ln_backward(x, dy, w, mean, rstd, dx, dw, db):
+        # LayerNorm.forward's block size and warps, then LayerNorm.backward
+        M, N = x.shape
+        MAX_FUSED_SIZE = 65536 // x.element_size()
+        BLOCK_SIZE = min(MAX_FUSED_SIZE, triton.next_power_of_2(N))
+        if N > BLOCK_SIZE:
+            raise RuntimeError("This layer norm doesn't support feature dim >= 64KB.")
+        num_warps = min(max(BLOCK_SIZE // 256, 1), 8)
+        GROUP_SIZE_M = 64
+        if N <= 8192: GROUP_SIZE_M = 96  # noqa: E701 (the tutorial's lines)
+        if N <= 4096: GROUP_SIZE_M = 128  # noqa: E701
+        if N <= 1024: GROUP_SIZE_M = 256  # noqa: E701
+        key = (x.dtype, N, x.device)
+        if key not in scratch:
+            scratch[key] = (
+                torch.zeros(2 * GROUP_SIZE_M, dtype=torch.int32, device=w.device),
+                torch.zeros((GROUP_SIZE_M, N), dtype=x.dtype, device=w.device),
+                torch.zeros((GROUP_SIZE_M, N), dtype=x.dtype, device=w.device))
+        locks, _dw, _db = scratch[key]
+        locks.zero_()
+        _layer_norm_bwd_dx_fused[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks,
+                                       x.stride(0), N, BLOCK_SIZE_N=BLOCK_SIZE,
+                                       GROUP_SIZE_M=GROUP_SIZE_M, num_warps=num_warps)
+        _layer_norm_bwd_dwdb[(triton.cdiv(N, 128),)](_dw, _db, dw, db, min(GROUP_SIZE_M, M),
+                                                    N, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128,
+                                                    num_ctas=1)
+
+    return rope, ln_backward
 
 
 def _sets(make, nbytes):
@@ -309,6 +525,156 @@ def bench_ce(args, torch, spin_ms, t_ce, rows):
             rows.append(row)
 
 
+#: (batch, seq) of LLaMA-style attention (LLaMA-3 8B: 32 query heads, 8 key/value heads, 128)
+ROPE_SHAPES = ((1, 2048), (2, 4096), (4, 8192))
+ROPE_HEADS = (32, 8, 128)
+
+
+def bench_rope(args, torch, spin_ms, t_rope, rows):
+    """RoPE forward of the query and the key tensors, ``(batch, seq, heads, D)`` contiguous
+    (the physical layout Liger's kernel works on), tables ``cos``, ``sin`` of ``(seq, D)``
+    in the inputs' dtype (HF's, both halves equal), out of place. numba_tile: the example's
+    ``rope`` launched twice (q, then k: it rotates one tensor); Triton: Liger's kernel, one
+    launch for both (see :func:`triton_rope_layernorm_bwd`). The time is of both tensors.
+
+    Bytes: ``2 * batch * seq * (Hq + Hkv) * D * itemsize`` (read q, k; write their outputs)
+    plus ``2 * seq * D * itemsize`` (the two tables, once: every batch and head reads them,
+    an ideal kernel from DRAM once). Each result is checked against the float64 rotation of
+    the same inputs and tables: largest error over largest magnitude under 1e-5 (float32),
+    2e-2 (bfloat16; Liger computes in the tables' dtype, numba_tile in float32)."""
+    import rope as ex
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    hq, hk, d = ROPE_HEADS
+    for dname in args.dtypes:
+        if dname not in dtypes:
+            continue
+        dt = dtypes[dname]
+        for bsz, seq in ROPE_SHAPES:
+            c64, s64 = ex.tables(seq, d)
+            cos = torch.from_numpy(c64).to("cuda", dt)
+            sin = torch.from_numpy(s64).to("cuda", dt)
+            qk_bytes = bsz * seq * (hq + hk) * d * dt.itemsize
+            nbytes = 2 * qk_bytes + 2 * seq * d * dt.itemsize
+            sets = _sets(lambda: (torch.randn(bsz, seq, hq, d, device="cuda").to(dt),
+                                  torch.randn(bsz, seq, hk, d, device="cuda").to(dt),
+                                  torch.empty(bsz, seq, hq, d, device="cuda", dtype=dt),
+                                  torch.empty(bsz, seq, hk, d, device="cuda", dtype=dt)),
+                         qk_bytes)
+            q, k, qo, ko = sets[0]
+            c, s = cos.double()[None, :, None, :], sin.double()[None, :, None, :]
+
+            def rot(t):
+                t = t.double()
+                h = d // 2
+                return t * c + torch.cat([-t[..., h:], t[..., :h]], dim=-1) * s
+
+            ref_q, ref_k = rot(q), rot(k)
+            row = {"case": f"rope {dname}", "size": f"{bsz}x{seq}x({hq}+{hk})x{d}"}
+
+            def nt_fn(q, k, qo, ko):
+                ex.rope(q, cos, sin, qo)
+                ex.rope(k, cos, sin, ko)
+
+            for name, fn in (("numba_tile", nt_fn),
+                             ("triton", lambda q, k, qo, ko: t_rope(q, k, cos, sin, qo, ko))):
+                try:
+                    qo.fill_(float("nan"))
+                    ko.fill_(float("nan"))
+                    fn(q, k, qo, ko)
+                    torch.cuda.synchronize()
+                    err = max(((o.double() - r).abs().max() / r.abs().max()).item()
+                              for o, r in ((qo, ref_q), (ko, ref_k)))
+                    if not err < (1e-5 if dname == "fp32" else 2e-2):
+                        row[name] = "WRONG"
+                        print(f"WRONG: {name} rope {dname} {row['size']}: error {err:.3g}",
+                              file=sys.stderr)
+                        continue
+                    ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
+                    row[name] = nbytes / ms / 1e6
+                except Exception as exc:  # noqa: BLE001
+                    print(f"error: {name} rope {dname} {row['size']}: {_norms.brief(exc)}",
+                          file=sys.stderr)
+                    row[name] = "error"
+            rows.append(row)
+
+
+LN_BWD_M, LN_BWD_N = 4096, (1024, 4096, 8192)
+
+
+def bench_ln_backward(args, torch, spin_ms, t_ln_bwd, rows):
+    """Layer norm backward, both kernels: numba_tile's ``layer_norm_backward`` (phase 1: dx
+    and one float32 partial row of dw, db per block; phase 2: their sums) against the
+    tutorial's ``_layer_norm_bwd_dx_fused`` (locked partial buffers) then
+    ``_layer_norm_bwd_dwdb`` (see :func:`triton_rope_layernorm_bwd`). Inputs as the
+    tutorial's: ``x = -2.3 + 0.5 * normal``, ``w`` uniform, ``dy = 0.1 * normal``; ``mean``,
+    ``rstd`` float32 (computed from x in float64, eps 1e-5), shared by both.
+
+    Bytes: ``3 * M * N * itemsize`` (read x, dy; write dx) plus ``3 * N * itemsize`` (read w;
+    write dw, db) plus ``2 * M * 4`` (read mean, rstd); the partial buffers are not counted
+    (the tutorial counts ``3 * M * N * itemsize``). dx, dw and db are each checked against
+    float64 (largest error over largest magnitude under 1e-4 for float32, 2e-2 for
+    bfloat16)."""
+    import layernorm_backward as ex
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    m = LN_BWD_M
+    for dname in args.dtypes:
+        if dname not in dtypes:
+            continue
+        dt = dtypes[dname]
+        for n in LN_BWD_N:
+            nbytes = 3 * m * n * dt.itemsize + 3 * n * dt.itemsize + 2 * m * 4
+            w = torch.rand(n, device="cuda").to(dt)
+
+            def make():
+                x = (-2.3 + 0.5 * torch.randn(m, n, device="cuda")).to(dt)
+                xd = x.double()
+                mean = xd.mean(1)
+                rstd = 1 / torch.sqrt(((xd - mean[:, None]) ** 2).mean(1) + 1e-5)
+                return (x, (0.1 * torch.randn(m, n, device="cuda")).to(dt), w,
+                        mean.float(), rstd.float(), torch.empty(m, n, device="cuda", dtype=dt),
+                        torch.empty(n, device="cuda", dtype=dt),
+                        torch.empty(n, device="cuda", dtype=dt))
+
+            sets = _sets(make, 2 * m * n * dt.itemsize)
+            x, dy, _, mean, rstd, dx, dw, db = sets[0]
+            xd, dyd, wd = x.double(), dy.double(), w.double()
+            mu = xd.mean(1, keepdim=True)
+            rs = 1 / torch.sqrt(((xd - mu) ** 2).mean(1, keepdim=True) + 1e-5)
+            xhat = (xd - mu) * rs
+            wdy = wd * dyd
+            c1 = (xhat * wdy).mean(1, keepdim=True)
+            c2 = wdy.mean(1, keepdim=True)
+            refs = ((wdy - (xhat * c1 + c2)) * rs, (dyd * xhat).sum(0), dyd.sum(0))
+            rp = ex.partial_rows(m)
+            parts = [torch.empty(rp, n, device="cuda") for _ in range(2)]
+            row = {"case": f"layernorm_backward {dname}", "size": f"{m}x{n}"}
+
+            def nt_fn(x, dy, w, mean, rstd, dx, dw, db):
+                ex.layer_norm_backward(x, dy, w, mean, rstd, dx, dw, db, *parts)
+
+            for name, fn in (("numba_tile", nt_fn), ("triton", t_ln_bwd)):
+                try:
+                    for o in (dx, dw, db):
+                        o.fill_(float("nan"))
+                    fn(*sets[0])
+                    torch.cuda.synchronize()
+                    errs = [((o.double() - r).abs().max() / r.abs().max()).item()
+                            for o, r in zip((dx, dw, db), refs)]
+                    if not max(errs) < (1e-4 if dname == "fp32" else 2e-2):
+                        row[name] = "WRONG"
+                        print(f"WRONG: {name} layernorm_backward {dname} {m}x{n}: error dx "
+                              f"{errs[0]:.3g}, dw {errs[1]:.3g}, db {errs[2]:.3g}",
+                              file=sys.stderr)
+                        continue
+                    ms = _norms.time_ms(fn, sets, args, spin_ms, torch)
+                    row[name] = nbytes / ms / 1e6
+                except Exception as exc:  # noqa: BLE001
+                    print(f"error: {name} layernorm_backward {dname} {m}x{n}: "
+                          f"{_norms.brief(exc)}", file=sys.stderr)
+                    row[name] = "error"
+            rows.append(row)
+
+
 def _fmt(v):
     return f"{v:.0f}" if isinstance(v, float) else str(v)
 
@@ -334,7 +700,8 @@ def print_table(rows, markdown):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", default="softmax_chunked,dropout,swiglu,cross_entropy")
+    p.add_argument("--cases", default="softmax_chunked,dropout,swiglu,cross_entropy,rope,"
+                                      "layernorm_backward")
     p.add_argument("--dtypes", default="fp32,bf16", type=lambda s: s.split(","))
     p.add_argument("--reps", type=int, default=25)
     p.add_argument("--budget", type=float, default=0.5)
@@ -351,6 +718,7 @@ def main(argv=None) -> int:
               "python examples/softmax_chunked.py, python examples/dropout.py)")
         return 0
     t_softmax, t_dropout, t_swiglu, t_ce = triton_kernels()
+    t_rope, t_ln_bwd = triton_rope_layernorm_bwd()
     spin_ms = _norms.measure_spin_ms(torch)
     rows: list = []
     cases = args.cases.split(",")
@@ -362,6 +730,10 @@ def main(argv=None) -> int:
         bench_swiglu(args, torch, spin_ms, t_swiglu, rows)
     if "cross_entropy" in cases:
         bench_ce(args, torch, spin_ms, t_ce, rows)
+    if "rope" in cases:
+        bench_rope(args, torch, spin_ms, t_rope, rows)
+    if "layernorm_backward" in cases:
+        bench_ln_backward(args, torch, spin_ms, t_ln_bwd, rows)
     print(f"device: {torch.cuda.get_device_name()}")
     print_table(rows, args.markdown)
     bad = any(v in ("WRONG", "error") for r in rows for v in r.values())
