@@ -6,9 +6,10 @@ repeated, as HF's ``rotate_half`` convention builds them),
     out[..., :D/2] = q[..., :D/2] * cos[s, :D/2] - q[..., D/2:] * sin[s, :D/2]
     out[..., D/2:] = q[..., D/2:] * cos[s, D/2:] + q[..., :D/2] * sin[s, D/2:]
 
-The output is partitioned into ``(1, 1, 1, D/2)`` half-row tiles; a block owns whole rows
-(``nt.strips``: the strip of ``(b, s, h)`` is that head's two halves), so it can read both
-halves of ``q`` and store both halves of ``out``. ``D`` is a power of two (64, 128, 256). A
+The output is partitioned into ``(1, 1, HB, D/2)`` tiles: half rows of up to ``HB`` heads of
+one position (all of them for LLaMA's 32 and 8 heads at D = 128); a block owns whole rows
+(``nt.strips``: the strip of ``(b, s, head block)`` is those heads' two halves), so it can
+read both halves of ``q`` and store both halves of ``out``. ``D`` is a power of two (64, 128, 256). A
 safe kernel: each block writes only its own rows.
 
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks the
@@ -28,21 +29,24 @@ except ImportError:
 
 
 @nt.jit
-def rope_rows(q, cos, sin, out: nt.Partition[(1, 1, 1, "H2")], H2: nt.Constant,
-              DT: nt.Constant):
-    """out = rope(q) for every (batch, position, head) row this block owns."""
+def rope_rows(q, cos, sin, out: nt.Partition[(1, 1, "HB", "H2")], HB: nt.Constant,
+              H2: nt.Constant, DT: nt.Constant):
+    """out = rope(q) for every (batch, position) row of heads this block owns: all the
+    position's heads at once (up to HB of them per strip), as Liger-Kernel's kernel does."""
     for row in nt.strips(out):
-        b, s, h = row[0], row[1], row[2]
-        q1 = nt.reshape(nt.astype(nt.load(q, (b, s, h, 0), (1, 1, 1, H2)), nt.float32), (H2,))
-        q2 = nt.reshape(nt.astype(nt.load(q, (b, s, h, 1), (1, 1, 1, H2)), nt.float32), (H2,))
+        b, s, hb = row[0], row[1], row[2]
+        q1 = nt.astype(nt.load(q, (b, s, hb, 0), (1, 1, HB, H2)), nt.float32)
+        q2 = nt.astype(nt.load(q, (b, s, hb, 1), (1, 1, HB, H2)), nt.float32)
         for idx in nt.tiles(out, row):
             half = idx[3]                     # 0: the first half, 1: the second
-            c = nt.reshape(nt.astype(nt.load(cos, (s, half), (1, H2)), nt.float32), (H2,))
-            sn = nt.reshape(nt.astype(nt.load(sin, (s, half), (1, H2)), nt.float32), (H2,))
-            first = nt.full((H2,), half == 0, nt.bool_)
+            c = nt.reshape(nt.astype(nt.load(cos, (s, half), (1, H2)), nt.float32),
+                           (1, 1, 1, H2))
+            sn = nt.reshape(nt.astype(nt.load(sin, (s, half), (1, H2)), nt.float32),
+                            (1, 1, 1, H2))
+            first = nt.full((1, 1, HB, H2), half == 0, nt.bool_)
             mine = nt.where(first, q1, q2)
             other = nt.where(first, -q2, q1)
-            nt.store(out, nt.reshape(nt.astype(mine * c + other * sn, DT), (1, 1, 1, H2)), idx)
+            nt.store(out, nt.astype(mine * c + other * sn, DT), idx)
 
 
 def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
@@ -70,10 +74,15 @@ def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
         if tuple(v.shape) != shape or dtype_name(v) != dt:
             raise ValueError(f"rope: {name}: expected {shape} {dt}, got {tuple(v.shape)} "
                              f"{dtype_name(v)}")
-    rows = bsz * seq * heads
+    # the heads of a position in one tile (a power of two; the rest masked), at most 4096
+    # elements of a half row: a block's strip is one position's heads
+    hb = 1
+    while hb < heads and hb * d // 2 < 4096:
+        hb *= 2
+    rows = bsz * seq * -(-heads // hb)
     b = max(1, min(rows, 65536)) if blocks is None else blocks
-    return rope_rows(q, cos, sin, nt.partition(out, (1, 1, 1, d // 2), blocks=b), d // 2, dt,
-                     stream=stream, interpret=interpret)
+    return rope_rows(q, cos, sin, nt.partition(out, (1, 1, hb, d // 2), blocks=b), hb, d // 2,
+                     dt, stream=stream, interpret=interpret)
 
 
 def tables(seq: int, d: int, base: float = 10000.0):

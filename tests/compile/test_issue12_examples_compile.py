@@ -60,11 +60,12 @@ def test_swiglu_and_layernorm_backward(dt, cc):
 @pytest.mark.parametrize("dt", DTS, ids=_name)
 def test_rope(dt, cc):
     from examples import rope
-    q = np.zeros((2, 37, 5, 128), dt)
-    t = np.zeros((37, 128), dt)
-    p = rope.rope_rows.ptx(q, t, t, nt.partition(q.copy(), (1, 1, 1, 64), blocks=23), 64,
-                           _name(dt), cc=cc)
-    assert ".local" not in p
+    for heads, hb in ((5, 8), (32, 32)):
+        q = np.zeros((2, 37, heads, 128), dt)
+        t = np.zeros((37, 128), dt)
+        p = rope.rope_rows.ptx(q, t, t, nt.partition(q.copy(), (1, 1, hb, 64), blocks=23), hb,
+                               64, _name(dt), cc=cc)
+        assert ".local" not in p
 
 
 @pytest.mark.parametrize("cc", CCS)
