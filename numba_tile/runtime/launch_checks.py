@@ -46,7 +46,7 @@ from numba_tile.errors import (
 )
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
-from numba_tile.runtime.partition import Partition, launch_fields
+from numba_tile.runtime.partition import ROW, Partition, launch_fields
 
 __all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_site", "PARAM_KINDS"]
 
@@ -185,6 +185,19 @@ def launch_grid(bound: Sequence[BoundArray | object]) -> tuple[int, ...] | None:
         if isinstance(b, BoundArray) and b.tile_shape is not None:
             return b.grid
     return None
+
+
+def _same_blocks(a: BoundArray, b: BoundArray) -> bool:
+    """Whether two partitions of tile grids that differ only by extent-1 axes (``(M,)`` and
+    ``(M, 1)``: a per-row output beside its rows) give every block the same tile: both in
+    row-major order (a grouped order walks a 2-D grid in bands, a 1-D one straight), neither
+    mapped (a mapped partition's grid is its block count). The block's own tile of each is
+    then tile number ``blockIdx.x`` of the same row-major walk, with 0 along the extent-1
+    axes (``lowering/memory.own_tile_index``, ``interpreter``'s ``own_index``)."""
+    if a.blocks is not None or b.blocks is not None or a.order != ROW or b.order != ROW:
+        return False
+    squeeze = lambda g: tuple(n for n in g if n != 1)   # noqa: E731
+    return squeeze(a.grid) == squeeze(b.grid)
 
 
 class _Raiser:
@@ -424,7 +437,8 @@ def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Rais
             grid_owner = b
             continue
         g1, g2 = grid_owner.grid, b.grid
-        if g1 != g2 and not (_empty_grid(g1) and _empty_grid(g2)):
+        if g1 != g2 and not (_empty_grid(g1) and _empty_grid(g2)) \
+                and not _same_blocks(grid_owner, b):
             raise err(GridMismatchError,
                       f"partitions '{grid_owner.spec.name}' (shape {grid_owner.array.shape}, tiles "
                       f"{grid_owner.tile_shape}, grid {g1}) and '{b.spec.name}' (shape "
