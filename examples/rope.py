@@ -6,10 +6,12 @@ repeated, as HF's ``rotate_half`` convention builds them),
     out[..., :D/2] = q[..., :D/2] * cos[s, :D/2] - q[..., D/2:] * sin[s, :D/2]
     out[..., D/2:] = q[..., D/2:] * cos[s, D/2:] + q[..., :D/2] * sin[s, D/2:]
 
-The output is partitioned into ``(1, 1, HB, D/2)`` tiles: half rows of up to ``HB`` heads of
-one position (all of them for LLaMA's 32 and 8 heads at D = 128); a block owns whole rows
-(``nt.strips``: the strip of ``(b, s, head block)`` is those heads' two halves), so it can
-read both halves of ``q`` and store both halves of ``out``. ``D`` is a power of two (64, 128, 256). A
+The output, viewed as ``(batch * seq, heads, D)``, is partitioned into ``(1, HB, D/2)`` tiles:
+half rows of up to ``HB`` heads of one position (all of them for LLaMA's 32 and 8 heads at
+D = 128); a block owns whole rows (``nt.strips``: the strip of ``(row, head block)`` is those
+heads' two halves), so it can read both halves of ``q`` and store both halves of ``out``.
+``cos`` and ``sin`` are read through views that repeat each row for every head (stride 0), so
+every operand of the rotation is a tile of one shape and layout. ``D`` is a power of two (64, 128, 256). A
 safe kernel: each block writes only its own rows.
 
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks the
@@ -29,38 +31,71 @@ except ImportError:
 
 
 @nt.jit
-def rope_rows(q, cos, sin, out: nt.Partition[(1, 1, "HB", "H2")], HB: nt.Constant,
+def rope_rows(q, cos, sin, out: nt.Partition[(1, "HB", "H2")], seq, HB: nt.Constant,
               H2: nt.Constant, DT: nt.Constant):
-    """out = rope(q) for every (batch, position) row of heads this block owns: all the
-    position's heads at once (up to HB of them per strip), as Liger-Kernel's kernel does."""
+    """out = rope(q) for every (batch * seq) row of heads this block owns. ``q`` and ``out``
+    are (batch * seq, heads, D) views; ``cos`` and ``sin`` (seq, heads, D) views whose head
+    axis has stride 0 (the table row repeated for every head), so that every operand is a
+    (1, HB, D/2) tile in one layout: no broadcast, no layout conversion."""
     for row in nt.strips(out):
-        b, s, hb = row[0], row[1], row[2]
-        q1 = nt.astype(nt.load(q, (b, s, hb, 0), (1, 1, HB, H2)), nt.float32)
-        q2 = nt.astype(nt.load(q, (b, s, hb, 1), (1, 1, HB, H2)), nt.float32)
-        for idx in nt.tiles(out, row):
-            half = idx[3]                     # 0: the first half, 1: the second
-            c = nt.reshape(nt.astype(nt.load(cos, (s, half), (1, H2)), nt.float32),
-                           (1, 1, 1, H2))
-            sn = nt.reshape(nt.astype(nt.load(sin, (s, half), (1, H2)), nt.float32),
-                            (1, 1, 1, H2))
-            first = nt.full((1, 1, HB, H2), half == 0, nt.bool_)
-            mine = nt.where(first, q1, q2)
-            other = nt.where(first, -q2, q1)
-            nt.store(out, nt.astype(mine * c + other * sn, DT), idx)
+        r, hb = row[0], row[1]
+        s = r % seq                           # the position of row r = b * seq + s
+        q1 = nt.astype(nt.load(q, (r, hb, 0), (1, HB, H2)), nt.float32)
+        q2 = nt.astype(nt.load(q, (r, hb, 1), (1, HB, H2)), nt.float32)
+        c1 = nt.astype(nt.load(cos, (s, hb, 0), (1, HB, H2)), nt.float32)
+        c2 = nt.astype(nt.load(cos, (s, hb, 1), (1, HB, H2)), nt.float32)
+        s1 = nt.astype(nt.load(sin, (s, hb, 0), (1, HB, H2)), nt.float32)
+        s2 = nt.astype(nt.load(sin, (s, hb, 1), (1, HB, H2)), nt.float32)
+        for idx in nt.tiles(out, row):        # the row's two halves
+            if idx[2] == 0:
+                nt.store(out, nt.astype(q1 * c1 - q2 * s1, DT), idx)
+            else:
+                nt.store(out, nt.astype(q2 * c2 + q1 * s2, DT), idx)
+
+
+def _contiguous(a) -> bool:
+    """C-contiguous (element strides of a NumPy, CuPy or PyTorch array)."""
+    shape = tuple(a.shape)
+    strides = tuple(a.stride()) if callable(getattr(a, "stride", None)) else \
+        tuple(st // a.itemsize for st in a.strides)
+    step = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
+def _rows_of_heads(a):
+    """(batch, seq, heads, D) -> its (batch * seq, heads, D) view (a C-contiguous array)."""
+    b, s, h, d = a.shape
+    return a.reshape(b * s, h, d)
+
+
+def _per_head(table, heads):
+    """(seq, D) -> a read-only (seq, heads, D) view repeating each row for every head (stride
+    0 over heads: no copy)."""
+    if hasattr(table, "expand"):                          # PyTorch
+        return table[:, None, :].expand(table.shape[0], heads, table.shape[1])
+    xp = np
+    if type(table).__module__.split(".")[0] == "cupy":
+        import cupy as xp
+    return xp.broadcast_to(table[:, None, :], (table.shape[0], heads, table.shape[1]))
 
 
 def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
     """Launch ``out = rope(q, cos, sin)``.
 
     Args:
-        q: (batch, seq, heads, D) of float32, float16 or bfloat16; D a power of two, >= 2.
+        q: (batch, seq, heads, D) of float32, float16 or bfloat16, C-contiguous (NumPy in
+            interpreter mode, CuPy or PyTorch); D a power of two, >= 2.
         cos, sin: (seq, D) of q's dtype.
-        out: like q, written.
-        blocks: blocks of the grid (default: one per (batch, seq, head) row, at most 65536;
-            with fewer, each block owns several rows).
+        out: like q (C-contiguous), written.
+        blocks: blocks of the grid (default: one per (batch, seq) row of heads, at most
+            65536; with fewer, each block owns several rows).
 
     Raises:
-        ValueError: shapes or dtypes that do not match (before any GPU work).
+        ValueError: shapes, dtypes or layouts that do not match (before any GPU work).
     """
     dt = dtype_name(q)
     if dt not in ("float32", "float16", "bfloat16") or len(q.shape) != 4:
@@ -74,6 +109,10 @@ def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
         if tuple(v.shape) != shape or dtype_name(v) != dt:
             raise ValueError(f"rope: {name}: expected {shape} {dt}, got {tuple(v.shape)} "
                              f"{dtype_name(v)}")
+    for name, v in (("q", q), ("out", out)):
+        if not _contiguous(v):
+            raise ValueError(f"rope: {name}: expected a C-contiguous array (its rows of heads "
+                             f"are viewed as one axis)")
     # the heads of a position in one tile (a power of two; the rest masked), at most 4096
     # elements of a half row: a block's strip is one position's heads
     hb = 1
@@ -81,8 +120,9 @@ def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
         hb *= 2
     rows = bsz * seq * -(-heads // hb)
     b = max(1, min(rows, 65536)) if blocks is None else blocks
-    return rope_rows(q, cos, sin, nt.partition(out, (1, 1, hb, d // 2), blocks=b), hb, d // 2,
-                     dt, stream=stream, interpret=interpret)
+    return rope_rows(_rows_of_heads(q), _per_head(cos, heads), _per_head(sin, heads),
+                     nt.partition(_rows_of_heads(out), (1, hb, d // 2), blocks=b), seq, hb,
+                     d // 2, dt, stream=stream, interpret=interpret)
 
 
 def tables(seq: int, d: int, base: float = 10000.0):
