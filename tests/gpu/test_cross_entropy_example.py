@@ -35,7 +35,10 @@ def test_loss_and_gradient_float32(tile_backend, v, masked):
                      interpret=tile_backend.interpret).sync()
     ref_loss, ref_grad = ce.reference(x_h, t_h)
     np.testing.assert_allclose(tile_backend.to_numpy(loss)[:, 0], ref_loss, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(tile_backend.to_numpy(x), ref_grad, rtol=1e-5, atol=1e-9)
+    # the target's gradient is (p - 1) / n_valid: with few valid logits p is near 1, and the
+    # float32 difference is exact only to about eps32 / n_valid in absolute terms
+    np.testing.assert_allclose(tile_backend.to_numpy(x), ref_grad, rtol=1e-5,
+                               atol=4 * np.finfo(np.float32).eps / n_valid)
 
 
 @pytest.mark.parametrize("first", [4096, 8200])
