@@ -217,29 +217,33 @@ def lower_astype(context, builder, sig, args):
     return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
 
+def _binary_lowering(context, builder, sig, args, combine):
+    """A binary elementwise op: ``combine(a, b, dt)`` of each pair of operand elements, in
+    the compute type of the result dtype ``dt``, rounded back to ``dt``."""
+    xty, yty = sig.args
+    res = sig.return_type
+    dt = res.dtype
+    x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
+    y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
+    out = [from_compute(context, builder, combine(builder, x.compute(i), y.compute(i), dt), dt)
+           for i in range(res.layout.elems_per_thread)]
+    return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+
+
 def _minmax_lowering(is_min):
+    def combine(builder, a, b, dt):
+        if dtypes.is_float(dt):
+            v = builder.select(builder.fcmp_ordered("<" if is_min else ">", a, b), a, b)
+            # NaN propagates, as numpy.minimum / numpy.maximum
+            v = builder.select(builder.fcmp_unordered("uno", a, a), a, v)
+            return builder.select(builder.fcmp_unordered("uno", b, b), b, v)
+        if dtypes.is_bool(dt):
+            return builder.and_(a, b) if is_min else builder.or_(a, b)
+        cmp = builder.icmp_unsigned if dtypes.is_unsigned(dt) else builder.icmp_signed
+        return builder.select(cmp("<" if is_min else ">", a, b), a, b)
+
     def lower(context, builder, sig, args):
-        xty, yty = sig.args
-        res = sig.return_type
-        dt = res.dtype
-        x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
-        y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
-        out = []
-        for i in range(res.layout.elems_per_thread):
-            a, b = x.compute(i), y.compute(i)
-            if dtypes.is_float(dt):
-                pick_a = builder.fcmp_ordered("<" if is_min else ">", a, b)
-                v = builder.select(pick_a, a, b)
-                # NaN propagates, as numpy.minimum / numpy.maximum
-                v = builder.select(builder.fcmp_unordered("uno", a, a), a, v)
-                v = builder.select(builder.fcmp_unordered("uno", b, b), b, v)
-            elif dtypes.is_bool(dt):
-                v = builder.and_(a, b) if is_min else builder.or_(a, b)
-            else:
-                cmp = builder.icmp_unsigned if dtypes.is_unsigned(dt) else builder.icmp_signed
-                v = builder.select(cmp("<" if is_min else ">", a, b), a, b)
-            out.append(from_compute(context, builder, v, dt))
-        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+        return _binary_lowering(context, builder, sig, args, combine)
 
     return lower
 
@@ -332,21 +336,15 @@ for _n in MATH_FUNCTIONS:
 def _math2_lowering(name):
     base = MATH_FUNCTIONS2[name][1]
 
+    def combine(builder, a, b, dt):
+        fty = a.type
+        fname = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty, fty]),
+                                            fname)
+        return builder.call(fn, [a, b])
+
     def lower(context, builder, sig, args):
-        xty, yty = sig.args
-        res = sig.return_type
-        dt = res.dtype
-        x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
-        y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
-        out = []
-        for i in range(res.layout.elems_per_thread):
-            a, b = x.compute(i), y.compute(i)
-            fty = a.type
-            fname = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
-            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty, fty]),
-                                                fname)
-            out.append(from_compute(context, builder, builder.call(fn, [a, b]), dt))
-        return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
+        return _binary_lowering(context, builder, sig, args, combine)
 
     return lower
 

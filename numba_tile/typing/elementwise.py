@@ -198,14 +198,21 @@ def type_astype(x, dtype):
     return x.with_dtype(dt)
 
 
+def _binary(name, x, y):
+    """The promoted dtype and result tile of a binary elementwise op of ``x`` and ``y`` (at
+    least one a tile; FP8 refused)."""
+    res = operand_dtype(x, y, name)
+    if res is None:
+        raise fail(name, "x", "a tile", x)
+    dt, tile = res
+    refuse_float8(name, "operands", dt)
+    return dt, tile
+
+
 def _minmax(name):
     @typing_rule(name)
     def rule(x, y):
-        res = operand_dtype(x, y, name)
-        if res is None:
-            raise fail(name, "x", "a tile", x)
-        dt, tile = res
-        refuse_float8(name, "operands", dt)
+        dt, tile = _binary(name, x, y)
         return tile.with_dtype(dt)
 
     return rule
@@ -259,11 +266,7 @@ assert all(OPS[n].typer is not None for n in MATH_FUNCTIONS)
 def _math2(name):
     @typing_rule(name)
     def rule(x, y):
-        res = operand_dtype(x, y, name)
-        if res is None:
-            raise fail(name, "x", "a tile (or y a tile)", x)
-        dt, tile = res
-        refuse_float8(name, "operands", dt)
+        dt, tile = _binary(name, x, y)
         return tile.with_dtype(dt if dtypes.is_float(dt) else dtypes.float32)
 
     return rule
