@@ -4150,6 +4150,71 @@ def v75_two_partitions_of_one_grid_in_different_orders():
     return launch, check
 
 
+# ------------------------------------------------------------- session 8: load_at, tuples
+
+
+@nt.jit
+def g_load_at_of_a_partition(x, z: nt.Partition):
+    nt.store(z, nt.load_at(z, (3,), (16,), padding=0) + nt.load_like(x, z))  # C91
+
+
+@refused("C91", errors.TileTypingError, "load_at", "partition 'z'", "would race")
+def c91_load_at_reads_another_blocks_tile_of_a_partition():
+    # element coordinates of the array being written: any block's tile, while it writes it
+    x, z = randn(64), randn(64)
+    return compiled(g_load_at_of_a_partition, [x, z], x, nt.partition(z, 16))
+
+
+@nt.jit
+def g_group_add(xs, zs: nt.Partition):
+    for g in nt.static_range(len(zs)):
+        for idx in nt.tiles(zs[g]):
+            nt.store(zs[g], nt.load_like(xs[g], zs[g], index=idx, padding=0) * 2.0, idx)
+
+
+@refused("L82", errors.AliasingError, "mutable argument 'zs__1'", "'xs__0'")
+def l82_a_member_of_one_tuple_overlaps_a_member_of_another():
+    # each member is checked like a single array: zs[1] lies inside xs[0]
+    buf, other = randn(96), randn(32)
+
+    def launch():
+        g_group_add((buf, other), (nt.partition(randn(32), 16, blocks=2), nt.partition(buf[40:72], 16, blocks=2)), interpret=True)  # L82
+    return Refusal(launch, [buf, other])
+
+
+@nt.jit
+def g_group_by_a_runtime_index(xs, z: nt.Partition, i):
+    nt.store(z, nt.load_like(xs[i], z, padding=0))  # L83
+
+
+@refused("L83", errors.TileArgumentError, "group 'xs' indexed by a value known only at run time")
+def l83_a_tuple_member_chosen_at_run_time():
+    # members differ in type (extents, strides, ownership): no run-time choice among them;
+    # refused when the kernel is rewritten for the tuple (the marked line is the kernel's)
+    a, b, z = randn(16), randn(16), randn(16)
+
+    def launch():
+        g_group_by_a_runtime_index((a, b), nt.partition(z, 16), 1, interpret=True)
+    return Refusal(launch, [a, b, z])
+
+
+@valid("V76")
+def v76_tuples_of_disjoint_members():
+    """Members of one tuple views of one buffer, disjoint, beside a tuple of inputs."""
+    buf = nans(80)
+    xs = (randn(30), randn(40))
+    zs = (nt.partition(buf[:30], 16, blocks=3), nt.partition(buf[40:], 16, blocks=3))
+
+    def launch():
+        g_group_add(xs, zs, interpret=True)
+
+    def check():
+        close(buf[:30], 2 * f64(xs[0]))
+        close(buf[40:], 2 * f64(xs[1]))
+        assert np.isnan(buf[30:40]).all()
+    return launch, check
+
+
 # ============================================================================= tests
 
 
