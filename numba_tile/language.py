@@ -678,22 +678,25 @@ def mulhi(x, y):
     (x * y mod 2**N)`` exactly.
 
     Args:
-        x, y: integer tiles (or one a scalar), promoted as ``x * y`` is, to int32 or int64.
+        x, y: integer tiles (or one a scalar), promoted as ``x * y`` is, to int32, int64,
+            uint32 or uint64 (unsigned: the upper half of the unsigned product,
+            ``mul.hi.u32`` / ``mul.hi.u64``).
 
     Returns:
         A tile of the promoted dtype.
 
     Raises:
-        TileTypingError: a float or bool operand, or a promoted dtype other than int32 and
-            int64.
+        TileTypingError: a float or bool operand, or a promoted dtype other than int32,
+            int64, uint32 and uint64.
     """
 
 
 @op("elementwise")
 def umulhi(x, y):
     """:func:`mulhi` of the operands' bits read as unsigned integers (``mul.wide.u32`` /
-    ``mul.hi.u64``; Triton's ``tl.umulhi``): the upper word of the unsigned product, as the
-    same bits in the signed dtype (numba_tile has no unsigned dtypes).
+    ``mul.hi.u64``; Triton's ``tl.umulhi``): the upper word of the unsigned product, in the
+    operands' dtype (for signed operands the same bits as a signed number; for uint32/uint64
+    operands it equals :func:`mulhi`).
 
     Raises:
         TileTypingError: as :func:`mulhi`.

@@ -138,12 +138,14 @@ def _mulhi(name, unsigned):
         b = np.broadcast_to(compute_array(y, dt), a.shape)
         mask = (1 << bits) - 1
 
+        signed_out = not dtypes.is_unsigned(dt)
+
         def hi(u, v):
             u, v = int(u), int(v)
             if unsigned:
                 u, v = u & mask, v & mask
             h = ((u * v) >> bits) & mask                   # Python ints: exact
-            return h - (1 << bits) if h >> (bits - 1) else h
+            return h - (1 << bits) if signed_out and h >> (bits - 1) else h
 
         out = np.array([hi(u, v) for u, v in zip(a.ravel(), b.ravel())],
                        dtype=dtypes.to_numpy(dt)).reshape(a.shape)

@@ -259,14 +259,16 @@ def _mulhi_lowering(unsigned):
         dt = res.dtype
         bits = dt.bitwidth
         wide = ir.IntType(2 * bits)
-        ext = builder.zext if unsigned else builder.sext
+        # unsigned operands: the unsigned product (mulhi and umulhi agree there)
+        unsigned_now = unsigned or dtypes.is_unsigned(dt)
+        ext = builder.zext if unsigned_now else builder.sext
         x = Operand(context, builder, xty, args[0], dt, res.layout, res.shape)
         y = Operand(context, builder, yty, args[1], dt, res.layout, res.shape)
         out = []
         for i in range(res.layout.elems_per_thread):
             p = builder.mul(ext(x.element(i), wide), ext(y.element(i), wide))
             # the product's upper half (NVPTX selects mul.hi.{s,u}{32,64})
-            shifted = builder.lshr(p, ir.Constant(wide, bits)) if unsigned \
+            shifted = builder.lshr(p, ir.Constant(wide, bits)) if unsigned_now \
                 else builder.ashr(p, ir.Constant(wide, bits))
             out.append(builder.trunc(shifted, ir.IntType(bits)))
         return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))

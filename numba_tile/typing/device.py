@@ -59,8 +59,10 @@ _CHECKED: dict = {}
 #: what a device function's result may be, as a tile dtype
 _RESULT_DTYPES = {types.float64: dtypes.float64, types.float32: dtypes.float32,
                   types.float16: dtypes.float16, types.int64: dtypes.int64,
-                  types.int32: dtypes.int32, types.int8: dtypes.int8,
-                  types.boolean: dtypes.bool_}
+                  types.int32: dtypes.int32, types.int16: dtypes.int16,
+                  types.int8: dtypes.int8, types.uint64: dtypes.uint64,
+                  types.uint32: dtypes.uint32, types.uint16: dtypes.uint16,
+                  types.uint8: dtypes.uint8, types.boolean: dtypes.bool_}
 
 
 def is_device_function(fn) -> bool:

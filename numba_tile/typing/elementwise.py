@@ -234,9 +234,9 @@ def _mulhi(name):
         if res is None:
             raise fail(name, "x", "an integer tile", x)
         dt, tile = res
-        if dt not in (dtypes.int32, dtypes.int64):
-            raise fail(name, "operands", "operands promoting to int32 or int64",
-                       dtypes.name(dt))
+        if dt not in (dtypes.int32, dtypes.int64, dtypes.uint32, dtypes.uint64):
+            raise fail(name, "operands", "operands promoting to int32, int64, uint32 or "
+                       "uint64", dtypes.name(dt))
         return tile.with_dtype(dt)
 
     return rule

@@ -82,5 +82,34 @@ def test_floats_and_narrow_ints_are_refused():
     with pytest.raises(TileTypingError, match="mulhi"):
         hi_float.ptx(x, nt.partition(x.copy(), 64), 64)
     x8 = np.zeros(64, np.int8)
-    with pytest.raises(TileTypingError, match="int32 or int64"):
+    with pytest.raises(TileTypingError, match="int32, int64, uint32 or uint64"):
         hi_float.ptx(x8, nt.partition(x8.copy(), 64), 64)
+
+
+@pytest.mark.parametrize("dt", [np.uint32, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_unsigned_operands_give_the_unsigned_high_half(tile_backend, dt):
+    rng = np.random.default_rng()
+    bits = np.dtype(dt).itemsize * 8
+    n = 500 + int(rng.integers(1, 40))
+    a = [int(v) for v in rng.integers(0, 2 ** 62, n)]
+    b = [int(v) for v in rng.integers(0, 2 ** 62, n)]
+    a = [(v << 2 | 3) % 2 ** bits for v in a]                 # the top bits set often
+    b = [(v << 2 | 1) % 2 ** bits for v in b]
+    a[:2], b[:2] = [2 ** bits - 1, 0], [2 ** bits - 1, 5]
+    s = tile_backend.asarray(np.zeros(n, dt))
+    u = tile_backend.asarray(np.zeros(n, dt))
+    tile_backend.run(hi_kernel, tile_backend.asarray(np.array(a, dt)),
+                     tile_backend.asarray(np.array(b, dt)), nt.partition(s, 128),
+                     nt.partition(u, 128), 128)
+    want = [(x * y) >> bits for x, y in zip(a, b)]
+    assert [int(v) for v in tile_backend.to_numpy(s)] == want
+    assert [int(v) for v in tile_backend.to_numpy(u)] == want
+
+
+def test_unsigned_ptx_uses_the_unsigned_high_multiply():
+    for dt, op in ((np.uint32, "mul.hi.u32"), (np.uint64, "mul.hi.u64")):
+        x = np.zeros(256, dt)
+        p = hi_kernel.ptx(x, x, nt.partition(x.copy(), 128), nt.partition(x.copy(), 128), 128,
+                          cc=(9, 0))
+        assert op in p or "mul.wide.u32" in p, dt
+        assert "mul.hi.s" not in p and "mul.wide.s32" not in p
