@@ -487,6 +487,24 @@ def transpose(x):
     """Reverse the tile's axes (the matrix transpose of a 2-D tile)."""
 
 
+@op("shape")
+def item(x):
+    """The one element of a 1-element tile, as a scalar: ``if nt.item(nt.max(t, 0)) < eps:
+    return``. Every thread of the block gets the value of the thread that owns the element
+    (through shared memory, one barrier), so a branch on it is uniform across the block.
+
+    Args:
+        x (Tile): a tile of one element (any rank: ``(1,)``, ``(1, 1)``, ...), unmasked.
+
+    Returns:
+        A scalar of x's dtype; float16 and bfloat16 come as float32 (exactly).
+
+    Raises:
+        TileTypingError: a tile of more than one element, a masked one (``filled`` it
+            first: its element may be invalid), or FP8 (``astype`` first).
+    """
+
+
 # ------------------------------------------------------------------------ unchecked
 # Available only in kernels marked @jit(unchecked=True), launched with unchecked=True.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from .._registry import interp_rule
 from .common import broadcast_extents
 from .values import InterpTile
@@ -56,3 +57,13 @@ def interp_permute(x, dims):
 @interp_rule("transpose")
 def interp_transpose(x):
     return _permuted(x, tuple(range(x.data.ndim))[::-1])
+
+
+@interp_rule("item")
+def interp_item(x):
+    v = np.asarray(x.data).reshape(-1)[0]
+    if dtypes.is_half(x.dtype):
+        return np.float32(v)
+    if dtypes.is_bool(x.dtype):
+        return bool(v)
+    return np.asarray(v).astype(dtypes.to_numpy(x.dtype))[()]

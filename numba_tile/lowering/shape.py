@@ -10,8 +10,9 @@ destination element, the source element its coordinates map to
 from __future__ import annotations
 
 from .._registry import lowering_rule
-from .common import broadcast_extents, const_i64, fragment_elements, make_fragment, tile_extents
-from .layouts import convert_layout, linear_of, remap, same_distribution
+from .common import (broadcast_extents, const_i64, fragment_elements, make_fragment,
+                     tile_extents, to_compute)
+from .layouts import convert_layout, linear_of, remap, same_distribution, stage
 
 
 def _elems(builder, ty, value):
@@ -102,3 +103,12 @@ def lower_permute(context, builder, sig, args):
 @lowering_rule("transpose")
 def lower_transpose(context, builder, sig, args):
     return _permute(context, builder, sig, args, tuple(range(sig.args[0].ndim))[::-1])
+
+
+@lowering_rule("item")
+def lower_item(context, builder, sig, args):
+    """The owning thread's element, to every thread through shared memory (a replicating
+    thread's copy may differ: an atomic's result is the old value only in its owner)."""
+    xty = sig.args[0]
+    read = stage(builder, xty.dtype, xty.layout, _elems(builder, xty, args[0]))
+    return to_compute(context, builder, read(const_i64(0)), xty.dtype)

@@ -1,4 +1,4 @@
-"""Typing rules of the shape ops: reshape, expand_dims, broadcast_to, permute, transpose."""
+"""Typing rules of the shape ops: reshape, expand_dims, broadcast_to, permute, transpose, item."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import math
 
 from numba.cuda import types
 
+from .. import dtypes
 from .._registry import typing_rule
 from .common import fail, literal_int, make_tile, static_shape
 from .types import TileType
@@ -78,3 +79,17 @@ def type_permute(x, dims):
 def type_transpose(x):
     _tile("transpose", x)
     return make_tile(x.dtype, x.shape[::-1], masked=x.masked)
+
+
+@typing_rule("item")
+def type_item(x):
+    _tile("item", x)
+    if math.prod(x.shape) != 1:
+        raise fail("item", "x", "a tile of one element", f"a {x.shape} tile")
+    if x.masked:
+        raise fail("item", "x", "an unmasked tile (a masked tile's element may be invalid: use "
+                   "filled(x, value) first)", f"a masked {x.shape} tile")
+    if dtypes.is_float8(x.dtype):
+        raise fail("item", "x", "a tile of a dtype scalars hold (astype FP8 to float32 first)",
+                   f"a tile of {dtypes.name(x.dtype)}")
+    return dtypes.float32 if dtypes.is_half(x.dtype) else x.dtype
