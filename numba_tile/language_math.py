@@ -8,16 +8,26 @@ from __future__ import annotations
 from ._registry import op
 
 
-def _math(name, doc):
-    def fn(x):
-        pass
+def _stub(name, unary: bool, doc: str):
+    """The public stub of elementwise op ``name`` (one or two tile parameters) with ``doc``."""
+    if unary:
+        def fn(x):
+            pass
+    else:
+        def fn(x, y):
+            pass
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise {doc}.\n\n    Args:\n        x (Tile[S] of float): the tile; "
-                  f"integer tiles are computed in float32.\n\n    Returns:\n        Tile[S] of "
-                  f"x's float dtype (float16 and bfloat16 are computed in float32 and rounded).\n"
-                  f"\n    Lowered to libdevice (``__nv_*``), as CUDA C++'s math library.\n")
+    fn.__doc__ = doc
     fn.__module__ = __name__
     return op("elementwise")(fn)
+
+
+def _math(name, doc):
+    return _stub(name, True, (
+        f"Elementwise {doc}.\n\n    Args:\n        x (Tile[S] of float): the tile; integer "
+        f"tiles are computed in float32.\n\n    Returns:\n        Tile[S] of x's float dtype "
+        f"(float16 and bfloat16 are computed in float32 and rounded).\n\n    Lowered to "
+        f"libdevice (``__nv_*``), as CUDA C++'s math library.\n"))
 
 
 #: Unary math functions: name -> (description, libdevice base name).
@@ -105,15 +115,10 @@ atanh = _math("atanh", MATH_FUNCTIONS["atanh"][0])
 
 
 def _math2(name, doc):
-    def fn(x, y):
-        pass
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise {doc}.\n\n    Args:\n        x, y (Tile or scalar, one a tile; "
-                  f"broadcast as arithmetic): float, or integer computed in float32.\n\n"
-                  f"    Returns:\n        Tile of the operands' promoted float dtype. Lowered to "
-                  f"libdevice (``__nv_*``).\n")
-    fn.__module__ = __name__
-    return op("elementwise")(fn)
+    return _stub(name, False, (
+        f"Elementwise {doc}.\n\n    Args:\n        x, y (Tile or scalar, one a tile; broadcast "
+        f"as arithmetic): float, or integer computed in float32.\n\n    Returns:\n        Tile "
+        f"of the operands' promoted float dtype. Lowered to libdevice (``__nv_*``).\n"))
 
 
 atan2 = _math2("atan2", MATH_FUNCTIONS2["atan2"][0])
@@ -122,13 +127,8 @@ copysign = _math2("copysign", MATH_FUNCTIONS2["copysign"][0])
 
 
 def _predicate(name, doc):
-    def fn(x):
-        pass
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise: {doc}.\n\n    Args:\n        x (Tile): any dtype.\n\n"
-                  f"    Returns:\n        Tile[S] of bool.\n")
-    fn.__module__ = __name__
-    return op("elementwise")(fn)
+    return _stub(name, True, (f"Elementwise: {doc}.\n\n    Args:\n        x (Tile): any "
+                              f"dtype.\n\n    Returns:\n        Tile[S] of bool.\n"))
 
 
 isnan = _predicate("isnan", PREDICATES["isnan"])
