@@ -33,7 +33,7 @@ import threading
 import numpy as np
 from numba.cuda import types
 
-from . import cache, dtypes, frozen
+from . import binding, cache, dtypes, frozen
 from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError, shown
@@ -209,6 +209,10 @@ class Kernel:
         self._kw_orders: dict = {}      # (positional count, *keyword names) -> binder
         self._groups: dict = {}         # tuple-argument lengths -> the rewritten kernel
         self._lock = threading.Lock()
+        # constants and defaulted parameters bound by CPython on the repeated call (binding.py)
+        cls = binding.call_class(Kernel, self.params, self.__qualname__, _defaults)
+        if cls is not None:
+            self.__class__ = cls
 
     def __repr__(self):
         return f"<numba_tile kernel {self.__qualname__} num_warps={self.num_warps}>"
@@ -548,51 +552,12 @@ class Kernel:
         kwkey = (len(args), *kwargs)
         binder = self._kw_orders.get(kwkey)
         if binder is None:
-            binder = self._make_binder(len(args), kwkey[1:])
+            binder = binding.make_binder(self.params, self.__qualname__, len(args), kwkey[1:])
             if len(self._kw_orders) < 64:
                 self._kw_orders[kwkey] = binder
         if binder is False:
             return None
         return binder(args, kwargs)
-
-    def _make_binder(self, npos, names):
-        """``bind(args, kwargs)``: the values in parameter order, for calls with ``npos``
-        positional values and the keywords ``names`` (in that order); False when those do not
-        bind each parameter exactly once. Generated from the parameter list only (indices, the
-        keyword names as constants of its namespace, defaults as constants)."""
-        order = self._kw_order(npos, names)
-        if order is False:
-            return False
-        env, items = {}, [f"a[{i}]" for i in range(npos)]
-        for i, (name, default) in enumerate(order):
-            if name is not None:
-                env[f"K{i}"] = name
-                items.append(f"kw[K{i}]")
-            else:
-                env[f"D{i}"] = default
-                items.append(f"D{i}")
-        text = f"def bind(a, kw):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})\n"
-        exec(compile(text, f"<numba_tile binder of {self.__qualname__}>", "exec"), env)
-        return env["bind"]
-
-    def _kw_order(self, npos, names):
-        """Per parameter after the positional ones: (keyword name, None) or (None, default);
-        False when the names do not bind each parameter exactly once."""
-        params = self.params
-        if npos > len(params) or len(set(names)) != len(names):
-            return False
-        rest = {p.name: p for p in params[npos:]}
-        if any(n not in rest for n in names):
-            return False
-        order = []
-        for p in params[npos:]:
-            if p.name in names:
-                order.append((p.name, None))
-            elif p.default is not inspect.Parameter.empty:
-                order.append((None, p.default))
-            else:
-                return False
-        return tuple(order)
 
     def _conflict_raiser(self, arrays, names):
         def raise_conflict(found, stream):
