@@ -645,7 +645,7 @@ def bench_ln_backward(args, torch, spin_ms, t_ln_bwd, rows):
             c1 = (xhat * wdy).mean(1, keepdim=True)
             c2 = wdy.mean(1, keepdim=True)
             refs = ((wdy - (xhat * c1 + c2)) * rs, (dyd * xhat).sum(0), dyd.sum(0))
-            rp = ex.partial_rows(m)
+            rp = ex.partial_rows(m, n, dt.itemsize)
             parts = [torch.empty(rp, n, device="cuda") for _ in range(2)]
             row = {"case": f"layernorm_backward {dname}", "size": f"{m}x{n}"}
 

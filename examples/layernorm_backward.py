@@ -70,13 +70,50 @@ def ln_backward_dwdb(dw_part, db_part, dw: nt.Partition["BC"], db: nt.Partition[
     nt.store(db, nt.astype(sb, DT))
 
 
-#: phase-1 blocks: at most this many partial rows (Triton's tutorial uses 32 to 256 groups)
+#: phase-1 blocks for rows of up to 4096 columns: at most this many partial rows (Triton's
+#: tutorial uses 32 to 256 groups)
 MAX_BLOCKS = 256
 
 
-def partial_rows(n_rows: int) -> int:
-    """The number of phase-1 blocks, and of partial rows, for ``n_rows`` rows."""
-    return max(1, min(n_rows, MAX_BLOCKS))
+def _multiprocessors() -> int:
+    """The current GPU's multiprocessor count (132 on an H200; 132 without a GPU)."""
+    try:
+        from numba import cuda
+        if cuda.is_available():
+            return cuda.get_current_device().MULTIPROCESSOR_COUNT
+    except Exception:  # noqa: BLE001 - no CUDA target: the interpreter's count
+        pass
+    return 132
+
+
+def config(n_cols: int, itemsize: int) -> tuple:
+    """``(phase-1 blocks at most, num_warps)`` for rows of ``n_cols`` columns: the fastest of a
+    sweep on the H200 (``docs/performance.md``, 2026-12-02: 132-1056 blocks x 4, 8, 16 warps at
+    1024, 4096 and 8192 columns, float32 and bfloat16). Up to 4096 columns 256 blocks (4 warps;
+    8 for 16-bit rows of at most 1024 columns); wider rows hold more registers per thread, and
+    one block per multiprocessor (8 warps) avoids a second, partial wave."""
+    bn = 1 << max(0, (n_cols - 1).bit_length())
+    if bn <= 1024:
+        return MAX_BLOCKS, (8 if itemsize == 2 else 4)
+    if bn <= 4096:
+        return MAX_BLOCKS, 4
+    return _multiprocessors(), (8 if bn <= 8192 else 16)
+
+
+def partial_rows(n_rows: int, n_cols: int = 1024, itemsize: int = 4) -> int:
+    """The number of phase-1 blocks, and of partial rows, for ``n_rows`` rows of ``n_cols``
+    columns of ``itemsize``-byte elements."""
+    return max(1, min(n_rows, config(n_cols, itemsize)[0]))
+
+
+_DX_KERNELS: dict = {}
+
+
+def _dx_kernel(warps: int):
+    """``ln_backward_dx`` with ``warps`` warps per block (one variant per count, made once)."""
+    if warps not in _DX_KERNELS:
+        _DX_KERNELS[warps] = ln_backward_dx.with_options(num_warps=warps)
+    return _DX_KERNELS[warps]
 
 
 def layer_norm_backward(x, dy, w, mean, rstd, dx, dw, db, dw_part, db_part, *, stream=None,
@@ -88,17 +125,20 @@ def layer_norm_backward(x, dy, w, mean, rstd, dx, dw, db, dw_part, db_part, *, s
         w: (N,) weight, of x's dtype.
         mean, rstd: (M,) float32, the forward pass's row statistics.
         dx: (M, N) of x's dtype, written; dw, db: (N,) of x's dtype, written.
-        dw_part, db_part: (partial_rows(M), N) float32 scratch arrays, written.
+        dw_part, db_part: (partial_rows(M, N, itemsize), N) float32 scratch arrays,
+            written.
 
     Raises:
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     dt = dtype_name(x)
     m, n = x.shape
+    itemsize = 4 if dt == "float32" else 2
+    rows = partial_rows(m, n, itemsize)
     expect = {"dy": ((m, n), dt), "w": ((n,), dt), "mean": ((m,), "float32"),
               "rstd": ((m,), "float32"), "dx": ((m, n), dt), "dw": ((n,), dt),
-              "db": ((n,), dt), "dw_part": ((partial_rows(m), n), "float32"),
-              "db_part": ((partial_rows(m), n), "float32")}
+              "db": ((n,), dt), "dw_part": ((rows, n), "float32"),
+              "db_part": ((rows, n), "float32")}
     given = {"dy": dy, "w": w, "mean": mean, "rstd": rstd, "dx": dx, "dw": dw, "db": db,
              "dw_part": dw_part, "db_part": db_part}
     if dt not in ("float32", "float16", "bfloat16"):
@@ -112,8 +152,8 @@ def layer_norm_backward(x, dy, w, mean, rstd, dx, dw, db, dw_part, db_part, *, s
     bn = 1 << max(0, (n - 1).bit_length())
     if bn > 16384:
         raise ValueError(f"layer_norm_backward: x: rows of at most 16384 columns, got {n}")
-    b = partial_rows(m)
-    ln_backward_dx(x, dy, w, mean, rstd, nt.partition(dx, (1, bn), blocks=b),
+    b = rows
+    _dx_kernel(config(n, itemsize)[1])(x, dy, w, mean, rstd, nt.partition(dx, (1, bn), blocks=b),
                    nt.partition(dw_part, (1, bn), blocks=b),
                    nt.partition(db_part, (1, bn), blocks=b), float(n), bn, dt,
                    stream=stream, interpret=interpret)
@@ -145,7 +185,7 @@ def main(shape=(300, 1000)) -> None:
     ref_dx, ref_dw, ref_db, mean_h, rstd_h = reference(x_h, dy_h, w_h)
     dx = to_device(np.full(shape, np.nan, np.float32))
     dw, db = to_device(np.full(n, np.nan, np.float32)), to_device(np.full(n, np.nan, np.float32))
-    parts = [to_device(np.full((partial_rows(m), n), np.nan, np.float32)) for _ in range(2)]
+    parts = [to_device(np.full((partial_rows(m, n, 4), n), np.nan, np.float32)) for _ in range(2)]
     layer_norm_backward(to_device(x_h), to_device(dy_h), to_device(w_h),
                         to_device(mean_h.astype(np.float32)), to_device(rstd_h.astype(np.float32)),
                         dx, dw, db, *parts, interpret=interpret).sync()

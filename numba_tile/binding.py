@@ -22,12 +22,15 @@ kernel with a parameter so named, or named like a launch option, keeps the gener
 from __future__ import annotations
 
 import inspect
+import os
 
 __all__ = ["LAUNCH_OPTIONS", "call_class", "kw_order", "make_binder"]
 
 #: the keyword-only launch options of ``Kernel.__call__``, with their defaults
 LAUNCH_OPTIONS = (("stream", None), ("interpret", None), ("on_conflict", "wait"),
                   ("grid", None), ("unchecked", False))
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 #: the most positional counts the generated ``__call__`` binds without the generic path
 _MAX_CASES = 16
@@ -151,7 +154,10 @@ def call_class(kernel_cls, params, qualname: str, defaults):
     opts = ", ".join(f"{name}={name}" for name, _ in LAUNCH_OPTIONS)
     lines += [f"    return _nt_call(_nt_self, *_nt_args, {opts}, **_nt_kw)"]
     text = "\n".join(lines) + "\n"
-    exec(compile(text, f"<numba_tile call of {qualname}>", "exec"), env)
+    # a file name inside the package: user_call_site (runtime/launch_checks.py) skips the
+    # frame, so an error of the generic path still points at the user's line
+    exec(compile(text, os.path.join(_PACKAGE_DIR, f"<generated __call__ of {qualname}>"),
+                 "exec"), env)
     fn = env["__call__"]
     fn.__doc__ = kernel_cls.__call__.__doc__
     fn.__qualname__ = f"{kernel_cls.__qualname__}.__call__"

@@ -169,3 +169,13 @@ def test_a_kernel_without_constants_keeps_the_generic_call():
         nt.store(z, nt.load_like(x, z))
     assert type(plain) is Kernel
     assert binding.call_class(Kernel, plain.params, "plain", None) is None
+
+
+def test_an_error_through_the_generated_call_points_at_the_callers_line():
+    x, y, z = object(), object(), object()
+    with pytest.raises(TileArgumentError) as got:
+        kreq(x, y, z, 4, B=4, C=5)                   # this line
+    assert got.value.filename == __file__
+    import traceback
+    line = [f for f in traceback.extract_tb(got.tb) if f.filename == __file__][0]
+    assert got.value.lineno == line.lineno
