@@ -18,8 +18,8 @@ ratio numba_tile / Triton, all measured in the same run:
   ``2 * M * V * itemsize``; the loss is checked against PyTorch's in float64;
 * ``dropout``: ``examples/dropout.py`` (``rand`` Philox, 1024-element tiles) against Triton's
   tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``;
-* ``rope``: ``examples/rope.py`` (half-row tiles, strips of whole heads; launched for q,
-  then for k) against Liger-Kernel's ``_triton_rope`` forward (one program per token for all
+* ``rope``: ``examples/rope.py``'s ``rope_qk`` (half-row tiles of all the heads of a
+  position, q's and k's in one launch) against Liger-Kernel's ``_triton_rope`` forward (one program per token for all
   its q and k heads), out of place, on LLaMA-3 8B heads (32 query, 8 key/value, D = 128)
   in the ``(batch, seq, heads, D)`` layout, batch x seq from 1 x 2048 to 4 x 8192; bytes:
   ``2 * B * S * (Hq + Hkv) * D * itemsize + 2 * S * D * itemsize``;
@@ -534,8 +534,8 @@ def bench_rope(args, torch, spin_ms, t_rope, rows):
     """RoPE forward of the query and the key tensors, ``(batch, seq, heads, D)`` contiguous
     (the physical layout Liger's kernel works on), tables ``cos``, ``sin`` of ``(seq, D)``
     in the inputs' dtype (HF's, both halves equal), out of place. numba_tile: the example's
-    ``rope`` launched twice (q, then k: it rotates one tensor); Triton: Liger's kernel, one
-    launch for both (see :func:`triton_rope_layernorm_bwd`). The time is of both tensors.
+    ``rope_qk`` (one launch for both tensors); Triton: Liger's kernel, one launch for both
+    (see :func:`triton_rope_layernorm_bwd`). The time is of both tensors.
 
     Bytes: ``2 * batch * seq * (Hq + Hkv) * D * itemsize`` (read q, k; write their outputs)
     plus ``2 * seq * D * itemsize`` (the two tables, once: every batch and head reads them,
@@ -572,8 +572,7 @@ def bench_rope(args, torch, spin_ms, t_rope, rows):
             row = {"case": f"rope {dname}", "size": f"{bsz}x{seq}x({hq}+{hk})x{d}"}
 
             def nt_fn(q, k, qo, ko):
-                ex.rope(q, cos, sin, qo)
-                ex.rope(k, cos, sin, ko)
+                ex.rope_qk(q, k, cos, sin, qo, ko)
 
             for name, fn in (("numba_tile", nt_fn),
                              ("triton", lambda q, k, qo, ko: t_rope(q, k, cos, sin, qo, ko))):

@@ -14,6 +14,10 @@ heads' two halves), so it can read both halves of ``q`` and store both halves of
 every operand of the rotation is a tile of one shape and layout. ``D`` is a power of two (64, 128, 256). A
 safe kernel: each block writes only its own rows.
 
+``rope_qk`` rotates the query and the key tensors (grouped-query attention: fewer key heads) in
+one launch, as Liger's kernel does: a block owns a row through a strip of the query output,
+whose coordinates name the same row of the key output.
+
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks the
 result against NumPy in float64 on ragged shapes.
 """
@@ -53,6 +57,42 @@ def rope_rows(q, cos, sin, out: nt.Partition[(1, "HB", "H2")], seq, HB: nt.Const
                 nt.store(out, nt.astype(q2 * c2 + q1 * s2, DT), idx)
 
 
+@nt.jit
+def rope_qk_rows(q, k, cos_q, sin_q, cos_k, sin_k, q_out: nt.Partition[(1, "HQ", "H2")],
+                 k_out: nt.Partition[(1, "HK", "H2")], seq, HQ: nt.Constant, HK: nt.Constant,
+                 H2: nt.Constant, DT: nt.Constant):
+    """q_out = rope(q), k_out = rope(k) for every (batch * seq) row this block owns: Liger's
+    one program per position for the query and the key heads. The block owns the row through
+    a strip of ``q_out``; the strip's coordinates name the same row of ``k_out`` (a strip of
+    another partition names its tiles at those coordinates, so no two blocks store one tile
+    of either)."""
+    for row in nt.strips(q_out):
+        r, hb = row[0], row[1]
+        s = r % seq                           # the position of row r = b * seq + s
+        q1 = nt.astype(nt.load(q, (r, hb, 0), (1, HQ, H2)), nt.float32)
+        q2 = nt.astype(nt.load(q, (r, hb, 1), (1, HQ, H2)), nt.float32)
+        c1 = nt.astype(nt.load(cos_q, (s, hb, 0), (1, HQ, H2)), nt.float32)
+        c2 = nt.astype(nt.load(cos_q, (s, hb, 1), (1, HQ, H2)), nt.float32)
+        s1 = nt.astype(nt.load(sin_q, (s, hb, 0), (1, HQ, H2)), nt.float32)
+        s2 = nt.astype(nt.load(sin_q, (s, hb, 1), (1, HQ, H2)), nt.float32)
+        for idx in nt.tiles(q_out, row):
+            if idx[2] == 0:
+                nt.store(q_out, nt.astype(q1 * c1 - q2 * s1, DT), idx)
+            else:
+                nt.store(q_out, nt.astype(q2 * c2 + q1 * s2, DT), idx)
+        k1 = nt.astype(nt.load(k, (r, hb, 0), (1, HK, H2)), nt.float32)
+        k2 = nt.astype(nt.load(k, (r, hb, 1), (1, HK, H2)), nt.float32)
+        d1 = nt.astype(nt.load(cos_k, (s, hb, 0), (1, HK, H2)), nt.float32)
+        d2 = nt.astype(nt.load(cos_k, (s, hb, 1), (1, HK, H2)), nt.float32)
+        e1 = nt.astype(nt.load(sin_k, (s, hb, 0), (1, HK, H2)), nt.float32)
+        e2 = nt.astype(nt.load(sin_k, (s, hb, 1), (1, HK, H2)), nt.float32)
+        for idx in nt.tiles(k_out, row):
+            if idx[2] == 0:
+                nt.store(k_out, nt.astype(k1 * d1 - k2 * e1, DT), idx)
+            else:
+                nt.store(k_out, nt.astype(k2 * d2 + k1 * e2, DT), idx)
+
+
 def _contiguous(a) -> bool:
     """C-contiguous (element strides of a NumPy, CuPy or PyTorch array)."""
     shape = tuple(a.shape)
@@ -83,6 +123,27 @@ def _per_head(table, heads):
     return xp.broadcast_to(table[:, None, :], (table.shape[0], heads, table.shape[1]))
 
 
+def _check(q, cos, sin, out, who: str) -> None:
+    """The shapes, dtypes and layouts :func:`rope` takes (ValueError naming the argument)."""
+    dt = dtype_name(q)
+    if dt not in ("float32", "float16", "bfloat16") or len(q.shape) != 4:
+        raise ValueError(f"{who}: q: expected a 4-D float32, float16 or bfloat16 array "
+                         f"(batch, seq, heads, D), got {len(q.shape)}-D {dt}")
+    bsz, seq, heads, d = q.shape
+    if d < 2 or d & (d - 1):
+        raise ValueError(f"{who}: q: expected a head dimension D that is a power of two, "
+                         f"got {d}")
+    for name, v, shape in (("cos", cos, (seq, d)), ("sin", sin, (seq, d)),
+                           ("out", out, tuple(q.shape))):
+        if tuple(v.shape) != shape or dtype_name(v) != dt:
+            raise ValueError(f"{who}: {name}: expected {shape} {dt}, got {tuple(v.shape)} "
+                             f"{dtype_name(v)}")
+    for name, v in (("q", q), ("out", out)):
+        if not _contiguous(v):
+            raise ValueError(f"{who}: {name}: expected a C-contiguous array (its rows of heads "
+                             f"are viewed as one axis)")
+
+
 def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
     """Launch ``out = rope(q, cos, sin)``.
 
@@ -97,32 +158,73 @@ def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
     Raises:
         ValueError: shapes, dtypes or layouts that do not match (before any GPU work).
     """
-    dt = dtype_name(q)
-    if dt not in ("float32", "float16", "bfloat16") or len(q.shape) != 4:
-        raise ValueError(f"rope: q: expected a 4-D float32, float16 or bfloat16 array "
-                         f"(batch, seq, heads, D), got {len(q.shape)}-D {dt}")
+    _check(q, cos, sin, out, "rope")
     bsz, seq, heads, d = q.shape
-    if d < 2 or d & (d - 1):
-        raise ValueError(f"rope: q: expected a head dimension D that is a power of two, got {d}")
-    for name, v, shape in (("cos", cos, (seq, d)), ("sin", sin, (seq, d)),
-                           ("out", out, tuple(q.shape))):
-        if tuple(v.shape) != shape or dtype_name(v) != dt:
-            raise ValueError(f"rope: {name}: expected {shape} {dt}, got {tuple(v.shape)} "
-                             f"{dtype_name(v)}")
-    for name, v in (("q", q), ("out", out)):
-        if not _contiguous(v):
-            raise ValueError(f"rope: {name}: expected a C-contiguous array (its rows of heads "
-                             f"are viewed as one axis)")
-    # the heads of a position in one tile (a power of two; the rest masked), at most 4096
-    # elements of a half row: a block's strip is one position's heads
-    hb = 1
-    while hb < heads and hb * d // 2 < 4096:
-        hb *= 2
+    dt = dtype_name(q)
+    # the heads of a position in one tile: a block's strip is one position's heads
+    hb = _heads_tile(heads, d)
     rows = bsz * seq * -(-heads // hb)
     b = max(1, min(rows, 65536)) if blocks is None else blocks
     return rope_rows(_rows_of_heads(q), _per_head(cos, heads), _per_head(sin, heads),
                      nt.partition(_rows_of_heads(out), (1, hb, d // 2), blocks=b), seq, hb,
                      d // 2, dt, stream=stream, interpret=interpret)
+
+
+#: the most elements of a half row of heads in one tile (a block's registers hold two such
+#: tiles of q and four of the tables, in float32)
+MAX_HALF_ROW = 4096
+
+
+def _heads_tile(heads: int, d: int) -> int:
+    """The heads of a position in one tile: a power of two, up to MAX_HALF_ROW elements of a
+    half row (all the heads where they fit; the rest masked)."""
+    hb = 1
+    while hb < heads and hb * d // 2 < MAX_HALF_ROW:
+        hb *= 2
+    return hb
+
+
+def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret=False):
+    """Launch ``q_out = rope(q)`` and ``k_out = rope(k)`` (one launch: Liger's kernel rotates
+    the query and the key heads of a position in one program).
+
+    Args:
+        q, k: (batch, seq, heads, D) and (batch, seq, kv_heads, D), one dtype (float32,
+            float16 or bfloat16), C-contiguous; D a power of two, >= 2.
+        cos, sin: (seq, D) of q's dtype.
+        q_out, k_out: like q and k (C-contiguous), written.
+        blocks: blocks of the grid (default: one per (batch, seq) row, at most 65536; with
+            fewer, each block owns several rows).
+
+    Where the heads of a position do not fit one tile (``heads * D / 2`` or ``kv_heads * D /
+    2`` above ``MAX_HALF_ROW``), two :func:`rope` launches do the work.
+
+    Raises:
+        ValueError: shapes, dtypes or layouts that do not match (before any GPU work).
+    """
+    for name, v in (("q", q), ("k", k)):
+        if len(v.shape) != 4:
+            raise ValueError(f"rope_qk: {name}: expected a 4-D array (batch, seq, heads, D), "
+                             f"got {len(v.shape)}-D")
+    bsz, seq, hq, d = q.shape
+    if tuple(k.shape[:2]) != (bsz, seq) or k.shape[3] != d or dtype_name(k) != dtype_name(q):
+        raise ValueError(f"rope_qk: k: expected ({bsz}, {seq}, kv_heads, {d}) {dtype_name(q)}, "
+                         f"got {tuple(k.shape)} {dtype_name(k)}")
+    hk = k.shape[2]
+    hbq, hbk = _heads_tile(hq, d), _heads_tile(hk, d)
+    if hbq < hq or hbk < hk:
+        rope(q, cos, sin, q_out, blocks=blocks, stream=stream, interpret=interpret)
+        return rope(k, cos, sin, k_out, blocks=blocks, stream=stream, interpret=interpret)
+    _check(q, cos, sin, q_out, "rope_qk")
+    _check(k, cos, sin, k_out, "rope_qk")
+    rows = bsz * seq
+    b = max(1, min(rows, 65536)) if blocks is None else blocks
+    return rope_qk_rows(
+        _rows_of_heads(q), _rows_of_heads(k), _per_head(cos, hq), _per_head(sin, hq),
+        _per_head(cos, hk), _per_head(sin, hk),
+        nt.partition(_rows_of_heads(q_out), (1, hbq, d // 2), blocks=b),
+        nt.partition(_rows_of_heads(k_out), (1, hbk, d // 2), blocks=b), seq, hbq, hbk,
+        d // 2, dtype_name(q), stream=stream, interpret=interpret)
 
 
 def tables(seq: int, d: int, base: float = 10000.0):
@@ -152,6 +254,18 @@ def main(shape=(2, 37, 5, 128)) -> None:
     check_result("rope", to_host(out), reference(q_h, c_h.astype(np.float64),
                                                   s_h.astype(np.float64)),
                  rtol=1e-5, atol=1e-6, detail=f"shape={shape}, 23 blocks, ")
+    # the query and the key heads in one launch (grouped-query attention: fewer key heads)
+    k_shape = shape[:2] + (3,) + shape[3:]
+    k_h = rng.standard_normal(k_shape).astype(np.float32)
+    q_out = to_device(np.full(shape, np.nan, np.float32))
+    k_out = to_device(np.full(k_shape, np.nan, np.float32))
+    rope_qk(to_device(q_h), to_device(k_h), to_device(c_h), to_device(s_h), q_out, k_out,
+            blocks=19, interpret=interpret).sync()
+    c_d, s_d = c_h.astype(np.float64), s_h.astype(np.float64)
+    check_result("rope_qk", to_host(q_out), reference(q_h, c_d, s_d), rtol=1e-5, atol=1e-6,
+                 detail=f"q {shape}, 19 blocks, ")
+    check_result("rope_qk", to_host(k_out), reference(k_h, c_d, s_d), rtol=1e-5, atol=1e-6,
+                 detail=f"k {k_shape}, ")
 
 
 if __name__ == "__main__":

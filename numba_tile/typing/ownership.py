@@ -32,8 +32,8 @@ from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
 from .._registry import op_for_key
 from ..errors import ForeignTileStoreError, StoreToReadOnlyError, TileTypingError, UncheckedOpError
 from .closed_world import check_closed_world
-from .types import (PartitionIndexType, PartitionType, StripsIterable, StripTilesIterable,
-                    TensorType, TilesIterable)
+from .types import (PartitionIndexType, PartitionType, StripIndexType, StripsIterable,
+                    StripTilesIterable, TensorType, TilesIterable)
 
 
 def _loc(inst):
@@ -167,7 +167,7 @@ def partition_access_facts(func_ir, typemap, calltypes) -> frozenset:
     return frozenset(ordered)
 
 
-def check_index_schemes(func_ir, typemap) -> None:
+def check_index_schemes(func_ir, typemap, calltypes=None) -> None:
     """One ownership scheme per partition: a partition iterated with ``strips(z)`` or
     ``tiles(z, strip)`` (block b owns the strips b, b + B, ...; a 2-D partition's rows by a
     strip of another 2-D partition: the same row numbers) may not also be iterated with
@@ -192,14 +192,34 @@ def check_index_schemes(func_ir, typemap) -> None:
             else:
                 continue
             param = made.ptype.param
-            first = schemes.setdefault(param, scheme)
-            if first != scheme:
+            source = None
+            if scheme == "strips" and made.ptype.ndim > 2:
+                # strips over two or more leading axes: numbered over their partition's own
+                # tile grid, so all of z's must come from one partition (typing/partition.py)
+                source = param
+                if isinstance(made, StripTilesIterable):
+                    # the strip's brand, from the call's typed signature (tiles(z, strip))
+                    sig = (calltypes or {}).get(inst.value)
+                    strip = sig.args[1] if sig is not None and len(sig.args) > 1 else None
+                    source = strip.brand if isinstance(strip, StripIndexType) else inst
+            first = schemes.setdefault(param, (scheme, source, inst))
+            if first[0] != scheme:
                 raise ForeignTileStoreError(
                     f"partition '{param}' is iterated with both tiles({param}) and "
                     f"strips({param}): tiles() gives block b the tiles b, b + B, ... and "
                     f"strips() the rows of tiles b, b + B, ..., so a tile one block owns by one "
                     f"is another block's by the other; use one of them for '{param}'",
                     **_loc(inst))
+            if first[1] != source:
+                a, b = sorted(s if isinstance(s, str) else "another partition"
+                              for s in (first[1], source))
+                raise ForeignTileStoreError(
+                    f"the tiles of {made.ptype.ndim}-D partition '{param}' are reached through "
+                    f"strips of '{a}' and of '{b}': strips over two or more leading axes are "
+                    f"numbered over each partition's own tile grid, so the block that owns a "
+                    f"strip of '{a}' need not own the strip of '{b}' at the same coordinates, "
+                    f"and two blocks could store one tile of '{param}'; take all the strips "
+                    f"of '{param}' from one partition", **_loc(inst))
 
 
 def check_function(func_ir, typemap, calltypes, unchecked=False):
@@ -209,7 +229,7 @@ def check_function(func_ir, typemap, calltypes, unchecked=False):
                     and inst.value.op == "call":
                 check_call(inst, inst.value, typemap, calltypes, unchecked)
     if not unchecked:
-        check_index_schemes(func_ir, typemap)
+        check_index_schemes(func_ir, typemap, calltypes)
     check_loop_carried_masks(func_ir, typemap)
 
 

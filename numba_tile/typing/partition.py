@@ -22,13 +22,13 @@ def type_tiles(z, strip):
     if strip.ndim != z.ndim - 1:
         raise fail("tiles", "strip", f"a strip of '{z.param}' ({z.ndim - 1} leading "
                    f"coordinates)", f"a strip of '{strip.brand}' with {strip.ndim}")
-    if strip.brand != z.param and z.ndim != 2:
-        # rows of 2-D partitions go to blocks by row number alone (row r: block r mod B),
-        # whatever the partition; strips over two or more leading axes are numbered
-        # row-major over each partition's own grid, which two partitions need not share
-        raise fail("tiles", "strip", f"a strip of '{z.param}' from strips({z.param}) (a strip "
-                   f"of another partition names tiles of '{z.param}' this block owns only for "
-                   f"2-D partitions, whose strips are rows)", f"a strip of '{strip.brand}'")
+    # A strip of another partition x names the tiles of z at the strip's leading coordinates:
+    # each strip of x belongs to one block, so no two blocks reach the same tiles of z through
+    # x's strips (a coordinate past z's grid names no element of z: its stores are masked).
+    # Rows of 2-D partitions go to blocks by row number alone (row r: block r mod B), whatever
+    # the partition, so z's own strips and x's agree; strips over two or more leading axes are
+    # numbered row-major over each partition's own grid, so there z's strips must all come
+    # from one partition (typing/ownership.check_index_schemes).
     if not z.mapped:
         raise fail("tiles", "z", f"a partition mapped onto blocks for its strips (a partition "
                    f"with one tile per block has each block own a tile, not a row)",
