@@ -96,7 +96,8 @@ def call_class(kernel_cls, params, qualname: str, defaults):
     if not slots:
         return None
     n = len(params)
-    env = {"_nt_M": _MISSING, "_nt_D": defaults, "_nt_call": kernel_cls.__call__}
+    # the generic __call__ looked up on each fallback (a test may patch Kernel.__call__)
+    env = {"_nt_M": _MISSING, "_nt_D": defaults, "_nt_base": kernel_cls}
     sig = ["_nt_self", "*_nt_args"]
     for name, default in LAUNCH_OPTIONS:
         env[f"_nt_o_{name}"] = default
@@ -152,7 +153,7 @@ def call_class(kernel_cls, params, qualname: str, defaults):
         lines += [f"    if {names[i]} is not _nt_M:",
                   f"        _nt_kw[_nt_n{i}] = {names[i]}"]
     opts = ", ".join(f"{name}={name}" for name, _ in LAUNCH_OPTIONS)
-    lines += [f"    return _nt_call(_nt_self, *_nt_args, {opts}, **_nt_kw)"]
+    lines += [f"    return _nt_base.__call__(_nt_self, *_nt_args, {opts}, **_nt_kw)"]
     text = "\n".join(lines) + "\n"
     # a file name inside the package: user_call_site (runtime/launch_checks.py) skips the
     # frame, so an error of the generic path still points at the user's line
