@@ -61,11 +61,12 @@ def rope_rows(q, cos, sin, out: nt.Partition[(1, "HB", "H2")], seq, HB: nt.Const
 def rope_qk_rows(q, k, cos_q, sin_q, cos_k, sin_k, q_out: nt.Partition[(1, "HQ", "H2")],
                  k_out: nt.Partition[(1, "HK", "H2")], seq, HQ: nt.Constant, HK: nt.Constant,
                  H2: nt.Constant, DT: nt.Constant):
-    """q_out = rope(q), k_out = rope(k) for every (batch * seq) row this block owns: Liger's
-    one program per position for the query and the key heads. The block owns the row through
-    a strip of ``q_out``; the strip's coordinates name the same row of ``k_out`` (a strip of
-    another partition names its tiles at those coordinates, so no two blocks store one tile
-    of either)."""
+    """q_out = rope(q), k_out = rope(k) for every strip of ``q_out`` this block owns (a group
+    of ``HQ`` query heads of one (batch * seq) row): Liger's one program per position for
+    the query and the key heads. The strip's coordinates name the same tiles of ``k_out`` (a
+    strip of another partition names its tiles at those coordinates, so no two blocks store
+    one tile of either): the first group's strip holds all the key heads, the others' name
+    no key head (their key loads and stores are masked out)."""
     for row in nt.strips(q_out):
         r, hb = row[0], row[1]
         s = r % seq                           # the position of row r = b * seq + s
@@ -175,13 +176,32 @@ def rope(q, cos, sin, out, *, blocks=None, stream=None, interpret=False):
 MAX_HALF_ROW = 4096
 
 
-def _heads_tile(heads: int, d: int) -> int:
-    """The heads of a position in one tile: a power of two, up to MAX_HALF_ROW elements of a
-    half row (all the heads where they fit; the rest masked)."""
+def _heads_tile(heads: int, d: int, cap: int | None = None) -> int:
+    """The heads of a position in one tile: a power of two, up to ``cap`` (MAX_HALF_ROW)
+    elements of a half row (all the heads where they fit; the rest masked)."""
+    cap = MAX_HALF_ROW if cap is None else cap
     hb = 1
-    while hb < heads and hb * d // 2 < MAX_HALF_ROW:
+    while hb < heads and hb * d // 2 < cap:
         hb *= 2
     return hb
+
+
+def qk_config(itemsize: int) -> tuple:
+    """``(elements of a half row of query heads per tile at most, num_warps)`` of
+    :func:`rope_qk`: the fastest of a sweep on the H200 (``docs/performance.md``, 2026-12-02:
+    8, 16, 32 query heads per tile x 1, 2, 4 warps x three grids, LLaMA-3 8B heads): 16-bit
+    all the heads of a position (2048 elements at 32 heads of D = 128) over one warp, float32
+    at most 1024 elements over two warps."""
+    return (MAX_HALF_ROW, 1) if itemsize == 2 else (1024, 2)
+
+
+_QK_KERNELS: dict = {}
+
+
+def _qk_kernel(warps: int):
+    if warps not in _QK_KERNELS:
+        _QK_KERNELS[warps] = rope_qk_rows.with_options(num_warps=warps)
+    return _QK_KERNELS[warps]
 
 
 def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret=False):
@@ -193,11 +213,13 @@ def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret
             float16 or bfloat16), C-contiguous; D a power of two, >= 2.
         cos, sin: (seq, D) of q's dtype.
         q_out, k_out: like q and k (C-contiguous), written.
-        blocks: blocks of the grid (default: one per (batch, seq) row, at most 65536; with
-            fewer, each block owns several rows).
+        blocks: blocks of the grid (default: one per group of query heads of a (batch, seq)
+            row, at most 65536; with fewer, each block owns several).
 
-    Where the heads of a position do not fit one tile (``heads * D / 2`` or ``kv_heads * D /
-    2`` above ``MAX_HALF_ROW``), two :func:`rope` launches do the work.
+    A block owns a group of query heads of a position (all of them where ``qk_config`` allows)
+    through a strip of ``q_out``, and the first group's block the key heads too. Where the key
+    heads of a position do not fit one tile (``kv_heads * D / 2`` above ``MAX_HALF_ROW``), two
+    :func:`rope` launches do the work.
 
     Raises:
         ValueError: shapes, dtypes or layouts that do not match (before any GPU work).
@@ -211,15 +233,18 @@ def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret
         raise ValueError(f"rope_qk: k: expected ({bsz}, {seq}, kv_heads, {d}) {dtype_name(q)}, "
                          f"got {tuple(k.shape)} {dtype_name(k)}")
     hk = k.shape[2]
-    hbq, hbk = _heads_tile(hq, d), _heads_tile(hk, d)
-    if hbq < hq or hbk < hk:
-        rope(q, cos, sin, q_out, blocks=blocks, stream=stream, interpret=interpret)
-        return rope(k, cos, sin, k_out, blocks=blocks, stream=stream, interpret=interpret)
     _check(q, cos, sin, q_out, "rope_qk")
     _check(k, cos, sin, k_out, "rope_qk")
-    rows = bsz * seq
-    b = max(1, min(rows, 65536)) if blocks is None else blocks
-    return rope_qk_rows(
+    cap, warps = qk_config(4 if dtype_name(q) == "float32" else 2)
+    # the key heads of a position in one tile (the strips of q_out, one per group of query
+    # heads, reach k_out's tiles at their coordinates: k_out's one group is the first's)
+    hbq, hbk = _heads_tile(hq, d, cap), _heads_tile(hk, d)
+    if hbk < hk:
+        rope(q, cos, sin, q_out, blocks=blocks, stream=stream, interpret=interpret)
+        return rope(k, cos, sin, k_out, blocks=blocks, stream=stream, interpret=interpret)
+    strips = bsz * seq * -(-hq // hbq)
+    b = max(1, min(strips, 65536)) if blocks is None else blocks
+    return _qk_kernel(warps)(
         _rows_of_heads(q), _rows_of_heads(k), _per_head(cos, hq), _per_head(sin, hq),
         _per_head(cos, hk), _per_head(sin, hk),
         nt.partition(_rows_of_heads(q_out), (1, hbq, d // 2), blocks=b),

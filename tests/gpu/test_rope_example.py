@@ -22,7 +22,7 @@ def test_rope_shapes(tile_backend, heads, d):
     np.testing.assert_allclose(tile_backend.to_numpy(out), want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("hq, hk", [(32, 8), (5, 3), (4, 4), (1, 7)])
+@pytest.mark.parametrize("hq, hk", [(32, 8), (5, 3), (4, 4), (1, 7), (40, 7)])
 @pytest.mark.parametrize("blocks", [None, 5])
 def test_rope_qk_rotates_both_tensors_in_one_launch(tile_backend, hq, hk, blocks):
     rng = np.random.default_rng()
