@@ -24,11 +24,13 @@ from __future__ import annotations
 import inspect
 import os
 
-__all__ = ["LAUNCH_OPTIONS", "call_class", "kw_order", "make_binder"]
+__all__ = ["LAUNCH_OPTIONS", "LAUNCH_OPTION_NAMES", "call_class", "kw_order", "make_binder"]
 
-#: the keyword-only launch options of ``Kernel.__call__``, with their defaults
+#: the keyword-only launch options of ``Kernel.__call__``, with their defaults (a kernel may
+#: not name a parameter so: ``Kernel.__init__`` refuses it)
 LAUNCH_OPTIONS = (("stream", None), ("interpret", None), ("on_conflict", "wait"),
                   ("grid", None), ("unchecked", False))
+LAUNCH_OPTION_NAMES = tuple(n for n, _ in LAUNCH_OPTIONS)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 

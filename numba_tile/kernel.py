@@ -46,7 +46,7 @@ from .runtime.params import ParamBuffer
 from .runtime.partition import Partition  # noqa: F401 - re-exported
 from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
-    Constant, Mutable, Tensor, check_kernel_function, parse_params)
+    Constant, Mutable, Tensor, _at_definition, check_kernel_function, parse_params)
 from .typing.types import PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
@@ -186,6 +186,13 @@ class Kernel:
         # TRITON_INTERPRET), not on every launch
         self.interpret = interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
         self.params = parse_params(fn, _caller_locals)
+        for p in self.params:
+            if p.name in binding.LAUNCH_OPTION_NAMES:
+                raise _at_definition(
+                    fn, f"parameter '{p.name}' is named like a launch option of the kernel's "
+                        f"call ({', '.join(n + '=' for n in binding.LAUNCH_OPTION_NAMES)}): "
+                        f"k(..., {p.name}=v) would set the option, never the parameter; "
+                        f"rename it")
         if not self.unchecked:
             for p in self.params:
                 if p.role == "mutable":
@@ -210,7 +217,9 @@ class Kernel:
         self._groups: dict = {}         # tuple-argument lengths -> the rewritten kernel
         self._lock = threading.Lock()
         # constants and defaulted parameters bound by CPython on the repeated call (binding.py)
-        cls = binding.call_class(Kernel, self.params, self.__qualname__, _defaults)
+        # (a subclass of Kernel keeps its own class and __call__)
+        cls = binding.call_class(Kernel, self.params, self.__qualname__, _defaults) \
+            if type(self) is Kernel else None
         if cls is not None:
             self.__class__ = cls
 
@@ -449,7 +458,7 @@ class Kernel:
 
     # -- launch --------------------------------------------------------------------------
 
-    def __call__(self, *args, stream=None, interpret=None, on_conflict="wait", grid=None,
+    def __call__(self, /, *args, stream=None, interpret=None, on_conflict="wait", grid=None,
                  unchecked=False, **kwargs):
         """Launch the kernel.
 

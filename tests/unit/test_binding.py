@@ -133,13 +133,46 @@ def test_a_real_launch_through_the_generated_call(fake):
     assert kdef._last_plan is plan
 
 
-@pytest.mark.parametrize("name", ["stream", "grid", "unchecked", "interpret", "on_conflict",
-                                  "_nt_self", "_nt_kw"])
-def test_kernels_with_parameters_named_like_the_call_keep_the_generic_call(name):
+@pytest.mark.parametrize("name", ["_nt_self", "_nt_kw", "_nt_M"])
+def test_kernels_with_parameters_named_like_the_generated_code_keep_the_generic_call(name):
     ns = {"nt": nt}
     exec(f"def k(x, z, {name}=5):\n    pass\n", ns)
     kern = nt.jit(ns["k"])
     assert type(kern) is Kernel
+    x, z = object(), object()
+    kern._last_plan = RecordingPlan(3)
+    assert kern(x, z, **{name: 7}) == "launched" and kern._last_plan.seen[-1] == (x, z, 7)
+
+
+@pytest.mark.parametrize("name", ["stream", "grid", "unchecked", "interpret", "on_conflict"])
+def test_parameters_named_like_launch_options_are_refused_at_definition(name):
+    ns = {"nt": nt}
+    exec(f"def k(x, z, {name}=5):\n    pass\n", ns)
+    with pytest.raises(TileArgumentError, match=f"parameter '{name}' is named like a launch "
+                                                f"option") as got:
+        nt.jit(ns["k"])
+    assert got.value.lineno == 1
+
+
+def test_a_parameter_named_self_binds_by_keyword():
+    x, z = object(), object()
+    ns = {"nt": nt}
+    exec("def k(x, z, self: nt.Constant = 5):\n    pass\n", ns)
+    kern = nt.jit(ns["k"])
+    kern._last_plan = RecordingPlan(3)
+    assert kern(x, z, self=7) == "launched" and kern._last_plan.seen[-1] == (x, z, 7)
+    generic = Kernel.__call__
+    kern._last_plan = RecordingPlan(3)
+    assert generic(kern, x, z, self=8) == "launched" and kern._last_plan.seen[-1] == (x, z, 8)
+
+
+def test_a_subclass_of_kernel_keeps_its_class():
+    class Audited(Kernel):
+        pass
+
+    def body(x, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load_like(x, z))
+    assert type(Audited(body)) is Audited
 
 
 @pytest.mark.parametrize("name", ["M", "self", "args", "kwargs", "plan", "D", "k", "v"])

@@ -752,18 +752,17 @@ def test_bad_keyword_calls_are_still_refused_by_name(fake):
         kdef(x, nt.partition(z, 256), 256, 1.0, 2.0, 9)
 
 
-def test_a_parameter_named_like_a_launch_option_cannot_be_given_by_keyword(fake):
-    """Pre-existing design: a kernel parameter called ``stream`` is accepted at definition, but
-    ``k(..., stream=v)`` is the launch option; the call is refused (never launches v as an
-    argument)."""
-    @nt.jit
-    def ks(x, z: nt.Partition["B"], stream=1.0, B: nt.Constant = 256):
-        nt.store(z, nt.load_like(x, z) * stream)
-    x, z = _dev(256), _dev(256)
-    n = len(fake.launches)
-    with pytest.raises(TileArgumentError):
-        ks(x, nt.partition(z, 256), stream=x)
-    assert len(fake.launches) == n
+def test_a_parameter_named_like_a_launch_option_is_refused_at_definition(fake):
+    """Until session 9 a kernel parameter called ``stream`` was accepted at definition and
+    ``k(..., stream=v)`` set the launch option; a defaulted one (``unchecked=False``) then ran
+    with its default. Now the definition is refused, naming the parameter."""
+    for name in ("stream", "interpret", "on_conflict", "grid", "unchecked"):
+        ns = {"nt": nt}
+        exec(f"def ks(x, z: nt.Partition['B'], {name}=1.0, B: nt.Constant = 256):\n"
+             f"    nt.store(z, nt.load_like(x, z))\n", ns)
+        with pytest.raises(TileArgumentError, match=f"parameter '{name}' is named like a "
+                                                    f"launch option"):
+            nt.jit(ns["ks"])
 
 
 # ============================================================================ partition()
