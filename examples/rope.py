@@ -34,30 +34,37 @@ except ImportError:
     from examples._common import check_result, dtype_name, pick_backend
 
 
+def rotate_heads(x, cos, sin, out, row, r, s, hb, H, H2, DT):
+    """Rotate the ``H`` heads of head block ``hb`` of row ``r`` (position ``s``) of ``x`` into
+    the tiles of ``out``'s strip ``row`` (its two halves): a helper of both kernels.
+
+    The loads are padded (``padding=0.0``): a padded tile carries no valid extents through
+    the arithmetic, and the stores are masked at the array's edges all the same (2,504 SASS
+    instructions per row against 3,000 for the bfloat16 ``rope_qk_rows`` at 1 warp, ptxas
+    13.0)."""
+    x1 = nt.astype(nt.load(x, (r, hb, 0), (1, H, H2), padding=0.0), nt.float32)
+    x2 = nt.astype(nt.load(x, (r, hb, 1), (1, H, H2), padding=0.0), nt.float32)
+    c1 = nt.astype(nt.load(cos, (s, hb, 0), (1, H, H2), padding=0.0), nt.float32)
+    c2 = nt.astype(nt.load(cos, (s, hb, 1), (1, H, H2), padding=0.0), nt.float32)
+    s1 = nt.astype(nt.load(sin, (s, hb, 0), (1, H, H2), padding=0.0), nt.float32)
+    s2 = nt.astype(nt.load(sin, (s, hb, 1), (1, H, H2), padding=0.0), nt.float32)
+    for idx in nt.tiles(out, row):            # the row's two halves
+        if idx[2] == 0:
+            nt.store(out, nt.astype(x1 * c1 - x2 * s1, DT), idx)
+        else:
+            nt.store(out, nt.astype(x2 * c2 + x1 * s2, DT), idx)
+
+
 @nt.jit
 def rope_rows(q, cos, sin, out: nt.Partition[(1, "HB", "H2")], seq, HB: nt.Constant,
               H2: nt.Constant, DT: nt.Constant):
     """out = rope(q) for every (batch * seq) row of heads this block owns. ``q`` and ``out``
     are (batch * seq, heads, D) views; ``cos`` and ``sin`` (seq, heads, D) views whose head
     axis has stride 0 (the table row repeated for every head), so that every operand is a
-    (1, HB, D/2) tile in one layout: no broadcast, no layout conversion. The loads are
-    padded (``padding=0.0``): a padded tile carries no valid extents through the arithmetic,
-    and the stores are masked at the array's edges all the same (2,504 SASS instructions per
-    row against 3,000 for the bfloat16 ``rope_qk_rows`` at 1 warp, ptxas 13.0)."""
+    (1, HB, D/2) tile in one layout: no broadcast, no layout conversion."""
     for row in nt.strips(out):
-        r, hb = row[0], row[1]
-        s = r % seq                           # the position of row r = b * seq + s
-        q1 = nt.astype(nt.load(q, (r, hb, 0), (1, HB, H2), padding=0.0), nt.float32)
-        q2 = nt.astype(nt.load(q, (r, hb, 1), (1, HB, H2), padding=0.0), nt.float32)
-        c1 = nt.astype(nt.load(cos, (s, hb, 0), (1, HB, H2), padding=0.0), nt.float32)
-        c2 = nt.astype(nt.load(cos, (s, hb, 1), (1, HB, H2), padding=0.0), nt.float32)
-        s1 = nt.astype(nt.load(sin, (s, hb, 0), (1, HB, H2), padding=0.0), nt.float32)
-        s2 = nt.astype(nt.load(sin, (s, hb, 1), (1, HB, H2), padding=0.0), nt.float32)
-        for idx in nt.tiles(out, row):        # the row's two halves
-            if idx[2] == 0:
-                nt.store(out, nt.astype(q1 * c1 - q2 * s1, DT), idx)
-            else:
-                nt.store(out, nt.astype(q2 * c2 + q1 * s2, DT), idx)
+        r = row[0]
+        rotate_heads(q, cos, sin, out, row, r, r % seq, row[1], HB, H2, DT)
 
 
 @nt.jit
@@ -69,33 +76,12 @@ def rope_qk_rows(q, k, cos_q, sin_q, cos_k, sin_k, q_out: nt.Partition[(1, "HQ",
     the query and the key heads. The strip's coordinates name the same tiles of ``k_out`` (a
     strip of another partition names its tiles at those coordinates, so no two blocks store
     one tile of either): the first group's strip holds all the key heads, the others' name
-    no key head (their key loads and stores are masked out). Padded loads: see
-    :func:`rope_rows`."""
+    no key head (their key loads and stores are masked out)."""
     for row in nt.strips(q_out):
         r, hb = row[0], row[1]
         s = r % seq                           # the position of row r = b * seq + s
-        q1 = nt.astype(nt.load(q, (r, hb, 0), (1, HQ, H2), padding=0.0), nt.float32)
-        q2 = nt.astype(nt.load(q, (r, hb, 1), (1, HQ, H2), padding=0.0), nt.float32)
-        c1 = nt.astype(nt.load(cos_q, (s, hb, 0), (1, HQ, H2), padding=0.0), nt.float32)
-        c2 = nt.astype(nt.load(cos_q, (s, hb, 1), (1, HQ, H2), padding=0.0), nt.float32)
-        s1 = nt.astype(nt.load(sin_q, (s, hb, 0), (1, HQ, H2), padding=0.0), nt.float32)
-        s2 = nt.astype(nt.load(sin_q, (s, hb, 1), (1, HQ, H2), padding=0.0), nt.float32)
-        for idx in nt.tiles(q_out, row):
-            if idx[2] == 0:
-                nt.store(q_out, nt.astype(q1 * c1 - q2 * s1, DT), idx)
-            else:
-                nt.store(q_out, nt.astype(q2 * c2 + q1 * s2, DT), idx)
-        k1 = nt.astype(nt.load(k, (r, hb, 0), (1, HK, H2), padding=0.0), nt.float32)
-        k2 = nt.astype(nt.load(k, (r, hb, 1), (1, HK, H2), padding=0.0), nt.float32)
-        d1 = nt.astype(nt.load(cos_k, (s, hb, 0), (1, HK, H2), padding=0.0), nt.float32)
-        d2 = nt.astype(nt.load(cos_k, (s, hb, 1), (1, HK, H2), padding=0.0), nt.float32)
-        e1 = nt.astype(nt.load(sin_k, (s, hb, 0), (1, HK, H2), padding=0.0), nt.float32)
-        e2 = nt.astype(nt.load(sin_k, (s, hb, 1), (1, HK, H2), padding=0.0), nt.float32)
-        for idx in nt.tiles(k_out, row):
-            if idx[2] == 0:
-                nt.store(k_out, nt.astype(k1 * d1 - k2 * e1, DT), idx)
-            else:
-                nt.store(k_out, nt.astype(k2 * d2 + k1 * e2, DT), idx)
+        rotate_heads(q, cos_q, sin_q, q_out, row, r, s, hb, HQ, H2, DT)
+        rotate_heads(k, cos_k, sin_k, k_out, row, r, s, hb, HK, H2, DT)
 
 
 def _contiguous(a) -> bool:
