@@ -19,10 +19,11 @@ ratio numba_tile / Triton, all measured in the same run:
 * ``dropout``: ``examples/dropout.py`` (``rand`` Philox, 1024-element tiles) against Triton's
   tutorial 04 ``_seeded_dropout`` (``BLOCK_SIZE=1024``); bytes: ``2 * n * 4``;
 * ``rope``: ``examples/rope.py``'s ``rope_qk`` (half-row tiles of all the heads of a
-  position, q's and k's in one launch) against Liger-Kernel's ``_triton_rope`` forward (one program per token for all
-  its q and k heads), out of place, on LLaMA-3 8B heads (32 query, 8 key/value, D = 128)
-  in the ``(batch, seq, heads, D)`` layout, batch x seq from 1 x 2048 to 4 x 8192; bytes:
-  ``2 * B * S * (Hq + Hkv) * D * itemsize + 2 * S * D * itemsize``;
+  position, q's and k's in one launch) against Liger-Kernel's ``_triton_rope`` forward (one
+  program per token for all its q and k heads), out of place, on LLaMA-3 8B heads (32
+  query, 8 key/value, D = 128) in the ``(batch, seq, heads, D)`` layout, batch x seq from
+  1 x 2048 to 4 x 8192; bytes: ``2 * B * S * (Hq + Hkv) * D * itemsize + 2 * S * D *
+  itemsize``;
 * ``layernorm_backward``: ``examples/layernorm_backward.py`` (both phases: dx with per-block
   float32 partial dw, db rows, then their sums) against Triton's tutorial 05 backward
   (``_layer_norm_bwd_dx_fused`` with its locked ``GROUP_SIZE_M`` partial buffers, then

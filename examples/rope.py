@@ -11,8 +11,8 @@ half rows of up to ``HB`` heads of one position (all of them for LLaMA's 32 and 
 D = 128); a block owns whole rows (``nt.strips``: the strip of ``(row, head block)`` is those
 heads' two halves), so it can read both halves of ``q`` and store both halves of ``out``.
 ``cos`` and ``sin`` are read through views that repeat each row for every head (stride 0), so
-every operand of the rotation is a tile of one shape and layout. ``D`` is a power of two (64, 128, 256). A
-safe kernel: each block writes only its own rows.
+every operand of the rotation is a tile of one shape and layout. ``D`` is a power of two
+(64, 128, 256). A safe kernel: each block writes only its own rows.
 
 ``rope_qk`` rotates the query and the key tensors (grouped-query attention: fewer key heads) in
 one launch, as Liger's kernel does: a block owns a row through a strip of the query output,
