@@ -255,3 +255,19 @@ def test_launch_check_catches_a_wrong_result(monkeypatch, capsys):
         launch.prepare_cell(cell, np.random.default_rng(0), {"Numba": src}, {}, lambda: None)
     assert cell.status == "WRONG" and cell.launch is None
     assert "WRONG" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ GPU-only probes
+
+@pytest.mark.parametrize("name", ["sweeps", "launch_breakdown"])
+def test_gpu_probes_import_parse_and_refuse_without_a_gpu(name, capsys):
+    module = load(name)
+    for peer in ("torch", "cupy", "triton", "matplotlib"):
+        assert peer not in module.__dict__
+    with pytest.raises(SystemExit) as exc:
+        module.main(["--help"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("usage:")
+    if nt.gpu_available():
+        return
+    assert module.main([]) == 1
+    assert "needs a GPU" in capsys.readouterr().err
