@@ -184,12 +184,15 @@ SWEEPS = {"rope_qk": sweep_rope_qk, "layernorm_backward": sweep_layernorm_backwa
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("sweeps", nargs="*", choices=list(SWEEPS),
-                   help="which sweeps (default: all)")
+    p.add_argument("sweeps", nargs="*", help=f"which sweeps: {', '.join(SWEEPS)} (default: "
+                                             f"all)")
     p.add_argument("--dtypes", default="bf16,fp32", type=lambda s: s.split(","))
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--budget", type=float, default=0.25)
     args = p.parse_args(argv)
+    unknown = [s for s in args.sweeps if s not in SWEEPS]
+    if unknown:
+        p.error(f"unknown sweep {unknown[0]!r} (known: {', '.join(SWEEPS)})")
     args.sweeps = args.sweeps or list(SWEEPS)
     return args
 
