@@ -277,10 +277,10 @@ def main(shape=(2, 37, 5, 128)) -> None:
     rope_qk(to_device(q_h), to_device(k_h), to_device(c_h), to_device(s_h), q_out, k_out,
             blocks=19, interpret=interpret).sync()
     c_d, s_d = c_h.astype(np.float64), s_h.astype(np.float64)
-    check_result("rope_qk", to_host(q_out), reference(q_h, c_d, s_d), rtol=1e-5, atol=1e-6,
-                 detail=f"q {shape}, 19 blocks, ")
-    check_result("rope_qk", to_host(k_out), reference(k_h, c_d, s_d), rtol=1e-5, atol=1e-6,
-                 detail=f"k {k_shape}, ")
+    check_result("rope_qk q", to_host(q_out), reference(q_h, c_d, s_d), rtol=1e-5, atol=1e-6,
+                 detail=f"{shape}, 19 blocks, ")
+    check_result("rope_qk k", to_host(k_out), reference(k_h, c_d, s_d), rtol=1e-5, atol=1e-6,
+                 detail=f"{k_shape}, ")
 
 
 if __name__ == "__main__":

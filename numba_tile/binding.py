@@ -15,8 +15,9 @@ must then be bound to the parameters. Two generated pieces take that off the rep
 
 Both are generated from the parameter list only (names, indices, defaults as constants of the
 function's namespace, never formatted into its text). Internal names start with ``_nt_``; a
-kernel with a parameter so named, or named like a launch option, keeps the generic
-``__call__``.
+kernel with a parameter so named keeps the generic ``__call__`` (one named like a launch
+option is refused at its definition, ``Kernel.__init__``). A call that gives two wrong
+keywords gets the generic error about the first of them in parameter order.
 """
 
 from __future__ import annotations

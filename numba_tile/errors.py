@@ -149,8 +149,10 @@ class StoreToReadOnlyError(OwnershipError):
 
 
 class ForeignTileStoreError(OwnershipError):
-    rule = ("a store to a partition goes to one of the block's own tiles: its own tile, or an "
-            "index minted by tiles() of that same partition")
+    rule = ("a store to a partition goes to one of the block's own tiles: its own tile, an "
+            "index minted by tiles() of that same partition, or by tiles(z, strip) with a strip "
+            "the block owns (of z, or of another partition of z's rank; above rank 2 all of z's "
+            "strips from one partition)")
 
 
 class UnanalyzedCallError(OwnershipError):

@@ -204,9 +204,13 @@ def check_index_schemes(func_ir, typemap, calltypes=None) -> None:
                     source = strip.brand if isinstance(strip, StripIndexType) else inst
             first = schemes.setdefault(param, (scheme, source, inst))
             if first[0] != scheme:
+                foreign = isinstance(made, StripTilesIterable) or \
+                    typemap.get(first[2].target.name).__class__ is StripTilesIterable
+                how = (f" (here through tiles({param}, strip) with a strip of another "
+                       f"partition)" if foreign else "")
                 raise ForeignTileStoreError(
                     f"partition '{param}' is iterated with both tiles({param}) and "
-                    f"strips({param}): tiles() gives block b the tiles b, b + B, ... and "
+                    f"strips({param}){how}: tiles() gives block b the tiles b, b + B, ... and "
                     f"strips() the rows of tiles b, b + B, ..., so a tile one block owns by one "
                     f"is another block's by the other; use one of them for '{param}'",
                     **_loc(inst))

@@ -179,9 +179,12 @@ def test_a_strip_of_another_partition_is_refused_where_rows_are_not_strips():
     x, y = _args()
     w = np.zeros_like(y)
     # 2-D: another partition's rows by that strip, but then only by strips
-    with pytest.raises(ForeignTileStoreError, match="both tiles\\(y\\) and strips\\(y\\)"):
+    with pytest.raises(ForeignTileStoreError, match="both tiles\\(y\\) and strips\\(y\\) "
+                       "\\(here through tiles\\(y, strip\\) with a strip of another "
+                       "partition\\)") as got:
         strip_then_tiles(x, nt.partition(w, (4, 32), blocks=3),
                          nt.partition(y, (4, 32), blocks=3), 4, 32, interpret=True)
+    assert "tiles(z, strip) with a strip the block owns" in got.value.rule
     assert not y.any()
 
 
