@@ -128,21 +128,35 @@ def _param_kind(t: llvm_ir.Type) -> str:
     raise TileTypingError(f"unsupported kernel parameter type {t}")
 
 
+def _named(err: TileError, ctx, filename=None, lineno=None) -> TileError:
+    """``err`` with its message naming the kernel (``kernel 'k': ...``, unless it already
+    names one) and, where given, the user's line."""
+    message = err.message
+    if ctx.kernel_name and not message.startswith("kernel '"):
+        message = f"kernel '{ctx.kernel_name}': {message}"
+    if message == err.message and filename is None:
+        return err
+    return type(err)(message, filename=filename or err.filename,
+                     lineno=lineno if filename else err.lineno,
+                     col=None if filename else err.col)
+
+
 def _translate(exc: Exception, ctx) -> Exception:
-    """Numba's TypingError -> the numba_tile error a typing rule raised, with its line."""
+    """Numba's TypingError -> the numba_tile error a typing rule raised, with its line and
+    the kernel's name."""
     if isinstance(exc, TileError):
         if exc.lineno is None:      # raised while lowering: the statement being lowered
             code = getattr(ctx.pyfunc, "__code__", None)
             where = _loc_from_traceback(exc, code.co_filename if code else None)
             if where is not None:
-                return type(exc)(exc.message, filename=where.filename, lineno=where.line)
-        return exc
+                return _named(exc, ctx, where.filename, where.line)
+        return _named(exc, ctx)
     loc = getattr(exc, "loc", None)
     if ctx.errors:
         err = ctx.errors[0][1]
         if loc is not None and err.lineno is None:
-            err = type(err)(err.message, filename=loc.filename, lineno=loc.line)
-        return err
+            return _named(err, ctx, loc.filename, loc.line)
+        return _named(err, ctx)
     if type(exc).__name__ == "CudaSupportError":
         code = getattr(ctx.pyfunc, "__code__", None)
         where = _loc_from_traceback(exc, code.co_filename if code else None)
