@@ -4215,6 +4215,54 @@ def v76_tuples_of_disjoint_members():
     return launch, check
 
 
+# ---------------------------------------------------- session 9: strips of another partition
+
+
+@nt.jit
+def g_foreign_strips_3d(x, w: nt.Partition[1, 4, 32], y: nt.Partition[1, 4, 32]):
+    for row in nt.strips(w):
+        for idx in nt.tiles(w, row):
+            nt.store(w, nt.load(x, idx, (1, 4, 32), padding=0.0), idx)
+        for idx in nt.tiles(y, row):
+            nt.store(y, nt.load(x, idx, (1, 4, 32), padding=0.0) * 2.0, idx)
+
+
+@nt.jit
+def g_two_strip_sources_3d(x, w: nt.Partition[1, 4, 32], y: nt.Partition[1, 4, 32]):
+    for row in nt.strips(w):
+        for idx in nt.tiles(y, row):
+            nt.store(y, nt.load(x, idx, (1, 4, 32), padding=0.0), idx)
+    for row in nt.strips(y):  # C92
+        for idx in nt.tiles(y, row):
+            nt.store(y, nt.load(x, idx, (1, 4, 32), padding=0.0) * 2.0, idx)
+
+
+@refused("C92", errors.ForeignTileStoreError, "'y'", "strips of 'w' and of 'y'")
+def c92_a_rank3_partition_reached_through_two_partitions_strips():
+    # strips over two leading axes are numbered over each partition's own grid: block b's
+    # strip (r, g) of w is not block b's strip (r, g) of y when the grids differ, so y's tile
+    # could be stored by two blocks
+    x, w, y = randn(2, 20, 64), randn(2, 20, 64), randn(2, 12, 64)
+    parts = (nt.partition(w, (1, 4, 32), blocks=3), nt.partition(y, (1, 4, 32), blocks=3))
+    return compiled(g_two_strip_sources_3d, [x, w, y], x, *parts)
+
+
+@valid("V77")
+def v77_a_rank3_strip_names_another_partitions_tiles():
+    """A strip of w names y's tiles at its coordinates (rope_qk's query and key heads), y's
+    grid smaller along the heads: the strips past y's grid store nothing."""
+    x, w, y = randn(3, 20, 64), nans(3, 20, 64), nans(3, 12, 64)
+
+    def launch():
+        g_foreign_strips_3d(x, nt.partition(w, (1, 4, 32), blocks=4),
+                            nt.partition(y, (1, 4, 32), blocks=4), interpret=True)
+
+    def check():
+        close(w, f64(x))
+        close(y, 2 * f64(x[:, :12]))
+    return launch, check
+
+
 # ============================================================================= tests
 
 
