@@ -26,6 +26,7 @@ constant of the generated function's namespace, not formatted into its text.
 
 from __future__ import annotations
 
+import collections
 import struct
 
 from numba_tile.runtime.params import PARAM_KINDS
@@ -77,6 +78,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
         return "" if one_device and plan.device == 0 else f" or {read} != DEV{k}"
 
     unpack = []                      # the name each value is read into, in parameter order
+    ranges = {}                      # array index -> the texts of its byte range's ends
     for i, (role, entry) in enumerate(zip(roles, key)):
         v = f"v{i}"
         unpack.append(f"a{k}" if role != "constant" and type(entry) is tuple and len(entry) == 4
@@ -174,27 +176,29 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 body.append(f"{s} = got[2]")
             else:
                 return None
-            if residue == -1:
-                body.append(f"if type({p}) is not int or {p}: return None")
-            else:
-                env[f"AL{k}"] = residue
-                # a positive address (a negative int, which a forged pointer could be, is
-                # no address; the slow path words the refusal)
-                body.append(f"if type({p}) is not int or {p} <= 0 or {p} & 15 != AL{k}: "
-                            f"return None")
             span = plan.spans[k]
             if span is not None:
                 env[f"L{k}"], env[f"H{k}"] = span
-                if span[0] == 0 and residue != -1:
-                    # the range starts at the pointer, which is positive: only its end
-                    # is tested
-                    body.append(f"lo{k} = {p}")
-                    body.append(f"hi{k} = {p} + H{k}")
-                    body.append(f"if hi{k} >= END: return None")
-                else:
-                    body.append(f"lo{k} = {p} + L{k}")
-                    body.append(f"hi{k} = {p} + H{k}")
-                    body.append(f"if lo{k} < 0 or hi{k} >= END: return None")
+            if residue == -1:
+                body.append(f"if type({p}) is not int or {p}: return None")
+            elif span is not None and span[0] == 0:
+                env[f"AL{k}"] = residue
+                env[f"LIM{k}"] = _ADDRESS_END - span[1]
+                # a positive address (a negative int, which a forged pointer could be, is
+                # no address; the slow path words the refusal) whose range, which starts at
+                # it, ends inside the address space: one chained comparison
+                body.append(f"if type({p}) is not int or not 0 < {p} < LIM{k} "
+                            f"or {p} & 15 != AL{k}: return None")
+                ranges[k] = (p, f"{p} + H{k}")
+            else:
+                env[f"AL{k}"] = residue
+                body.append(f"if type({p}) is not int or {p} <= 0 or {p} & 15 != AL{k}: "
+                            f"return None")
+            if span is not None and k not in ranges:
+                body.append(f"lo{k} = {p} + L{k}")
+                body.append(f"hi{k} = {p} + H{k}")
+                body.append(f"if lo{k} < 0 or hi{k} >= END: return None")
+                ranges[k] = (f"lo{k}", f"hi{k}")
             ptr_names.append(p)
             arr_names.append(a)
             stream_names.append(s)
@@ -205,8 +209,16 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
             return None
         scalar_names.append(v)
         obj_names.append(v)
+    # an end used by more than one pair is computed once
+    uses = collections.Counter(i for pair in plan.pairs for i in pair)
+    for i, n in sorted(uses.items()):
+        lo, hi = ranges[i]
+        if n > 1 and hi != f"hi{i}":
+            body.append(f"hi{i} = {hi}")
+            ranges[i] = (lo, f"hi{i}")
     for x, y in plan.pairs:
-        body.append(f"if lo{x} < hi{y} and lo{y} < hi{x}: return None")
+        (lx, hx), (ly, hy) = ranges[x], ranges[y]
+        body.append(f"if {lx} < {hy} and {ly} < {hx}: return None")
     # every value read at once (a call of another length raises: "no")
     body.insert(0, f"{', '.join(unpack)}{',' if len(unpack) == 1 else ''} = values")
     names = (ptr_names, scalar_names, arr_names, stream_names, obj_names)
@@ -384,8 +396,13 @@ def make_runner(key: tuple, roles: tuple, plan, readers: dict, kernel):
     else:
         lines += [f"        {line}" for line in bindings]
     # the entry's description, lazily: keep's first items are the arrays (Plan.describe zips)
-    lines += [f"        return reg.file_locked(stream, keep, (), objs, (PLAN, {tup(ptr_names)}, "
-              f"keep, {tup(stream_names)}), DEV)"]
+    lazy = f"(PLAN, {tup(ptr_names)}, keep, {tup(stream_names)})"
+    env["LH"] = inflight.LaunchHandle
+    lines += [f"        {line.format(result='entry', lazy=lazy)}"
+              for line in inflight.InflightRegistry.INLINE_FILING]
+    lines += ["        if entry is not None:",
+              "            return entry",
+              f"        return reg.file_locked(stream, keep, (), objs, {lazy}, DEV)"]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<numba_tile plan runner of {len(key)} parameters>", "exec"), env)
     run = env["run"]

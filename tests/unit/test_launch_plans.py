@@ -466,3 +466,58 @@ def test_the_runners_single_pack_writes_every_value_the_slow_path_would(fake):
         assert got == expected
     assert fake.slow_calls["n"] == 1
     assert "PACKALL" in mixed._last_plan.run.source
+
+
+@pytest.mark.parametrize("devices", [(0, 0), (0, 1)])
+def test_the_runners_inline_filing_leaves_the_registry_as_file_locked_does(fake, monkeypatch,
+                                                                           devices):
+    """The plan runner files a legacy-stream launch inline (``InflightRegistry.INLINE_FILING``)
+    when it neither flushes nor polls; launch by launch, the registry must be in the state that
+    ``file_locked`` leaves it in: the same queue, batch count, batch device, poll counter, the
+    batch event recorded at the same launches, the same entries released. Two kernels whose
+    arrays live on ``devices`` alternate in runs of uneven length (each a plan hit)."""
+    def states(inline):
+        with monkeypatch.context() as m:
+            # the primary context of every device current, as on a GPU: the runner launches
+            # inline (the fake's bindings report none current, which takes enqueue_plan_on)
+            m.setattr(_FakeBindings, "cuCtxGetCurrent", lambda self: (0, 0x5A))
+            m.setattr(driver, "_context_ints", {d: 0x5A for d in devices})
+            filed = []
+            real_file = inflight.InflightRegistry.file_locked
+            m.setattr(inflight.InflightRegistry, "file_locked",
+                      lambda *a, **kw: filed.append(1) or real_file(*a, **kw))
+            reg = inflight.InflightRegistry()
+            m.setattr(inflight, "_default", reg)
+            if not inline:
+                m.setattr(inflight.InflightRegistry, "INLINE_FILING", ("{result} = None",))
+
+            def kernel():
+                @nt.jit
+                def k(x, z: nt.Partition["B"], B: nt.Constant):
+                    nt.store(z, nt.load_like(x, z) + 1.0)
+                return k
+            kernels = [kernel(), kernel()]
+            arrays = [(_dev(700), _dev(700)) for _ in kernels]
+            where = {_ptr(a): d for (x, z), d in zip(arrays, devices) for a in (x, z)}
+            m.setattr(driver, "pointer_device", lambda p: where[p])
+            out, handles, recorded = [], [], fake.events_recorded
+            for i in range(120):
+                j = 0 if i % 11 < 6 else 1
+                m.setattr(driver, "current_device", lambda d=devices[j]: d)
+                x, z = arrays[j]
+                handles.append(kernels[j](x, nt.partition(z, 256), B=256))
+                q = reg._streams.get(0, ())
+                out.append((reg._unflushed, reg._unflushed_device, reg._since_collect, len(q),
+                            fake.events_recorded - recorded, [e.event is None for e in q],
+                            [e.finished for e in handles]))
+            # the inline filing took every launch but the first two (no plan yet), those
+            # that flushed or polled, and those after a batch of the other device
+            if inline:
+                assert len(filed) <= (40 if devices[0] != devices[1] else 12)
+            else:
+                assert len(filed) == 120
+            return out, all(k._last_plan is not None for k in kernels)
+    inline, planned = states(True)
+    called, _ = states(False)
+    assert planned
+    assert inline == called
