@@ -167,7 +167,25 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                             f"D{k}{device_test(f'{a}.get_device()', k)}: return None")
                 body.append(f"{s} = None")
                 torch_stream_vars.append(s)
-            elif reader is readers["cai"] or reader is readers.get("numba"):
+            elif reader is readers.get("numba"):
+                # launcher._read_numba, inline (its tests, in its order; any exception is a
+                # "no", where the reader falls back for a pointer or device it cannot read: the
+                # key path then reads it)
+                shape, strides, dtype, device, _ro = fields
+                env[f"S{k}"], env[f"ST{k}"], env[f"D{k}"], env[f"DEV{k}"] = (
+                    shape, strides, dtype, device)
+                need_cs = True
+                body.append(f"g = {a}.gpu_data")
+                body.append(f"{p} = g.device_ctypes_pointer.value or 0")
+                body.append(f"st = {a}.stream")
+                body.append(f"{s} = int(st) if st != 0 else None")
+                body.append(f"sh = {a}.shape")
+                body.append(f"sd = {a}.strides")
+                body.append(f"if type(sh) is not tuple or type(sd) is not tuple or sh != S{k} "
+                            f"or sd != ST{k} or {a}.dtype != D{k}"
+                            f"{device_test('g.context.device.id', k)}: return None")
+                body.append(f"if {s} is not None and not 0 < {s} < END: return None")
+            elif reader is readers["cai"]:
                 env[f"R{k}"], env[f"F{k}"] = reader, fields
                 need_cs = True
                 body.append(f"got = R{k}({a})")

@@ -167,3 +167,48 @@ def test_legacy_launches_share_one_event_and_other_streams_still_wait_for_them()
     np.testing.assert_allclose(cp.asnumpy(w), want, rtol=1e-5, atol=1e-5)
     nt.synchronize()
     assert reg.pending() == 0 and reg._unflushed == 0
+
+
+def test_numba_arrays_through_a_plan(monkeypatch):
+    """Numba device arrays read inline by the plan's guard (``runtime/guards.py``): every layout
+    launches twice (the second call through the plan, no binding), values against NumPy; an
+    overlapping output and a self-overlapping one are refused on a plan hit as on the slow
+    path; an array of another stream is ordered (the result read after that stream's sync)."""
+    from numba import cuda
+    import numba_tile.kernel as K
+    calls = {"n": 0}
+    real = K.bind_arrays
+
+    def counting(*a, **kw):
+        calls["n"] += 1
+        return real(*a, **kw)
+    monkeypatch.setattr(K, "bind_arrays", counting)
+    rng = np.random.default_rng()
+    host = rng.standard_normal((64, 96)).astype(np.float32)
+    base = cuda.to_device(host)
+    views = [(base, host), (base.T, host.T), (base[3:40:2, 5:], host[3:40:2, 5:]),
+             (base[::-1], host[::-1])]
+    for dx, hx in views:
+        for i in range(2):
+            before = calls["n"]
+            yh = rng.standard_normal(hx.shape).astype(np.float32)
+            y = cuda.to_device(yh)
+            z = cuda.device_array(hx.shape, np.float32)
+            add2(dx, y, nt.partition(z, (8, 32)), 8, 32).sync()
+            np.testing.assert_array_equal(z.copy_to_host(), hx + yh)
+            if i:
+                assert calls["n"] == before, "the second launch took the slow path"
+    buf = cuda.to_device(rng.standard_normal(8192).astype(np.float32))
+    x, y, z = buf[:2048], buf[2048:4096], buf[4096:6144]
+    add(x, y, nt.partition(z, 1024), B=1024).sync()
+    add(x, y, nt.partition(z, 1024), B=1024).sync()
+    with pytest.raises(AliasingError):
+        add(x, y, nt.partition(buf[1024:3072], 1024), B=1024)
+    s = cuda.stream()
+    xs = cuda.to_device(rng.standard_normal(2048).astype(np.float32), stream=s)
+    ys = cuda.device_array(2048, np.float32, stream=s)
+    ys.copy_to_device(rng.standard_normal(2048).astype(np.float32), stream=s)
+    for _ in range(2):
+        h = add(xs, ys, nt.partition(z, 1024), B=1024)
+    h.sync()
+    np.testing.assert_array_equal(z.copy_to_host(), xs.copy_to_host() + ys.copy_to_host())

@@ -521,3 +521,78 @@ def test_the_runners_inline_filing_leaves_the_registry_as_file_locked_does(fake,
     called, _ = states(False)
     assert planned
     assert inline == called
+
+
+class _NumbaLike:
+    """A stand-in for numba-cuda's ``DeviceNDArray`` over a NumPy array's memory: the attributes
+    ``launcher._read_numba`` reads (``gpu_data``, ``stream``, ``shape``, ``strides``, ``dtype``),
+    read by that reader on the key path and inline by the plan's guard, and the CUDA Array
+    Interface the slow path reads (as numba-cuda builds it from the same attributes)."""
+
+    def __init__(self, host, stream=0):
+        import types
+        self.host = host
+        self.gpu_data = types.SimpleNamespace(
+            device_ctypes_pointer=ctypes.c_size_t(host.__array_interface__["data"][0]),
+            context=types.SimpleNamespace(device=types.SimpleNamespace(id=0)))
+        self.stream = stream
+        self.shape, self.strides, self.dtype = host.shape, host.strides, host.dtype
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"version": 3, "shape": tuple(self.shape), "strides": self.strides,
+                "typestr": self.dtype.str,
+                "data": (self.gpu_data.device_ctypes_pointer.value, False),
+                "stream": int(self.stream) or None}
+
+
+def test_numba_arrays_are_read_inline_by_the_guard_as_the_reader_reads_them(fake, monkeypatch):
+    monkeypatch.setitem(launcher._READERS, _NumbaLike, launcher._read_numba)
+    rng = np.random.default_rng()
+
+    def dev(n, stream=0):
+        return _NumbaLike(rng.standard_normal(n).astype(np.float32), stream)
+    x, y, z = dev(3000), dev(3000), dev(3000)
+    add(x, y, nt.partition(z, 1024), B=1024)
+    slow, _, _ = fake.launches[-1]
+    calls = fake.slow_calls["n"]
+    runner = add._last_plan.run
+    assert "gpu_data" in runner.source           # the inline reading, not the reader
+    x2, y2, z2 = dev(3000), dev(3000), dev(3000)
+    assert runner((x2, y2, nt.partition(z2, 1024), 1024), 0, "wait") is not None
+    expected = list(slow)
+    for old, new in ((x, x2), (y, y2), (z, z2)):
+        expected[slow.index(_ptr(old))] = _ptr(new)
+    assert fake.launches[-1][0] == expected
+    # what the reader refuses, or reads into another key, the guard does not take
+    odd = dev(3000)
+    odd.shape = list(odd.shape)                  # not a tuple: the reader says no
+    bad_stream = dev(3000)
+    bad_stream.stream = -5                       # no stream handle
+    other_shape = _NumbaLike(rng.standard_normal((3, 1000)).astype(np.float32))
+    class _Liar(tuple):
+        def __eq__(self, other):
+            return True
+
+        def __ne__(self, other):
+            return False
+
+        __hash__ = tuple.__hash__
+    liar = dev(3000)
+    liar.shape = _Liar((5,))                     # says it equals the plan's shape
+    for v in (odd, bad_stream, other_shape, liar):
+        assert runner((v, y2, nt.partition(z2, 1024), 1024), 0, "wait") is None
+    # a producer stream other than the launch's: the ordering path, not the inline launch
+    waits = []
+    monkeypatch.setattr(inflight.default_registry(), "wait_for_streams",
+                        lambda s, producers: waits.append((s, tuple(producers))))
+    on_stream = dev(3000, stream=0x55)
+    add(on_stream, y2, nt.partition(z2, 1024), B=1024)
+    add(on_stream, y2, nt.partition(z2, 1024), B=1024)
+    assert waits and all(w == (0, (0x55,)) for w in waits)
+    # an overlapping output is refused on the plan's call as on the slow path
+    buf = np.zeros(6000, np.float32)
+    with pytest.raises(AliasingError):
+        add(_NumbaLike(buf[:3000]), y2, nt.partition(_NumbaLike(buf[1000:4000]), 1024),
+            B=1024)
+    assert fake.slow_calls["n"] >= calls
