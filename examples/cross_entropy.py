@@ -7,9 +7,10 @@ For each row ``r`` of the logits ``X`` (``(tokens, vocabulary)``) with target ``
 ``X[r] := (softmax(X[r]) - onehot(t)) / n_valid`` (the gradient of the mean loss), where
 ``n_valid`` counts the rows whose target is not ``ignore_index``; a row whose target is
 ``ignore_index`` gets loss 0 and gradient 0. The vocabulary does not fit a tile: each block owns
-whole rows (``nt.strips``), makes one online pass over the row's ``(1, BC)`` tiles (running
-maximum, rescaled sum, and, in the one tile that holds it, the target's logit picked out by
-its column), then a second pass that overwrites each tile with its gradient. The target is a scalar read from a read-only
+whole rows (``nt.strips``), makes one online pass over the row's ``(1, BC)`` tiles (a running
+maximum and rescaled sum per lane of the tile, combined across the block once at the row's end,
+and, in the one tile that holds it, the target's logit picked out by its column), then a second
+pass that overwrites each tile with its gradient. The target is a scalar read from a read-only
 tensor (``target[r]``), and ``if t == ignore_index`` is a branch the whole block takes
 together. ``loss`` is an ``(M, 1)`` array reached by the same row (``nt.tiles(loss, row)``). A
 safe kernel: a block reads and writes only its own rows of ``X`` and ``loss``.
@@ -56,10 +57,18 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
             for idx in nt.tiles(loss, row):
                 nt.store(loss, nt.zeros((1, 1), nt.float32), idx)
         else:
-            # the running max starts at FLOOR, not -inf: a first tile of masked (-inf) logits
-            # would give exp2(-inf - -inf) = NaN (Liger-Kernel's kernel has that NaN)
-            m = nt.full((1, 1), FLOOR, nt.float32)
-            d = nt.zeros((1, 1), nt.float32)
+            # an online softmax per lane: each element position of the (1, BC) tile keeps
+            # its own running max m and sum d of exp(x - m) over the row's tiles, so the pass
+            # over the row needs no reduction across the block; the lanes are combined once,
+            # after it. One exp2 per element: with diff = x - m, a new max (diff > 0) rescales
+            # d by exp(-diff) and adds 1, else d gains exp(diff). The max starts at FLOOR,
+            # not -inf: a lane of masked (-inf) logits then keeps d = 0 and never forms
+            # -inf - -inf (NaN; Liger-Kernel's kernel has that NaN for a first tile of them).
+            # (made from a tile of the logits' dtype, so that they take its register layout,
+            # as the loaded tiles do: a float32 tile of a 16-bit load keeps that load's layout,
+            # and state in another layout would move through shared memory every tile)
+            d = nt.astype(nt.zeros((1, BC), DT), nt.float32)
+            m = d + FLOOR
             xt = nt.zeros((1, 1), nt.float32)
             t_tile = t // BC                   # the tile holding the target's logit
             for idx in nt.tiles(X, row):
@@ -67,10 +76,14 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
                 if idx[1] == t_tile:
                     col = nt.reshape(idx[1] * BC + nt.arange(BC), (1, BC))
                     xt = nt.sum(nt.where(col == t, x, 0.0), 1, keepdims=True)
-                m_new = nt.maximum(m, nt.max(x, 1, keepdims=True))
-                d = d * nt.exp2((m - m_new) * LOG2E) + nt.sum(nt.exp2((x - m_new) * LOG2E), 1,
-                                                              keepdims=True)
-                m = m_new
+                diff = x - m
+                e = nt.exp2(-nt.abs(diff) * LOG2E)
+                up = diff > 0.0
+                d = nt.where(up, d * e + 1.0, d + e)
+                m = nt.where(up, x, m)
+            mx = nt.max(m, 1, keepdims=True)
+            d = nt.sum(d * nt.exp2((m - mx) * LOG2E), 1, keepdims=True)
+            m = mx
             lse = m + nt.log(d)
             scale = 1.0 / n_valid
             for idx in nt.tiles(loss, row):
