@@ -16,8 +16,8 @@ entropy: the examples' own checks run in the tests).
   and 4 x 8192 tokens.
 * ``layernorm_backward``: 132-1056 phase-1 blocks x 4, 8, 16 warps at 4096 rows of 1024,
   4096 and 8192 columns.
-* ``cross_entropy``: column tiles of 2048-16384 over 4-16 warps, one block per row or
-  132-528 persistent blocks (rows b, b + N, ...: fewer rows in flight, so the gradient pass
+* ``cross_entropy``: column tiles of 2048-32768 over 4-32 warps, one block per row or
+  132 and 264 persistent blocks (rows b, b + N, ...: fewer rows in flight, so the gradient pass
   may find its row still in the L2), at 4096 x 32000 and 1024 x 128256.
 """
 
@@ -164,10 +164,10 @@ def sweep_cross_entropy(args, torch, spin, kernels_mod):
                                 torch)
             triton_gbs = nbytes / ms / 1e6
             res = []
-            for bc, warps in ((2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8),
-                              (8192, 16), (16384, 16)):
+            for bc, warps in ((2048, 4), (4096, 8), (4096, 16), (8192, 16), (8192, 32),
+                              (16384, 16), (16384, 32), (32768, 32)):
                 kern = nt.jit(num_warps=warps)(ex.cross_entropy_rows)
-                for blocks in sorted({m, 132, 264, 528}):
+                for blocks in sorted({m, 132, 264}):
                     def f(x, t, loss, kern=kern, bc=bc, blocks=blocks):
                         kern(nt.partition(x, (1, bc), blocks=blocks), t,
                              nt.partition(loss, (1, 1), blocks=blocks), 1.0, -100, bc,

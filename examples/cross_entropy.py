@@ -38,12 +38,13 @@ FLOOR = -3.0e38
 
 def config(n_cols: int, itemsize: int) -> tuple:
     """``(columns per tile, num_warps, num_stages)``, the fastest of a sweep on the H200
-    (``docs/performance.md``, 2026-12-01, eighth session: tiles of 1024-16384 columns, 2-16
-    warps, 1-2 stages, one block per row or 132-528 persistent blocks): float32 4096 columns
-    over 8 warps up to 64K columns, 2048 over 4 above; 16-bit 4096 over 4 warps."""
-    if itemsize == 4:
-        return (4096, 8, 1) if n_cols <= 65536 else (2048, 4, 1)
-    return (4096, 4, 1)
+    (``benchmarks/sweeps.py cross_entropy``, ``docs/performance.md``, 2026-12-02, tenth
+    session, the per-lane online softmax: tiles of 2048-32768 columns over 4-32 warps, one
+    block per row or 132 and 264 persistent blocks, at 4096 x 32000 and 1024 x 128256):
+    float32 4096 columns over 8 warps, 16-bit 2048 over 4, one block per row. (A pass over a
+    read-only copy in a pipelined range loop, ``num_stages`` 3-4, was slower: it loses the L2
+    hits of the gradient pass.)"""
+    return (4096, 8, 1) if itemsize == 4 else (2048, 4, 1)
 
 
 def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1, 1)],
