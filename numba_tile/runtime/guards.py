@@ -170,21 +170,31 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
             elif reader is readers.get("numba"):
                 # launcher._read_numba, inline (its tests, in its order; any exception is a
                 # "no", where the reader falls back for a pointer or device it cannot read: the
-                # key path then reads it)
+                # key path then reads it). A numba-cuda array's attributes are plain Python
+                # attributes that may hold anything: exact types throughout (an int subclass
+                # or a dtype-like object may say it equals anything), as the reader's
                 shape, strides, dtype, device, _ro = fields
                 env[f"S{k}"], env[f"ST{k}"], env[f"D{k}"], env[f"DEV{k}"] = (
                     shape, strides, dtype, device)
                 need_cs = True
                 body.append(f"g = {a}.gpu_data")
-                body.append(f"{p} = g.device_ctypes_pointer.value or 0")
+                body.append(f"{p} = g.device_ctypes_pointer.value")
+                body.append(f"if {p} is None: {p} = 0")
                 body.append(f"st = {a}.stream")
                 body.append(f"{s} = int(st) if st != 0 else None")
                 body.append(f"sh = {a}.shape")
                 body.append(f"sd = {a}.strides")
+                items = " or ".join(f"type({t}[{i}]) is not int"
+                                    for t, n in (("sh", len(shape)), ("sd", len(strides)))
+                                    for i in range(n))
                 body.append(f"if type(sh) is not tuple or type(sd) is not tuple or sh != S{k} "
-                            f"or sd != ST{k} or {a}.dtype != D{k}"
-                            f"{device_test('g.context.device.id', k)}: return None")
-                body.append(f"if {s} is not None and not 0 < {s} < END: return None")
+                            f"or sd != ST{k}{' or ' + items if items else ''} "
+                            f"or {a}.dtype is not D{k}: return None")
+                if device_test("dv", k):
+                    body.append("dv = g.context.device.id")
+                    body.append(f"if type(dv) is not int{device_test('dv', k)}: return None")
+                body.append(f"if {s} is not None and (type({s}) is not int "
+                            f"or not 0 < {s} < END): return None")
             elif reader is readers["cai"]:
                 env[f"R{k}"], env[f"F{k}"] = reader, fields
                 need_cs = True

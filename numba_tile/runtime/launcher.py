@@ -148,6 +148,14 @@ def _read_numba(a):
     if (type(ptr) is not int or type(shape) is not tuple or type(strides) is not tuple
             or (stream is not None and not 0 < stream < _ADDRESS_END)):
         return None
+    # plain attributes, which may hold anything: exact ints (a float, or an int subclass whose
+    # __eq__ says yes, would find or poison another layout's plan), as _read_cai's
+    for n in shape:
+        if type(n) is not int:
+            return None
+    for n in strides:
+        if type(n) is not int:
+            return None
     if type(device) is not int:
         return None
     return ptr, (shape, strides, a.dtype, device, False), stream
