@@ -65,11 +65,10 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
             # d by exp(-diff) and adds 1, else d gains exp(diff). The max starts at FLOOR,
             # not -inf: a lane of masked (-inf) logits then keeps d = 0 and never forms
             # -inf - -inf (NaN; Liger-Kernel's kernel has that NaN for a first tile of them).
-            # (made from a tile of the logits' dtype, so that they take its register layout,
-            # as the loaded tiles do: a float32 tile of a 16-bit load keeps that load's layout,
-            # and state in another layout would move through shared memory every tile)
-            d = nt.astype(nt.zeros((1, BC), DT), nt.float32)
-            m = d + FLOOR
+            # (the state takes the register layout of the loaded tiles that update it: a
+            # float32 tile of a 16-bit load keeps that load's layout, TileType.unify)
+            m = nt.full((1, BC), FLOOR, nt.float32)
+            d = nt.zeros((1, BC), nt.float32)
             xt = nt.zeros((1, 1), nt.float32)
             t_tile = t // BC                   # the tile holding the target's logit
             for idx in nt.tiles(X, row):

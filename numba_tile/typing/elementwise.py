@@ -44,13 +44,24 @@ def broadcast_shape(shapes, opname, arg="operands"):
     return tuple(out)
 
 
+def wider_than_default(t: TileType) -> bool:
+    """Whether ``t`` is in a blocked layout of more elements per chunk than its dtype's default
+    (the layout of a narrower dtype's load, kept through a cast)."""
+    return (isinstance(t.layout, BlockedLayout)
+            and t.layout.max_vec > make_tile(t.dtype, t.shape).layout.max_vec)
+
+
 def result_tile(tiles, opname, arg="operands") -> TileType:
     """The tile type (dtype to be replaced) of an elementwise op over ``tiles``.
 
     Shape: the broadcast of the operands' shapes. Layout: that of the first operand of the
-    full shape in a blocked layout, else of the first of the full shape (a reduction's
-    slice layout), else the blocked layout of the shape: an operand of the full shape never
-    moves, and a slice-layout operand broadcasts onto its parent for free. Masked (see
+    full shape in a blocked layout wider than its dtype's default (:func:`wider_than_default`:
+    data that kept the layout of a narrower load, a float32 tile of a 16-bit load), else of the first of the full shape
+    in a blocked layout, else of the first of the full shape (a reduction's slice layout),
+    else the blocked layout of the shape: an operand of the full shape never moves, and a
+    slice-layout operand broadcasts onto its parent for free. Preferring the data's layout
+    keeps a loop's state (``s = s + x``, the state made by ``zeros``) in it: the state, not
+    each iteration's data, is what converts, once (``TileType.unify``). Masked (see
     :class:`TileType`) when any operand is.
     """
     shape = broadcast_shape([t.shape for t in tiles], opname, arg)
@@ -59,7 +70,9 @@ def result_tile(tiles, opname, arg="operands") -> TileType:
     # a broadcast last axis is valid along all of it or none of it
     align = min((t.align if t.shape[-1:] == shape[-1:] else shape[-1]
                  for t in tiles if t.masked), default=1)
-    pick = next((t for t in full if isinstance(t.layout, BlockedLayout)), full[0] if full else None)
+    blocked = [t for t in full if isinstance(t.layout, BlockedLayout)]
+    pick = next((t for t in blocked if wider_than_default(t)),
+                blocked[0] if blocked else full[0] if full else None)
     if pick is None:
         return make_tile(tiles[0].dtype, shape, masked=masked, align=align)
     return TileType(pick.dtype, shape, pick.layout, masked, align)

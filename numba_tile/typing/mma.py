@@ -198,16 +198,17 @@ def type_matmul_operator(a, b):
     return result_type("@", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n))
 
 
-def place_constant_accumulators(func_ir, typemap, calltypes) -> int:
-    """Create ``zeros``/``full`` tiles directly in the accumulator layout they flow into.
+def place_constant_tiles(func_ir, typemap, calltypes) -> int:
+    """Create ``zeros``/``full`` tiles directly in the layout of the variable they flow into.
 
     ``acc = zeros((BM, BN), float32)`` before a K loop is typed in the blocked layout, and the
     loop's accumulator (``acc = mma(x, y, acc)``) in :class:`MmaLayout`: the assignment would
     convert the constant tile through shared memory (as much as the whole accumulator, which
-    then bounds the kernel's occupancy). A constant tile holds the same value in every slot of
-    any layout, so when every use of such a tile is an assignment or loop phi into a variable
-    of the same tile type in an mma layout, the call is retyped to produce that layout and no
-    conversion remains. Returns how many calls were retyped.
+    then bounds the kernel's occupancy). Likewise a loop's state made by ``full`` and updated
+    from loaded data whose layout won the merge (``TileType.unify``). A constant tile holds the
+    same value in every slot of any layout, so when every use of such a tile is an assignment
+    or loop phi into a variable of the same tile type in another layout, the call is retyped
+    to produce that layout and no conversion remains. Returns how many calls were retyped.
     """
     from numba.cuda.core import ir
 
@@ -230,8 +231,7 @@ def place_constant_accumulators(func_ir, typemap, calltypes) -> int:
             continue
         d = op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
         ty = typemap.get(name)
-        if d is None or d.name not in ("zeros", "full") or not isinstance(ty, TileType) \
-                or isinstance(ty.layout, MmaLayout):
+        if d is None or d.name not in ("zeros", "full") or not isinstance(ty, TileType):
             continue
         targets = set()
         for use in uses.get(name, []):
@@ -245,7 +245,7 @@ def place_constant_accumulators(func_ir, typemap, calltypes) -> int:
         else:
             if len(targets) == 1:
                 (t,) = targets
-                if (isinstance(t, TileType) and isinstance(t.layout, MmaLayout)
+                if (isinstance(t, TileType) and t.layout != ty.layout
                         and t.dtype == ty.dtype and t.shape == ty.shape
                         and t.masked == ty.masked):
                     typemap.pop(name)

@@ -337,6 +337,6 @@ class OwnershipPass(AnalysisPass):
             from .pipeline import mark_staged_loads
             mark_staged_loads(state.func_ir, state.typemap, state.calltypes, ctx.num_stages,
                               state.typingctx)
-        from .mma import place_constant_accumulators
-        place_constant_accumulators(state.func_ir, state.typemap, state.calltypes)
+        from .mma import place_constant_tiles
+        place_constant_tiles(state.func_ir, state.typemap, state.calltypes)
         return False

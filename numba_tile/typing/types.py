@@ -199,20 +199,33 @@ class TileType(types.Type):
 
     def unify(self, typingctx, other):
         """Two tiles of one dtype, shape and maskedness in different layouts (a variable
-        assigned in two branches) unify to the blocked layout (the other converts), except
-        that an ``mma`` accumulator layout wins: a K loop's accumulator, initialized by
-        ``zeros`` and updated by ``mma``, then converts once before the loop rather than
-        twice per iteration."""
+        assigned in two branches, or a loop's variable: its value before the loop and its
+        value from the loop's body) unify to the blocked layout of their dtype (the others
+        convert), except that
+
+        * an ``mma`` accumulator layout wins: a K loop's accumulator, initialized by ``zeros``
+          and updated by ``mma``, then converts once before the loop rather than twice per
+          iteration;
+        * where one of the two is in that default blocked layout and the other in a wider
+          blocked layout (a float32 tile of a 16-bit load keeps the load's layout), the wider
+          wins: a loop's state made by ``full``/``zeros`` and updated from loaded data then
+          converts once before the loop (or not at all: ``place_constant_tiles`` makes the
+          constant in the winning layout) rather than twice per iteration.
+        """
         if (isinstance(other, TileType) and other.dtype == self.dtype
                 and other.shape == self.shape and other.masked == self.masked):
             from ..layout import MmaLayout
+            align = min(self.align, other.align)
             for t in (self, other):
                 if isinstance(t.layout, MmaLayout):
-                    return TileType(self.dtype, self.shape, t.layout, self.masked,
-                                    min(self.align, other.align))
+                    return TileType(self.dtype, self.shape, t.layout, self.masked, align)
             from .common import make_tile
-            return make_tile(self.dtype, self.shape, masked=self.masked,
-                             align=min(self.align, other.align))
+            from .elementwise import wider_than_default
+            default = make_tile(self.dtype, self.shape, masked=self.masked, align=align)
+            wide = [t for t in (self, other) if wider_than_default(t)]
+            if len(wide) == 1 and default.layout in (self.layout, other.layout):
+                return TileType(self.dtype, self.shape, wide[0].layout, self.masked, align)
+            return default
         return None
 
     def can_convert_to(self, typingctx, other):
