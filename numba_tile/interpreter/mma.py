@@ -1,7 +1,7 @@
 """Interpreter rules of the matrix products, in the dtypes the GPU computes in.
 
-16-bit float inputs: their products are exact in float32 (11-bit significands), summed in
-float32 (float16 accumulation: each group of 16 products summed in float32, then added to
+16-bit float and FP8 inputs: their products are exact in float32 (11-bit significands at
+most), summed in float32 (float16 accumulation: each group of 16 products summed in float32, then added to
 the float16 accumulator and rounded, as one ``mma.m16n8k16`` step); int8: exact, int32
 wrapping; TF32: inputs rounded to TF32 (nearest, ties away from zero) and summed in
 float32; float32/float64: IEEE products and sums in the input dtype. Invalid elements of a
@@ -39,7 +39,7 @@ def tf32_round(x: np.ndarray) -> np.ndarray:
 def product(a: np.ndarray, b: np.ndarray, kind: str, k_step: int, acc: np.ndarray):
     """``acc + a @ b`` computed as ``kind`` (:class:`~numba_tile.typing.mma.MmaPlan`)."""
     with np.errstate(all="ignore"):
-        if kind in ("f16", "bf16"):
+        if kind in ("f16", "bf16", "e4m3", "e5m2"):
             return acc.astype(np.float32) + a.astype(np.float32) @ b.astype(np.float32)
         if kind == "f16acc":
             out = acc.astype(np.float16)

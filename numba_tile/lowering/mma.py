@@ -5,8 +5,8 @@
 1. **Staging.** The block barrier, then every thread writes its elements of ``a`` and ``b``
    to the kernel's shared scratch region (``lowering/shared.py``), zero where a masked
    operand is invalid: ``a`` as ``M`` rows of ``K`` (row-major), ``b`` as ``K`` rows of
-   ``N`` for 16-bit inputs and transposed, ``N`` rows of ``K``, for int8 and TF32 (whose
-   fragments ``ldmatrix .trans`` cannot produce: it transposes 16-bit elements). A thread's
+   ``N`` for 16-bit inputs and transposed, ``N`` rows of ``K``, for int8, FP8 and TF32
+   (whose fragments ``ldmatrix .trans`` cannot produce: it transposes 16-bit elements). A thread's
    16-byte chunk of a blocked tile is one ``st.shared.v4``. TF32 inputs are rounded here
    (``cvt.rna.tf32.f32``), once per element. Then the block barrier again.
 2. **Swizzle.** Rows are stored with their 16-byte chunks permuted, chunk ``c`` of row
@@ -20,7 +20,8 @@
    rows) and its B fragments with ``ldmatrix.x4.trans`` (16-bit B) or ``ldmatrix.x4``
    (transposed B), two 8-column atoms per instruction, and issues
    ``mma.sync.aligned.m16n8k16`` (``.f32.f16``, ``.f32.bf16``, ``.f16.f16``),
-   ``m16n8k32 .s32.s8`` or ``m16n8k8 .f32.tf32`` for every atom. The accumulator stays in
+   ``m16n8k32 .s32.s8``, ``m16n8k32 .f32.e4m3`` / ``.f32.e5m2`` (FP8, sm_89 and later: the
+   int8 fragments) or ``m16n8k8 .f32.tf32`` for every atom. The accumulator stays in
    registers, in the layout the result tile carries.
 
 float32 (IEEE, the default) and float64 products stage the same way and have each thread
@@ -160,6 +161,8 @@ _MMA = {
     "bf16": ("m16n8k16", "f32.bf16.bf16.f32", "f"),
     "f16acc": ("m16n8k16", "f16.f16.f16.f16", "r"),
     "s8": ("m16n8k32", "s32.s8.s8.s32", "r"),
+    "e4m3": ("m16n8k32", "f32.e4m3.e4m3.f32", "f"),
+    "e5m2": ("m16n8k32", "f32.e5m2.e5m2.f32", "f"),
     "tf32": ("m16n8k8", "f32.tf32.tf32.f32", "f"),
 }
 
@@ -192,8 +195,11 @@ def _unpack_half2(builder, word):
     return builder.extract_element(v, _c32(0)), builder.extract_element(v, _c32(1))
 
 
-def _tensor_core_product(builder, p, layout: MmaLayout, sa: Staged, sb: Staged, acc, k: int):
-    """The accumulator elements (fragment order) after ``acc + A @ B`` on tensor cores."""
+def _tensor_core_product(builder, p, layout: MmaLayout, sa: Staged, sb: Staged, acc, k: int,
+                         b_kmajor: bool = False):
+    """The accumulator elements (fragment order) after ``acc + A @ B`` on tensor cores.
+    ``sb`` holds B as K rows of N for 16-bit inputs unless ``b_kmajor`` (N rows of K, as for
+    int8, FP8 and TF32)."""
     lane, wm, wn = (_i32(builder, v) for v in warp_coords(builder, layout))
     wtm, wtn = layout.warp_tile
     am, an = layout.atoms
@@ -203,7 +209,7 @@ def _tensor_core_product(builder, p, layout: MmaLayout, sa: Staged, sb: Staged, 
     row_a = builder.add(builder.add(builder.mul(wm, _c32(wtm)), builder.mul(j_lo, _c32(8))), r8)
     col_n = builder.mul(wn, _c32(wtn))
     isz = dtypes.itemsize(p.in_dtype)
-    trans_b = p.kind in ("f16", "bf16", "f16acc")
+    trans_b = p.kind in ("f16", "bf16", "f16acc") and not b_kmajor
     if p.kind == "f16acc":
         c = [[_pack_half2(builder, acc[4 * t], acc[4 * t + 1]),
               _pack_half2(builder, acc[4 * t + 2], acc[4 * t + 3])] for t in range(am * an)]
@@ -296,12 +302,14 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
     if layout.wgmma:                         # Hopper (typing/mma.use_wgmma): lowering/wgmma.py
         from .wgmma import wgmma_product
         return wgmma_product(builder, p, layout, aty, a, bty, b, acc,
-                             lambda bl, ty, v, st: _store_operand(bl, ty, v, st, False, False),
+                             lambda bl, ty, v, st, tr=False: _store_operand(bl, ty, v, st, tr,
+                                                                            False),
                              staged, sig)
     from .wgmma import staging_layout
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
-    transpose_b = p.kind in ("s8", "tf32")
+    b_kmajor = bool(getattr(sig, "b_kmajor", False))    # a staged, transposed b
+    transpose_b = p.kind in ("s8", "e4m3", "e5m2", "tf32")
     a_bytes = m * k * isz
     if len(staged) < 2:
         base = pool().scratch(builder, a_bytes + k * n * isz,
@@ -312,7 +320,7 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
     else:
         sa = Staged(base, m, k, isz)
     if 1 in staged:
-        sb = staging_layout(staged_operand(staged[1]), k, n, isz)
+        sb = staging_layout(staged_operand(staged[1]), *((n, k) if b_kmajor else (k, n)), isz)
     else:
         sb = Staged(sb_base, n, k, isz) if transpose_b else Staged(sb_base, k, n, isz)
     from .pipeline import await_operands
@@ -326,7 +334,7 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
         barrier(builder)
     if p.kind == "fma":
         return _fma_product(context, builder, p, layout, sa, sb, acc, k)
-    return _tensor_core_product(builder, p, layout, sa, sb, acc, k)
+    return _tensor_core_product(builder, p, layout, sa, sb, acc, k, b_kmajor)
 
 
 def _acc_elements(builder, accty, value, res):

@@ -238,7 +238,7 @@ def _await(builder, k, S, depth):
                 wait_group(builder, depth)
             with fill:
                 wait_group(builder, early)
-    if compiler_context.current().mma_impl == "wgmma":
+    if getattr(compiler_context.current(), "uses_wgmma", False):
         from .wgmma import fence_proxy_async
         fence_proxy_async(builder)       # cp.async wrote in the generic proxy; wgmma reads async
     barrier(builder)

@@ -93,8 +93,17 @@ def _permute(context, builder, sig, args, dims):
                                              source), extents)
 
 
+def _staged_passthrough(builder, sig):
+    """A transpose of a staged load whose product reads the slot (``typing/pipeline.py``:
+    the slot holds the transposed operand already): a placeholder, never read."""
+    from .pipeline import _placeholder_tile
+    return _placeholder_tile(builder, sig.return_type)
+
+
 @lowering_rule("permute")
 def lower_permute(context, builder, sig, args):
+    if getattr(sig, "passthrough", False):
+        return _staged_passthrough(builder, sig)
     from ..typing.shape import _static_ints
     dims = _static_ints("permute", "dims", sig.args[1])
     return _permute(context, builder, sig, args, dims)
@@ -102,6 +111,8 @@ def lower_permute(context, builder, sig, args):
 
 @lowering_rule("transpose")
 def lower_transpose(context, builder, sig, args):
+    if getattr(sig, "passthrough", False):
+        return _staged_passthrough(builder, sig)
     return _permute(context, builder, sig, args, tuple(range(sig.args[0].ndim))[::-1])
 
 

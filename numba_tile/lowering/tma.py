@@ -2,13 +2,13 @@
 slots, completion counted by one ``mbarrier`` per slot.
 
 Taken for the loads ``typing/pipeline._tma_fits`` admits (a deferred loop, its product on
-``wgmma``, a read-only 2-D tensor of 16-bit floats, tiles of at most 256 rows and whole
-128-byte atoms per row). Facts and encodings: ``shared/notes/hopper-gemm.md`` sections 2.1-2.5.
+``wgmma``, a read-only 2-D tensor of 16-bit floats or FP8, tiles of at most 256 rows and
+whole 128-byte atoms per row). Facts and encodings: ``shared/notes/hopper-gemm.md`` sections 2.1-2.5.
 
 **Tensor maps.** Each such load gets a tensor map, built on the host at launch
 (``runtime/tensormap.py``) from the array's pointer, extents and row stride: element type
-float16 or bfloat16, box ``{64, rows}`` (64 elements are one 128-byte swizzle atom: a tile
-``cols`` wide is ``cols / 64`` boxes), ``CU_TENSOR_MAP_SWIZZLE_128B``, out-of-bound elements
+float16, bfloat16 or (FP8) 8-bit unsigned, box ``{128 / itemsize, rows}`` (one 128-byte
+swizzle atom: a tile ``cols`` wide is ``cols * itemsize / 128`` boxes), ``CU_TENSOR_MAP_SWIZZLE_128B``, out-of-bound elements
 zero. The map travels as a 128-byte kernel parameter (``.param .align 64 .b8 NAME_tmapI[128]``,
 appended to the entry's parameters after compilation, ``compiler._add_tensor_map_params``);
 the kernel takes its generic address with ``mov.b64`` + ``cvta.param.u64`` (what NVVM emits
@@ -47,8 +47,8 @@ from .shared import address32
 #: the placeholder of tensor map ``i``'s parameter symbol in inline PTX (``compiler``)
 PLACEHOLDER = "__NUMBA_TILE_TMAP_{}__"
 
-#: elements per box row: one 128-byte atom of a 16-bit type
-BOX_COLS = 64
+#: bytes per box row: one 128-byte swizzle atom (64 16-bit elements, 128 FP8 ones)
+BOX_BYTES = 128
 
 
 def _asm(builder, text, constraints="", args=(), types=()):
@@ -131,12 +131,13 @@ class TmaPlan:
         row0, col0 = (start, self.other) if self.axis == 0 else (self.other, start)
         dst = address32(builder, slot)
         tmap = map_address(builder, self.map)
-        for c in range(self.cols // BOX_COLS):
+        box_cols = BOX_BYTES // self.itemsize
+        for c in range(self.cols // box_cols):
             _asm(builder, "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
                           "mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
                  "r,l,r,r,r",
                  (builder.add(dst, ir.Constant(I32, c * self.rows * 128)), tmap,
-                  builder.add(col0, ir.Constant(I32, c * BOX_COLS)), row0, bar),
+                  builder.add(col0, ir.Constant(I32, c * box_cols)), row0, bar),
                  (I32, I64, I32, I32, I32))
 
 
@@ -146,5 +147,5 @@ def expect_bytes(builder, bar, nbytes: int):
          (bar, ir.Constant(I32, nbytes)), (I32, I32))
 
 
-__all__ = ["BOX_COLS", "PLACEHOLDER", "TmaPlan", "barrier_of", "expect_bytes", "init_barriers",
+__all__ = ["BOX_BYTES", "PLACEHOLDER", "TmaPlan", "barrier_of", "expect_bytes", "init_barriers",
            "map_address", "map_index", "wait_tile"]

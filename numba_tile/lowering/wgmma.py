@@ -34,6 +34,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import compiler_context, dtypes
+from ..typing.mma import FP8_KINDS
 from .common import F32, I32, I64, const_i64
 from .layouts import barrier
 from .shared import address32, pool
@@ -121,14 +122,19 @@ def _descriptor(builder, addr32, lead_bytes: int):
     return builder.or_(start, const_i64(fixed))
 
 
-def _mma_async(builder, ptx_type: str, n: int, desc_a, desc_b, acc):
-    """One ``wgmma.mma_async.m64nNk16`` (A K-major, B N-major), accumulating into ``acc``."""
+def _mma_async(builder, ptx_type: str, n: int, desc_a, desc_b, acc, b_kmajor: bool = False):
+    """One ``wgmma.mma_async`` (A K-major; B N-major, ``imm-trans-b = 1``, or K-major),
+    accumulating into ``acc``: ``m64nNk16`` for 16-bit inputs, ``m64nNk32`` for FP8 (whose
+    form has no transpose operands: both K-major)."""
     nd = n // 2
     d = ",".join(f"${i}" for i in range(nd))
+    fp8 = ptx_type in ("e4m3", "e5m2")
+    kdim = 32 if fp8 else 16
+    tail = "1, 1, 1" if fp8 else f"1, 1, 1, 0, {0 if b_kmajor else 1}"
     asm = ir.InlineAsm(
         ir.FunctionType(ir.LiteralStructType([F32] * nd), [I64, I64] + [F32] * nd),
-        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
-        f"{{{d}}}, ${nd}, ${nd + 1}, 1, 1, 1, 0, 1;",
+        f"wgmma.mma_async.sync.aligned.m64n{n}k{kdim}.f32.{ptx_type}.{ptx_type} "
+        f"{{{d}}}, ${nd}, ${nd + 1}, {tail};",
         ",".join(["=f"] * nd) + ",l,l," + ",".join(str(i) for i in range(nd)) + ",~{memory}",
         side_effect=True)
     out = builder.call(asm, [desc_a, desc_b] + list(acc))
@@ -165,9 +171,13 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     ctx.arch_specific = True
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
+    # B K-major (N rows of K bytes, as A): FP8 always (its wgmma has no transpose), 16-bit B
+    # when a pipelined load of a transposed tile staged it so (``b_kmajor`` on the signature)
+    b_kmajor = p.kind in FP8_KINDS or bool(getattr(sig, "b_kmajor", False))
+    b_shape = (n, k) if b_kmajor else (k, n)
     a_bytes, b_bytes = m * k * isz, k * n * isz
     ops = {}
-    for i, (rows, cols) in ((0, (m, k)), (1, (k, n))):
+    for i, (rows, cols) in ((0, (m, k)), (1, b_shape)):
         if i in staged:
             ops[i] = staging_layout(staged_operand(staged[i]), rows, cols, isz)
             assert isinstance(ops[i], AtomStaged), "a pipelined wgmma operand in another layout"
@@ -179,28 +189,33 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
             ops[0] = AtomStaged(base, m, k, isz)
         if 1 not in staged:
             ops[1] = AtomStaged(builder.gep(base, [const_i64(a_bytes if 0 not in staged else 0)]),
-                                k, n, isz)
+                                *b_shape, isz)
     await_operands(builder, sig)              # pipelined operands landed (and fenced)
     if need:
         barrier(builder)
         if 0 not in staged:
             store_operand(builder, aty, a, ops[0])
         if 1 not in staged:
-            store_operand(builder, bty, b, ops[1])
+            store_operand(builder, bty, b, ops[1], b_kmajor)
         fence_proxy_async(builder)
         barrier(builder)
     sa, sb = ops[0], ops[1]
     group = builder.trunc(builder.lshr(thread_index(builder), const_i64(7)), I32)
     a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * 128)))
     b_addr = address32(builder, sb.base)
-    ptx_type = "bf16" if p.kind == "bf16" else "f16"
+    ptx_type = {"bf16": "bf16", "f16": "f16", "e4m3": "e4m3", "e5m2": "e5m2"}[p.kind]
     out = list(acc)
     _asm(builder, "wgmma.fence.sync.aligned;")
-    for ks in range(k // 16):
+    # one instruction takes 32 bytes of K (16 16-bit elements, 32 FP8 ones)
+    for ks in range(k * isz // 32):
         da = _descriptor(builder, builder.add(a_addr, _c32((ks // 4) * m * 128 + (ks % 4) * 32)),
                          16)
-        db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * 128)), k * 128)
-        out = _mma_async(builder, ptx_type, n, da, db, out)
+        if b_kmajor:
+            db = _descriptor(builder, builder.add(b_addr, _c32((ks // 4) * n * 128
+                                                               + (ks % 4) * 32)), 16)
+        else:
+            db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * 128)), k * 128)
+        out = _mma_async(builder, ptx_type, n, da, db, out, b_kmajor)
     _asm(builder, "wgmma.commit_group.sync.aligned;")
     refill_operands(builder, sig)           # deferred copies overlap the tensor cores' work
     return wait_tied(builder, out, getattr(sig, "pending", 0) or 0)

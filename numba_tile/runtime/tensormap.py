@@ -7,9 +7,10 @@ pointer, extents and row stride, so the map describes exactly the array's elemen
 zero-fills every element outside them, and no box reads past them). The arguments, per
 ``shared/notes/hopper-gemm.md`` section 2.1:
 
-* element type float16 or bfloat16, rank 2, extents ``{cols, rows}`` (innermost first), the
-  row stride in bytes;
-* box ``{64, box_rows}`` (64 16-bit elements: one 128-byte swizzle atom), element strides 1;
+* element type float16, bfloat16 or, for FP8, 8-bit unsigned (the copy converts nothing),
+  rank 2, extents ``{cols, rows}`` (innermost first), the row stride in bytes;
+* box ``{128 / itemsize, box_rows}`` (one 128-byte swizzle atom: 64 16-bit or 128 FP8
+  elements), element strides 1;
 * no interleave, ``CU_TENSOR_MAP_SWIZZLE_128B`` (the layout ``wgmma`` reads), L2 promotion of
   128 bytes (as CUTLASS and Triton), out-of-bound elements zero
   (``CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE``).
@@ -39,10 +40,23 @@ L2_PROMOTION = "L2_128B"
 MAX_EXTENT = 2**31 - 256
 
 
+#: element bytes of the dtypes a map describes (FP8 travels as 8-bit unsigned: the TMA only
+#: copies bytes, it converts nothing)
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
 def _dtype_code(drv, name: str):
-    codes = {"float16": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-             "bfloat16": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}
+    t = drv.CUtensorMapDataType
+    codes = {"float16": t.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+             "bfloat16": t.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+             "float8_e4m3fn": t.CU_TENSOR_MAP_DATA_TYPE_UINT8,
+             "float8_e5m2": t.CU_TENSOR_MAP_DATA_TYPE_UINT8}
     return codes[name]
+
+
+def box_cols(dtype_name: str) -> int:
+    """Elements per box row: one 128-byte swizzle atom."""
+    return 128 // ITEMSIZE[dtype_name]
 
 
 def check_encodable(kernel: str, param: str, shape, strides, itemsize: int, ptr: int):
@@ -68,19 +82,19 @@ def check_encodable(kernel: str, param: str, shape, strides, itemsize: int, ptr:
 
 def encode(ptr: int, shape, strides, dtype_name: str, box_rows: int) -> bytes:
     """The 128 bytes of the tensor map of the 2-D array at ``ptr`` (``shape`` in elements,
-    ``strides`` in elements, last stride 1) with boxes of ``{64, box_rows}`` elements."""
+    ``strides`` in elements, last stride 1) with boxes of ``{128 bytes, box_rows}``."""
     key = (ptr, tuple(shape), tuple(strides), dtype_name, box_rows, L2_PROMOTION)
     got = _CACHE.get(key)
     if got is not None:
         return got
     from cuda.bindings import driver as drv
     rows, cols = shape
-    itemsize = 2
+    itemsize = ITEMSIZE[dtype_name]
     err, tmap = drv.cuTensorMapEncodeTiled(
         _dtype_code(drv, dtype_name), 2, ptr,
         [drv.cuuint64_t(cols), drv.cuuint64_t(rows)],
         [drv.cuuint64_t(strides[0] * itemsize)],
-        [drv.cuuint32_t(64), drv.cuuint32_t(box_rows)],
+        [drv.cuuint32_t(box_cols(dtype_name)), drv.cuuint32_t(box_rows)],
         [drv.cuuint32_t(1), drv.cuuint32_t(1)],
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
@@ -89,7 +103,8 @@ def encode(ptr: int, shape, strides, dtype_name: str, box_rows: int) -> bytes:
     if err != drv.CUresult.CUDA_SUCCESS:
         raise TileArgumentError(
             f"cuTensorMapEncodeTiled refused a ({rows}, {cols}) {dtype_name} array with row "
-            f"stride {strides[0]} at {ptr:#x} and boxes of (64, {box_rows}): {err} (raised "
+            f"stride {strides[0]} at {ptr:#x} and boxes of ({box_cols(dtype_name)}, {box_rows}): "
+            f"{err} (raised "
             f"before the launch; see Kernel.compiled(...).tensor_maps for the argument)")
     data = struct.pack("<16Q", *(int(w) for w in tmap.opaque))
     if len(_CACHE) >= _MAX_CACHED:

@@ -16,7 +16,7 @@ from .. import compiler_context, dtypes
 from .._registry import typing_rule
 from ..errors import TileTypingError
 from ..layout import MmaLayout
-from .common import MAX_ELEMS_PER_THREAD, dtype_arg, fail, is_omitted
+from .common import MAX_ELEMS_PER_THREAD, check_float8_target, dtype_arg, fail, is_omitted
 from .types import TileType
 
 #: smallest M, N, K (the issue's contract; the m16n8 atom needs M >= 16, N >= 8)
@@ -33,7 +33,8 @@ class MmaPlan:
         in_dtype: the dtype of ``a`` and ``b``.
         acc_dtype: the accumulator's (and the result's) dtype.
         kind: ``"f16"``, ``"bf16"``, ``"f16acc"`` (float16 accumulation), ``"s8"``,
-            ``"tf32"`` (tensor-core instructions) or ``"fma"`` (IEEE fused multiply-adds).
+            ``"e4m3"``, ``"e5m2"`` (FP8), ``"tf32"`` (tensor-core instructions) or ``"fma"``
+            (IEEE fused multiply-adds).
         k_step: K of one instruction (16, 32 or 8; 1 for ``"fma"``).
     """
 
@@ -72,6 +73,8 @@ def plan(opname: str, in_dt, acc_dt, precision: str) -> MmaPlan:
         (dtypes.float16, dtypes.float16): ("f16acc", 16),
         (dtypes.bfloat16, dtypes.float32): ("bf16", 16),
         (dtypes.int8, dtypes.int32): ("s8", 32),
+        (dtypes.float8_e4m3fn, dtypes.float32): ("e4m3", 32),
+        (dtypes.float8_e5m2, dtypes.float32): ("e5m2", 32),
         (dtypes.float32, dtypes.float32): ("tf32", 8) if precision == "tf32" else ("fma", 1),
         (dtypes.float64, dtypes.float64): ("fma", 1),
     }
@@ -79,15 +82,21 @@ def plan(opname: str, in_dt, acc_dt, precision: str) -> MmaPlan:
     if hit is None:
         allowed = sorted({dtypes.name(a) for (i, a) in table if i == in_dt})
         if not allowed:
-            raise fail(opname, "a", "float16, bfloat16, int8, float32 or float64 operands",
-                       dtypes.name(in_dt))
+            raise fail(opname, "a", "float16, bfloat16, float8_e4m3fn, float8_e5m2, int8, "
+                       "float32 or float64 operands", dtypes.name(in_dt))
         raise fail(opname, "acc", f"an accumulator of {' or '.join(allowed)} for "
                    f"{dtypes.name(in_dt)} inputs", dtypes.name(acc_dt))
+    if hit[0] in FP8_KINDS:
+        check_float8_target(opname, in_dt)
     return MmaPlan(in_dt, acc_dt, *hit)
 
 
+#: the FP8 products (``mma.sync ... m16n8k32 .e4m3/.e5m2``, sm_89; ``wgmma ... k32``, sm_90a)
+FP8_KINDS = ("e4m3", "e5m2")
+
+
 def default_acc_dtype(in_dt):
-    if dtypes.is_half(in_dt):
+    if dtypes.is_half(in_dt) or dtypes.is_float8(in_dt):
         return dtypes.float32
     if in_dt == dtypes.int8:
         return dtypes.int32
@@ -113,7 +122,7 @@ def check_operands(opname, a, b):
     if k != k2:
         raise fail(opname, "b", f"a ({k}, N) tile for a of shape {a.shape}",
                    f"a tile of shape {b.shape}")
-    lo_k = 32 if a.dtype == dtypes.int8 else MIN_DIM
+    lo_k = 32 if dtypes.itemsize(a.dtype) == 1 else MIN_DIM
     for what, v, lo in (("M", m, MIN_DIM), ("K", k, lo_k), ("N", n, MIN_DIM)):
         if v < lo:
             raise fail(opname, "a" if what != "N" else "b",
@@ -124,15 +133,17 @@ def check_operands(opname, a, b):
 def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     """Whether an ``(m, k) @ (k, n)`` product of ``kind`` lowers to Hopper's ``wgmma`` here
     (``lowering/wgmma.py``): the compile context's ``mma_impl`` is ``"wgmma"`` (the default;
-    ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16 and bfloat16 inputs with a float32 accumulator,
-    ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each), ``k`` and ``n``
-    multiples of 64 (128-byte swizzle atoms), ``n`` at most 256 (one instruction). Operands
-    come from registers or from a pipelined load's slots (``num_stages > 1``)."""
+    ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16, bfloat16 and FP8 inputs with a
+    float32 accumulator, ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each),
+    ``k`` whole 128-byte swizzle atoms (a multiple of 64 for 16-bit inputs, of 128 for FP8),
+    ``n`` a multiple of 64 and at most 256 (one instruction). Operands come from registers or
+    from a pipelined load's slots (``num_stages > 1``)."""
     ctx = compiler_context.current()
     nw = ctx.num_warps
+    per_atom = 128 if kind in FP8_KINDS else 64
     ok = (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0)
-          and kind in ("f16", "bf16") and nw % 4 == 0 and m == 16 * nw
-          and k % 64 == 0 and n % 64 == 0 and n <= 256)
+          and kind in ("f16", "bf16") + FP8_KINDS and nw % 4 == 0 and m == 16 * nw
+          and k % per_atom == 0 and n % 64 == 0 and n <= 256)
     if ok:
         ctx.uses_wgmma = True       # lowering/memory.own_tile_index: 32-bit divisions
     return ok

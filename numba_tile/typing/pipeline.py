@@ -5,17 +5,20 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
 
 * it is ``load(t, index, shape[, padding])`` of a read-only 2-D tensor parameter ``t`` whose
   specialization allows 16-byte vector accesses (``vec16``), of float16, bfloat16, float32,
-  float64, int8, int32 or int64, with rows of 16 bytes or more;
+  float64, int8, int32, int64 or FP8, with rows of 16 bytes or more;
 * it sits in a ``for k in range(n)`` loop (start 0, step 1), in a block that runs on every
   iteration (it dominates the loop's back edges) and not in a nested loop;
 * its index is a tuple whose components are ``k`` itself on exactly one axis and values that
   do not change within the loop on the others (defined before the loop, constants,
   ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index defined before
   the loop, and integer arithmetic on them);
-* if its tile (16-bit floats, no padding or a literal zero) is used once, as operand ``a`` or
-  ``b`` of an ``mma``/``matmul``/``@`` in the same block, the product reads the slot itself;
-  any other use gets the tile read back into registers from the slot (padding applied there,
-  the same valid extents as the ordinary load).
+* if its tile (16-bit floats or FP8, no padding or a literal zero) is used once, as operand
+  ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the same block, or once through
+  ``transpose`` (or ``permute(x, (1, 0))``) as operand ``b``, the product reads the slot
+  itself (a transposed ``b``'s slot holds N rows of K: K-major, the only form FP8 ``wgmma``
+  reads, so an FP8 ``b`` is staged only that way); any other use of a 16-bit or wider tile
+  gets it read back into registers from the slot (padding applied there, the same valid
+  extents as the ordinary load); FP8 tiles are staged only into a product's slots.
 
 The load's and the product's call signatures are replaced by :class:`StagedSignature`
 copies carrying the facts the lowering needs (``lowering/pipeline.py``). Staging changes
@@ -70,14 +73,20 @@ class StagedSignature(Signature):
     fed by staged loads, ``wait``: ``(last operand order, wait depth)``; ``deferred``: the
     product issues its operands' copies, :func:`defer_to_product`)."""
 
-    __slots__ = ("stage", "operands", "wait", "deferred", "pending", "tma")
+    __slots__ = ("stage", "operands", "wait", "deferred", "pending", "tma", "b_kmajor",
+                 "passthrough")
 
     @classmethod
     def of(cls, sig, stage=None, operands=None, wait=None, deferred=False, pending=0,
-           tma=False):
+           tma=False, b_kmajor=False, passthrough=False):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
         new.stage, new.operands, new.wait = stage, operands or {}, wait
         new.deferred, new.pending, new.tma = deferred, pending, tma
+        #: a product whose operand b is a staged load of a transposed tile: its slot holds N
+        #: rows of K (K-major, what FP8 wgmma needs), not K rows of N
+        new.b_kmajor = b_kmajor
+        #: a ``transpose`` of such a load: its value is never read (the product reads the slot)
+        new.passthrough = passthrough
         return new
 
 
@@ -291,12 +300,13 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
         every = [lb for lb in loop.body if lb not in inner
                  and all(lb in doms[latch] for latch in _latches(cfg, loop))]
         found = []
+        transposed = {}
         for label in sorted(every):
             for st in blocks[label].body:
                 if not isinstance(st, ir.Assign):
                     continue
                 info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
-                                    uses, blocks)
+                                    uses, blocks, transposed)
                 if info is not None:
                     prod = info[2]
                     ppos = None if prod is None else next(
@@ -346,9 +356,14 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
             ops[operand] = key
             last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
             before = sum(1 for q in positions if q < ppos)
+            via = transposed.get(key)
+            if via is not None:
+                dict.__setitem__(calltypes, via.value, StagedSignature.of(
+                    calltypes[via.value], passthrough=True))
             dict.__setitem__(calltypes, product, StagedSignature.of(
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
-                deferred=deferred, pending=pending, tma=tma))
+                deferred=deferred, pending=pending, tma=tma,
+                b_kmajor=getattr(psig, "b_kmajor", False) or via is not None))
     return marked
 
 
@@ -363,7 +378,7 @@ def tma_enabled() -> bool:
 def _tma_fits(typemap, calltypes, st) -> bool:
     """A staged load that feeds a ``wgmma`` product may travel by TMA
     (``lowering/tma.py``): TMA enabled, compute capability 9.0, a read-only 2-D tensor
-    parameter of 16-bit floats, tile rows at most 256 (a box dimension's limit) and whole
+    parameter of 16-bit floats or FP8, tile rows at most 256 (a box dimension's limit) and whole
     128-byte atoms per row (the 128-byte swizzle)."""
     from ..compiler_context import current
     ctx = current()
@@ -376,7 +391,8 @@ def _tma_fits(typemap, calltypes, st) -> bool:
             and isinstance(tile, TileType)):
         return False
     rows, cols = tile.shape
-    return (dtypes.itemsize(tile.dtype) == 2 and rows <= 256 and (cols * 2) % 128 == 0
+    isz = dtypes.itemsize(tile.dtype)
+    return (tile.dtype in PRODUCT_DTYPES and rows <= 256 and (cols * isz) % 128 == 0
             and getattr(tensor, "param", None) is not None)
 
 
@@ -488,7 +504,12 @@ import operator as _operator  # noqa: E402
 _INT_BINOPS = (_operator.add, _operator.sub, _operator.mul, _operator.floordiv)
 
 
-def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks):
+def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks,
+                 transposed=None):
+    """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
+    into registers), or None. ``transposed``: where a load reaches operand b of its product
+    through ``transpose`` (``_single_product_use``), ``{id(load expr): transpose statement}``
+    gets the entry."""
     expr = st.value
     d = _op(typemap, expr)
     if d is None or d.name != "load":
@@ -499,7 +520,8 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     tty, ity, _sty, pty = sig.args
     res = sig.return_type
     if not (isinstance(tty, TensorType) and not tty.writable and tty.vec16
-            and tty.dtype in REGISTER_DTYPES and isinstance(res, TileType)
+            and (tty.dtype in REGISTER_DTYPES or dtypes.is_float8(tty.dtype))
+            and isinstance(res, TileType)
             and res.ndim == 2 and tty.ndim == 2
             and res.shape[1] * dtypes.itemsize(tty.dtype) >= 16):
         return None
@@ -522,23 +544,58 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
                if i != axes[0]):
         return None
     product = _single_product_use(st, label, typemap, calltypes, uses)
-    if product is not None and zero and tty.dtype in (dtypes.float16, dtypes.bfloat16):
-        return (st, axes[0]) + product
+    if product is not None and zero and tty.dtype in PRODUCT_DTYPES:
+        prod, operand, via = product
+        if via is not None and transposed is not None:
+            transposed[id(expr)] = via
+        return st, axes[0], prod, operand
+    if tty.dtype not in REGISTER_DTYPES:
+        return None                       # FP8: staged only into a product's slots
     return st, axes[0], None, None        # read back into registers by the load itself
 
 
 #: dtypes a staged load reads back into registers (16-byte copies of any of them)
 REGISTER_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
                    dtypes.int8, dtypes.int32, dtypes.int64)
+#: dtypes whose staged tiles a product reads from the slots
+PRODUCT_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float8_e4m3fn, dtypes.float8_e5m2)
+
+
+def _is_transpose(typemap, expr) -> bool:
+    """``transpose(x)`` or ``permute(x, (1, 0))`` of a 2-D tile."""
+    d = _op(typemap, expr)
+    if d is None or expr.kws or expr.vararg:
+        return False
+    if d.name == "transpose" and len(expr.args) == 1:
+        return True
+    if d.name == "permute" and len(expr.args) == 2:
+        dims = typemap.get(expr.args[1].name)
+        lit = getattr(dims, "literal_value", None) if dims is not None else None
+        if lit is None and isinstance(dims, types.BaseTuple):
+            lit = tuple(getattr(t, "literal_value", None) for t in dims)
+        return lit is not None and tuple(lit) == (1, 0)
+    return False
 
 
 def _single_product_use(st, label, typemap, calltypes, uses):
-    """``(product expr, operand index)`` when the load's tile is used once, as operand a or b
-    of an mma/matmul/@ in the same block; else None."""
-    users = uses.get(st.target.name, [])
+    """``(product expr, operand index, via)`` when the load's tile is used once, as operand a
+    or b of an mma/matmul/@ in the same block (``via`` None), or once by a ``transpose``
+    whose result is used once, as operand b there (``via``: the transpose's statement; the
+    slot then holds b as N rows of K); else None. 16-bit operands either way; FP8 ones as
+    a, or as a transposed b (FP8 ``wgmma`` reads both operands K-major)."""
+    name = st.target.name
+    users = uses.get(name, [])
     if len(users) != 1 or users[0][0] != label:
         return None
     user = users[0][1]
+    via = None
+    if (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)
+            and _is_transpose(typemap, user.value) and user.value.args[0].name == name):
+        via, name = user, user.target.name
+        users = uses.get(name, [])
+        if len(users) != 1 or users[0][0] != label:
+            return None
+        user = users[0][1]
     if not (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)):
         return None
     prod = user.value
@@ -549,12 +606,17 @@ def _single_product_use(st, label, typemap, calltypes, uses):
         operands = list(prod.args[:2])
     else:
         return None
-    hits = [i for i, v in enumerate(operands) if v.name == st.target.name]
+    hits = [i for i, v in enumerate(operands) if v.name == name]
     if len(hits) != 1 or prod not in calltypes:
         return None
-    if calltypes[prod].args[0].dtype not in (dtypes.float16, dtypes.bfloat16):
+    if via is not None and hits[0] != 1:
         return None
-    return prod, hits[0]
+    dt = calltypes[prod].args[0].dtype
+    if dt not in PRODUCT_DTYPES:
+        return None
+    if dtypes.is_float8(dt) and (hits[0] == 1) != (via is not None):
+        return None
+    return prod, hits[0], via
 
 
 def _zero_padding(pty):

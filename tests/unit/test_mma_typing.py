@@ -52,7 +52,7 @@ MARK = next(i for i, s in enumerate(open(__file__), 1) if "# MARK product" in s)
     (dict(adt=np.float32, bdt=np.float32, m=16, n=16, k=16, prec="fast"),
      r'"precision" of mma\(\): expected None, "ieee" or "tf32".*got \'fast\''),
     (dict(adt=np.int32, bdt=np.int32, m=16, n=16, k=16, acc="int32"),
-     r'"a" of mma\(\): expected float16, bfloat16, int8, float32 or float64 operands, got int32'),
+     r'"a" of mma\(\): expected float16, bfloat16, float8_e4m3fn, float8_e5m2, int8, float32 or float64 operands, got int32'),
     (dict(adt=np.int8, bdt=np.int8, m=16, n=16, k=32, acc="float32", op=1),
      r'"acc" of matmul\(\): expected an accumulator of int32 for int8 inputs, got float32'),
     (dict(adt=np.float16, bdt=np.float16, m=16, n=8, k=16, op=2),
