@@ -424,8 +424,15 @@ def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
             if getattr(ctx, "staged", None):
                 from .lowering.pipeline import drain_at_exit
                 drain_at_exit(kernel)
-            nvvm.set_launch_bounds(kernel, ctx.num_threads if min_blocks_per_sm is None
-                                   else (ctx.num_threads, min_blocks_per_sm))
+            threads = ctx.num_threads
+            if getattr(ctx, "warp_specialized", False):
+                from .lowering.ws import PRODUCER_THREADS, split_roles
+                split_roles(kernel)
+                threads += PRODUCER_THREADS
+                # setmaxnreg takes effect only with both launch bounds (brief 0.7, C7508)
+                min_blocks_per_sm = min_blocks_per_sm or 1
+            nvvm.set_launch_bounds(kernel, threads if min_blocks_per_sm is None
+                                   else (threads, min_blocks_per_sm))
             kinds = tuple(_param_kind(a.type) for a in kernel.args)
             shared = ctx.smem.finish(cc) if ctx.smem is not None else 0
             # sm_90a-only instructions (wgmma) need the arch-specific target, compute_90a
@@ -438,6 +445,6 @@ def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
         ptx = _add_tensor_map_params(ptx, m.group(1), len(maps))
         kinds = kinds + ("map",) * len(maps)
     ck = CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
-                        num_threads=ctx.num_threads, cc=cc, shared_bytes=shared,
+                        num_threads=threads, cc=cc, shared_bytes=shared,
                         tensor_maps=maps)
     return ck, bool(getattr(ctx, "used_pending", False)) and _serialized(ptx, cc)

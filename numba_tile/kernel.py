@@ -411,8 +411,9 @@ class Kernel:
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
         # the experiment switch of typing/pipeline.pending_products, keyed like the rest
-        from .typing.pipeline import tma_enabled
-        pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip(), tma_enabled())
+        from .typing.pipeline import tma_enabled, ws_enabled
+        pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip(), tma_enabled(),
+                ws_enabled())
         ck = self._compiled.get((key, cc, impl, pend))
         if ck is None:
             with self._lock:
@@ -421,6 +422,7 @@ class Kernel:
                     snap = self.snapshot(key)
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
                                "mma": impl, "wgmma_pending": pend[0], "tma": pend[1],
+                               "ws": pend[2],
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}

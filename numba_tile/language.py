@@ -411,6 +411,13 @@ def _wgmma_wait(acc):
     completed. Identity on values; in the interpreter, identity."""
 
 
+@op("mma")
+def _ws_post(n):
+    """Internal (inserted by the compiler before the first staged load of a warp-specialized
+    K loop, ``typing/pipeline.py``): the loop's trip count, for the job the loop posts to the
+    producer warpgroup (``lowering/ws.py``). No value; in the interpreter, nothing."""
+
+
 for _f in (mma, matmul):
     _f.__doc__ = _f.__doc__.format(table=_MMA_TABLE)
 

@@ -78,6 +78,11 @@ def interp_wgmma_wait(acc):
     return acc
 
 
+@interp_rule("_ws_post")
+def interp_ws_post(n):
+    return None
+
+
 @interp_rule("_wgmma_drain")
 def interp_wgmma_drain(acc, k, n):
     return acc

@@ -30,7 +30,18 @@ from .shared import limit_for, pool
 
 
 def barrier(builder):
-    """``bar.sync 0`` for the whole block (``llvm.nvvm.barrier0``)."""
+    """``bar.sync 0`` for the whole block (``llvm.nvvm.barrier0``); in a warp-specialized
+    kernel (``lowering/ws.py``) ``bar.sync 1, N`` for its ``N`` consumer threads
+    (``llvm.nvvm.barrier.sync.cnt``): the producer warpgroup never passes it."""
+    from .. import compiler_context
+    ctx = compiler_context.current()
+    if getattr(ctx, "warp_specialized", False):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(32), ir.IntType(32)]),
+            "llvm.nvvm.barrier.sync.cnt")
+        builder.call(fn, [ir.Constant(ir.IntType(32), 1),
+                          ir.Constant(ir.IntType(32), ctx.num_threads)])
+        return
     fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
                                         "llvm.nvvm.barrier0")
     builder.call(fn, [])

@@ -377,7 +377,7 @@ def lower_wgmma_drain(context, builder, sig, args):
     past the loop's end (``pipeline.drain_copies``). The accumulator passes unchanged (a
     product that leaves a group in flight is waited for at the loop's exit, ``_wgmma_wait``)."""
     ty, kty, nty = sig.args
-    if getattr(sig, "tma", False):
+    if getattr(sig, "tma", False) and not getattr(sig, "ws", False):
         from .pipeline import drain_copies
         k = context.cast(builder, args[1], kty, types.int64)
         n = context.cast(builder, args[2], nty, types.int64)
@@ -385,6 +385,14 @@ def lower_wgmma_drain(context, builder, sig, args):
         with builder.if_then(last, likely=False):
             drain_copies(builder, sig, k)
     return args[0]
+
+
+@lowering_rule("_ws_post")
+def lower_ws_post(context, builder, sig, args):
+    """The trip count of a warp-specialized loop (``lowering/ws.py``)."""
+    from .ws import record_trip_count
+    record_trip_count(builder, context.cast(builder, args[0], sig.args[0], types.int64))
+    return context.get_dummy_value()
 
 
 @lowering_rule("matmul")

@@ -182,16 +182,20 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     ctx = compiler_context.current()
     S = info.stages
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
+    ring_off = pool().persistent[-1][0] if pool().persistent else None
     k = index[info.axis]
     if info.tma:                    # lowering/tma.py: the product issues boxes, thread 0
         from .tma import TmaPlan
         if info.order == 0:
             with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
                 _restart(builder)
-        bars = pool().allocate(builder, 8 * S, f"{S} barriers of a {tile.shape} TMA ring")
+        # warp-specialized (lowering/ws.py): S "full" barriers, then S "empty" ones
+        nbars = 2 * S if info.ws else S
+        bars = pool().allocate(builder, 8 * nbars, f"{nbars} barriers of a {tile.shape} TMA ring")
+        bars_off = pool().persistent[-1][0]
         ctx.__dict__.setdefault("staged", {})[info.key] = (
             ring.slot(builder, k), k, S, ("tma", TmaPlan(builder, view, ring, index, info.axis),
-                                          ring, bars))
+                                          ring, bars, ring_off, bars_off))
         return _placeholder_tile(builder, tile)
     plan = None
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
@@ -308,6 +312,25 @@ def await_operands(builder, sig):
     # operand's chunks in it; P: the wgmma groups a product leaves pending); then tile k is
     # the oldest of S - 1 - P pending groups
     P = getattr(sig, "pending", 0) or 0
+    if getattr(sig, "tma", False) and getattr(sig, "ws", False):
+        from . import ws
+        from .tma import wait_tile
+        bars = staged[keys[0]][3][3]
+        with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+            ctx = compiler_context.current()
+            loops = ctx.__dict__.setdefault("ws_loops", [])
+            loop = {"id": len(loops), "stages": S, "bars_off": staged[keys[0]][3][5],
+                    "loads": [{"ring_off": staged[key][3][4], "map": staged[key][3][1].map,
+                               "rows": staged[key][3][1].rows, "cols": staged[key][3][1].cols,
+                               "itemsize": staged[key][3][1].itemsize,
+                               "axis": staged[key][3][1].axis,
+                               "tile_bytes": staged[key][3][1].tile_bytes} for key in keys]}
+            loops.append(loop)
+            ws.init_and_post(builder, loop, bars, [staged[key][3][1] for key in keys],
+                             ctx.num_warps)
+            barrier(builder)             # every consumer sees the barriers initialized
+        wait_tile(builder, bars, S, k)
+        return
     if getattr(sig, "tma", False):
         from .tma import init_barriers, wait_tile
         bars = staged[keys[0]][3][3]
@@ -339,7 +362,7 @@ def _issue_tile(builder, staged, keys, kk):
             bar = barrier_of(builder, bars, S, kk)
             expect_bytes(builder, bar, sum(staged[key][3][1].tile_bytes for key in keys))
             for key in keys:
-                _tag, plan, ring, _bars = staged[key][3]
+                _tag, plan, ring = staged[key][3][:3]
                 plan.issue(builder, ring.slot(builder, kk), bar, kk)
         return
     for key in keys:
@@ -353,8 +376,8 @@ def drain_copies(builder, sig, k):
     its end (``k + 1 .. k + S - 1 - P``: the prologue's and the refills'), so no box is in
     flight when the barriers are initialized again or the block exits."""
     keys = list((getattr(sig, "operands", None) or {}).values())
-    if not keys or not getattr(sig, "tma", False):
-        return
+    if not keys or not getattr(sig, "tma", False) or getattr(sig, "ws", False):
+        return                           # warp-specialized: no tile was issued past the end
     from .tma import wait_tile
     staged = compiler_context.current().__dict__["staged"]
     _slot, _k, S, first = staged[keys[0]]
@@ -372,12 +395,24 @@ def refill_operands(builder, sig):
     still read slot ``k - 1``, a different slot when ``S >= 3``. A no-op for a product whose
     operands are not deferred."""
     keys = list((getattr(sig, "operands", None) or {}).values())
-    if not keys or not getattr(sig, "deferred", False):
-        return
+    if not keys or not getattr(sig, "deferred", False) or getattr(sig, "ws", False):
+        return                           # warp-specialized: the producer issues them
     staged = compiler_context.current().__dict__["staged"]
     _slot, k, S, _copy = staged[keys[0]]
     P = getattr(sig, "pending", 0) or 0
     _issue_tile(builder, staged, keys, builder.add(k, const_i64(S - 1 - P)))
+
+
+def release_operands(builder, sig):
+    """Warp-specialized loops (``lowering/ws.py``): after the product's ``wgmma.wait_group
+    P``, release the slot its ``wgmma``s of iteration ``k - P`` read. A no-op otherwise."""
+    keys = list((getattr(sig, "operands", None) or {}).values())
+    if not keys or not getattr(sig, "ws", False):
+        return
+    from .ws import release
+    staged = compiler_context.current().__dict__["staged"]
+    _slot, k, S, first = staged[keys[0]]
+    release(builder, first[3], S, k, getattr(sig, "pending", 0) or 0)
 
 
 def drain_at_exit(kernel) -> None:
@@ -399,4 +434,4 @@ def staged_operand(key):
 
 
 __all__ = ["await_operands", "drain_at_exit", "lower_staged_load", "refill_operands",
-           "staged_operand"]
+           "release_operands", "staged_operand"]

@@ -98,6 +98,11 @@ class SharedPool:
         self._check(what)
         return builder.gep(self._base(builder), [builder.zext(builder.load(off), I64)])
 
+    def at(self, builder, off) -> ir.Value:
+        """An ``i8 addrspace(3)*`` to the persistent region whose offset global is ``off``
+        (``persistent[i][0]``), from any block of the kernel."""
+        return builder.gep(self._base(builder), [builder.zext(builder.load(off), I64)])
+
     @property
     def total(self) -> int:
         return self.scratch_bytes + sum(n for _o, n, _w in self.persistent)

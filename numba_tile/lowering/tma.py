@@ -127,18 +127,26 @@ class TmaPlan:
     def issue(self, builder, slot, bar, kk):
         """Thread 0's boxes of tile ``kk`` (i64) into ``slot`` (its shared pointer), completing
         on ``bar`` (32-bit shared address; the caller has posted the expected bytes)."""
-        start = self._clamped(builder, kk, self.axis)
-        row0, col0 = (start, self.other) if self.axis == 0 else (self.other, start)
-        dst = address32(builder, slot)
-        tmap = map_address(builder, self.map)
-        box_cols = BOX_BYTES // self.itemsize
-        for c in range(self.cols // box_cols):
-            _asm(builder, "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
-                          "mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
-                 "r,l,r,r,r",
-                 (builder.add(dst, ir.Constant(I32, c * self.rows * 128)), tmap,
-                  builder.add(col0, ir.Constant(I32, c * box_cols)), row0, bar),
-                 (I32, I64, I32, I32, I32))
+        issue_boxes(builder, self.map, self.rows, self.cols, self.itemsize, self.axis,
+                    address32(builder, slot), self._clamped(builder, kk, self.axis),
+                    self.other, bar)
+
+
+def issue_boxes(builder, map_index: int, rows: int, cols: int, itemsize: int, axis: int,
+                dst, start, other, bar):
+    """The boxes of one tile: ``dst`` its slot's 32-bit shared address, ``start`` its first
+    element along the loop's axis and ``other`` across it (i32, clamped), ``bar`` the
+    barrier they complete on."""
+    row0, col0 = (start, other) if axis == 0 else (other, start)
+    tmap = map_address(builder, map_index)
+    box_cols = BOX_BYTES // itemsize
+    for c in range(cols // box_cols):
+        _asm(builder, "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+                      "mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+             "r,l,r,r,r",
+             (builder.add(dst, ir.Constant(I32, c * rows * 128)), tmap,
+              builder.add(col0, ir.Constant(I32, c * box_cols)), row0, bar),
+             (I32, I64, I32, I32, I32))
 
 
 def expect_bytes(builder, bar, nbytes: int):
@@ -148,4 +156,5 @@ def expect_bytes(builder, bar, nbytes: int):
 
 
 __all__ = ["BOX_BYTES", "PLACEHOLDER", "TmaPlan", "barrier_of", "expect_bytes", "init_barriers",
+           "issue_boxes",
            "map_address", "map_index", "wait_tile"]

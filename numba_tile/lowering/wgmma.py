@@ -165,7 +165,7 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     :class:`AtomStaged`, see :func:`staging_layout`); ``sig`` the product's signature (its
     wait depth)."""
     from .common import thread_index
-    from .pipeline import await_operands, refill_operands, staged_operand
+    from .pipeline import await_operands, refill_operands, release_operands, staged_operand
     staged = staged or {}
     ctx = compiler_context.current()
     ctx.arch_specific = True
@@ -218,4 +218,6 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
         out = _mma_async(builder, ptx_type, n, da, db, out, b_kmajor)
     _asm(builder, "wgmma.commit_group.sync.aligned;")
     refill_operands(builder, sig)           # deferred copies overlap the tensor cores' work
-    return wait_tied(builder, out, getattr(sig, "pending", 0) or 0)
+    out = wait_tied(builder, out, getattr(sig, "pending", 0) or 0)
+    release_operands(builder, sig)          # warp-specialized: the slot read k - P is free
+    return out

@@ -180,6 +180,13 @@ def type_wgmma_wait(acc):
     return acc
 
 
+@typing_rule("_ws_post")
+def type_ws_post(n):
+    if not isinstance(n, types.Integer):
+        raise fail("_ws_post", "n", "an integer", n)
+    return types.none
+
+
 @typing_rule("_wgmma_drain")
 def type_wgmma_drain(acc, k, n):
     if not isinstance(acc, TileType):

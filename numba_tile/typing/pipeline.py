@@ -65,6 +65,8 @@ class StageInfo:
     deferred: bool = False
     #: the copies are TMA boxes (``lowering/tma.py``) rather than ``cp.async`` chunks
     tma: bool = False
+    #: a producer warpgroup issues them (``lowering/ws.py``; TMA loops only)
+    ws: bool = False
 
 
 class StagedSignature(Signature):
@@ -74,14 +76,16 @@ class StagedSignature(Signature):
     product issues its operands' copies, :func:`defer_to_product`)."""
 
     __slots__ = ("stage", "operands", "wait", "deferred", "pending", "tma", "b_kmajor",
-                 "passthrough")
+                 "passthrough", "ws")
 
     @classmethod
     def of(cls, sig, stage=None, operands=None, wait=None, deferred=False, pending=0,
-           tma=False, b_kmajor=False, passthrough=False):
+           tma=False, b_kmajor=False, passthrough=False, ws=False):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
         new.stage, new.operands, new.wait = stage, operands or {}, wait
         new.deferred, new.pending, new.tma = deferred, pending, tma
+        #: warp-specialized: the producer warpgroup issues the TMA boxes (``lowering/ws.py``)
+        new.ws = ws
         #: a product whose operand b is a staged load of a transposed tile: its slot holds N
         #: rows of K (K-major, what FP8 wgmma needs), not K rows of N
         new.b_kmajor = b_kmajor
@@ -316,7 +320,7 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
         n = len(found)
         deferred = bool(found) and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
-        pending, tma = 0, False
+        pending, tma, ws = 0, False, False
         if deferred:
             want_tma = all(_tma_fits(typemap, calltypes, f[0]) for f in found)
             want_pending = pending_products(num_stages)
@@ -336,14 +340,18 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                         pending = 1
                         from ..compiler_context import current
                         current().used_pending = True
-                    drain.pending, drain.tma = pending, tma
+                    if tma and ws_enabled():
+                        ws = _post_trip_count(func_ir, typemap, calltypes, typingctx, found,
+                                              _range_bound(blocks, loop, defs, inner))
+                    drain.pending, drain.tma, drain.ws = pending, tma, ws
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
         # loads of a loop run in label order, which Numba gives in program order
         for order, (st, axis, product, operand, _pos, ppos) in enumerate(found):
             key = id(st.value)
             stage = StageInfo(key, loop_id, n, order, axis, num_stages,
-                              "shared" if product is not None else "registers", deferred, tma)
+                              "shared" if product is not None else "registers", deferred, tma,
+                              ws)
             # calltypes refuses a second assignment: replace through dict's own method
             dict.__setitem__(calltypes, st.value, StagedSignature.of(
                 calltypes[st.value], stage=stage,
@@ -363,7 +371,7 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
             dict.__setitem__(calltypes, product, StagedSignature.of(
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
                 deferred=deferred, pending=pending, tma=tma,
-                b_kmajor=getattr(psig, "b_kmajor", False) or via is not None))
+                b_kmajor=getattr(psig, "b_kmajor", False) or via is not None, ws=ws))
     return marked
 
 
@@ -373,6 +381,48 @@ def tma_enabled() -> bool:
     Part of ``Kernel.compile``'s cache keys."""
     import os
     return os.environ.get("NUMBA_TILE_TMA", "").strip() != "0"
+
+
+def ws_enabled() -> bool:
+    """Whether TMA-fed ``wgmma`` loops are warp-specialized (``lowering/ws.py``: a producer
+    warpgroup issues the boxes, the kernel's warps consume them, slots released through
+    ``mbarrier``s instead of a block barrier per iteration). ``NUMBA_TILE_WS=0`` says no.
+    Part of ``Kernel.compile``'s cache keys."""
+    import os
+    return os.environ.get("NUMBA_TILE_WS", "").strip() != "0"
+
+
+def _post_trip_count(func_ir, typemap, calltypes, typingctx, found, bound) -> bool:
+    """Insert ``_ws_post(n)`` (``n``: the loop's ``range`` bound) right before the loop's first
+    staged load: the warp-specialized lowering posts the trip count to the producer
+    (``lowering/ws.py``). False (the loop keeps the single-role schedule) where it cannot."""
+    from .. import language
+    from ..compiler_context import current
+    if typingctx is None or bound is None or not isinstance(typemap.get(bound.name),
+                                                              types.Integer):
+        return False
+    st, pos = found[0][0], found[0][4]
+    for f in found[1:]:
+        if f[4] < pos:
+            st, pos = f[0], f[4]
+    label, index = pos
+    blk = func_ir.blocks[label]
+    scope, loc = blk.scope, st.loc
+    fnty = typingctx.resolve_value_type(language._ws_post)
+    sig = fnty.get_call_type(typingctx, (typemap[bound.name],), {})
+    if sig is None:
+        return False
+    fn_var = scope.redefine("$ws_post_fn", loc)
+    out_var = scope.redefine("$ws_post", loc)
+    call = ir.Expr.call(fn_var, [bound], (), loc)
+    typemap[fn_var.name] = fnty
+    typemap[out_var.name] = types.none
+    dict.__setitem__(calltypes, call, sig)
+    i = blk.body.index(st)
+    blk.body[i:i] = [ir.Assign(ir.Global("_ws_post", language._ws_post, loc), fn_var, loc),
+                     ir.Assign(call, out_var, loc)]
+    current().warp_specialized = True
+    return True
 
 
 def _tma_fits(typemap, calltypes, st) -> bool:

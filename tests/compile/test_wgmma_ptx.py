@@ -147,8 +147,10 @@ def test_pipelined_operands_travel_by_tma(case, stages, nvjitlink, monkeypatch):
     """The default where wgmma is forced: the pipelined loads are TMA boxes (one per 64
     columns of a tile, a tensor map per operand passed as a 128-byte parameter), completion
     counted by an mbarrier per slot; no cp.async, no proxy fence; assembles for sm_90a with no
-    spills and no serialization."""
+    spills and no serialization. The single-role schedule (``NUMBA_TILE_WS=0``; the
+    warp-specialized one: tests/compile/test_ws_ptx.py)."""
     monkeypatch.delenv("NUMBA_TILE_TMA", raising=False)
+    monkeypatch.setenv("NUMBA_TILE_WS", "0")
     _dt, (bm, bn, bk), _w = case
     if stages * (bm * bk + bk * bn) * 2 > 220 * 1024:
         pytest.skip("the ring does not fit in shared memory (the compiler says so)")

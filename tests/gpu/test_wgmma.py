@@ -72,7 +72,7 @@ def _rerun(num_stages):
     return rerun
 
 
-@pytest.mark.parametrize("copies", ["tma", "cp.async"])
+@pytest.mark.parametrize("copies", ["tma", "tma-ws", "cp.async"])
 @pytest.mark.parametrize("pending", ["0", "1"])
 @pytest.mark.parametrize("stages", [2, 3, 4])
 @pytest.mark.parametrize("k", [64, 104, 200, 1000])       # rows of 16-byte multiples
@@ -80,11 +80,13 @@ def test_deferred_schedule_short_and_rerun_loops(tile_backend, stages, k, pendin
                                                  monkeypatch):
     """The deferred schedule (the product issues the copies): K loops shorter than the
     pipeline (1 or 2 tiles against S - 1 in the prologue), ragged K, the loop run again
-    (R = 2: its prologue after the last run's refills past the end), C in float16 with an
-    odd N (the last column pair half outside)."""
+    (R = 2: its prologue after the last run's refills past the end; warp-specialized: the
+    second job of the producer), C in float16 with an odd N (the last column pair half
+    outside)."""
     monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
     monkeypatch.setenv("NUMBA_TILE_WGMMA_PENDING", pending)   # 1: the in-loop drain's path
-    monkeypatch.setenv("NUMBA_TILE_TMA", "1" if copies == "tma" else "0")
+    monkeypatch.setenv("NUMBA_TILE_TMA", "0" if copies == "cp.async" else "1")
+    monkeypatch.setenv("NUMBA_TILE_WS", "1" if copies == "tma-ws" else "0")
     rng = np.random.default_rng()
     m, n = 200, 2 * 129 + 1
     a = rng.integers(-3, 4, (m, k)).astype(np.float16)
@@ -93,8 +95,9 @@ def test_deferred_schedule_short_and_rerun_loops(tile_backend, stages, k, pendin
     cpu_c = np.zeros((m, n), np.float16)
     ptx = kernel.ptx(a, b, nt.partition(cpu_c, (128, 128)), 128, 128, 64, 2, "float16")
     assert "wgmma.mma_async" in ptx
-    if copies == "tma":
+    if copies.startswith("tma"):
         assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.cg" not in ptx
+        assert ("setmaxnreg.dec.sync.aligned.u32 40" in ptx) == (copies == "tma-ws")
     else:
         assert "cp.async.cg" in ptx and "cp.async.bulk" not in ptx
     assert ("wgmma.wait_group.sync.aligned 1" in ptx) == (pending == "1" and stages >= 3)

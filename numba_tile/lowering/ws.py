@@ -1,0 +1,252 @@
+"""Warp specialization of TMA-fed ``wgmma`` loops (sm_90a): a producer warpgroup issues the
+boxes, the kernel's own warps consume them.
+
+Taken for the loops ``typing/pipeline`` marks ``ws`` (deferred, TMA, their product's wait
+moved to the loop's exit or its group waited in the iteration; ``NUMBA_TILE_WS=0`` says no).
+The block then has ``N + 128`` threads: the kernel's ``N = 32 * num_warps`` (the
+*consumers*, which run the kernel as written, thread indices ``0 .. N-1``) and one producer
+warpgroup (thread indices ``N .. N+127``). Facts and encodings:
+``shared/notes/hopper-gemm.md`` sections 2.4, 3 and 4.2.
+
+**Entry** (:func:`split_roles`, after the kernel is lowered). Thread 0 initializes the *job*
+barrier (an ``mbarrier`` of arrival count 1), fences the initialization, and every thread
+of the block passes ``bar.sync 0``. Then the producers branch off; with 8 consumer warps
+(384 threads, 168 registers each at launch) the producers give registers back
+(``setmaxnreg.dec 40``) and the consumers take them (``setmaxnreg.inc 232``: 40 * 128 +
+232 * 256 = 168 * 384, the pool exactly, as CUTLASS's and the brief's probe). Every block
+barrier the consumers' code passes is ``bar.sync 1, N`` (``layouts.barrier``): the producers
+are not part of it.
+
+**Jobs.** Each run of a warp-specialized loop is a job. At ``k == 0``, after the loop's
+restart barrier, consumer thread 0 initializes the loop's barriers (``full[s]``: arrival
+count 1, completed by the expected bytes; ``empty[s]``: one arrival per consumer warp),
+writes the job (the loop's number, its trip count ``n`` from ``_ws_post``, per staged load
+its box coordinate across the loop and its tile grid along it) into a shared descriptor and
+arrives on the job barrier (release); the consumers pass their block barrier. The producer's
+one thread waits on the job barrier (acquire, parity = jobs seen mod 2), reads the job and,
+for ``kk`` in ``0 .. n-1``: waits until slot ``kk mod S`` is empty (``kk >= S``: barrier
+``empty[kk mod S]``, parity ``(kk / S + 1) mod 2``), posts the tile's bytes on
+``full[kk mod S]`` and issues its boxes (``lowering/tma.issue_boxes``). Exactly ``n`` tiles:
+nothing is in flight when the job ends. Every return of the consumers' code posts the stop
+job (thread 0), and the producer returns.
+
+**Consumers** in iteration ``k``: wait on ``full[k mod S]`` (no block barrier), issue the
+``wgmma``s, commit, ``wgmma.wait_group P``, then lane 0 of every warp arrives on
+``empty[(k - P) mod S]`` (``k >= P``): the ``wgmma``s that read that slot have completed.
+Nothing is drained at the loop's end: the producer issued no tile past it.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.cuda import cgutils
+
+from .. import compiler_context
+from .common import I32, I64, const_i64, thread_index
+from .shared import address32, pool
+
+#: threads of the producer warpgroup
+PRODUCER_THREADS = 128
+#: the descriptor's loop number that tells the producer to return
+STOP = 0xFFFFFFFF
+#: bytes of the job region: the job barrier (8), the loop number (4 + 4), the trip count
+#: (8), then 16 per staged load (box coordinate, 4 + 4; tile grid along the loop, 8)
+JOB_BYTES = 24 + 16 * 16
+#: ``setmaxnreg`` counts with 8 consumer warps (brief section 0.7: 40 + 2 * 232 = 3 * 168)
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+
+
+def _asm(builder, text, constraints="", args=(), types=()):
+    fn = ir.InlineAsm(ir.FunctionType(ir.VoidType(), list(types)), text,
+                      ",".join(filter(None, [constraints, "~{memory}"])), side_effect=True)
+    builder.call(fn, list(args))
+
+
+def active() -> bool:
+    return bool(getattr(compiler_context.current(), "warp_specialized", False))
+
+
+def _job_region(builder):
+    """``i8 addrspace(3)*`` of the kernel's job region (allocated by its first user)."""
+    ctx = compiler_context.current()
+    off = getattr(ctx, "ws_job_off", None)
+    if off is None:
+        pool().allocate(builder, JOB_BYTES, "the warp-specialized loops' job descriptor")
+        off = ctx.ws_job_off = pool().persistent[-1][0]
+    return pool().at(builder, off)
+
+
+def record_trip_count(builder, n):
+    """``_ws_post``'s lowering: the trip count of the loop whose staged loads come next."""
+    compiler_context.current().ws_trip_count = n
+
+
+def init_and_post(builder, loop: dict, bars, plans, num_warps: int):
+    """At ``k == 0`` of a loop's run (the caller's branch, after the restart barrier): thread
+    0 initializes ``full``/``empty``, writes the job and arrives on the job barrier. The
+    caller passes the consumers' block barrier next."""
+    ctx = compiler_context.current()
+    n = getattr(ctx, "ws_trip_count", None)
+    assert n is not None, "a warp-specialized loop without its _ws_post"
+    S = loop["stages"]
+    base = address32(builder, bars)
+    job = _job_region(builder)
+    with builder.if_then(builder.icmp_unsigned("==", thread_index(builder), const_i64(0))):
+        for s in range(S):
+            _asm(builder, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+                 (builder.add(base, ir.Constant(I32, 8 * s)),), (I32,))
+            _asm(builder, f"mbarrier.init.shared::cta.b64 [$0], {num_warps};", "r",
+                 (builder.add(base, ir.Constant(I32, 8 * (S + s))),), (I32,))
+        _asm(builder, "fence.mbarrier_init.release.cluster;")
+
+        def put(offset, value):
+            ptr = builder.gep(job, [const_i64(offset)])
+            builder.store(value, builder.bitcast(ptr, value.type.as_pointer(3)))
+        put(8, ir.Constant(I32, loop["id"]))
+        put(16, builder.sext(n, I64) if n.type.width < 64 else n)
+        for j, plan in enumerate(plans):
+            put(24 + 16 * j, plan.other)
+            put(32 + 16 * j, plan.grid[plan.axis])
+        _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+             (address32(builder, job),), (I32,))
+
+
+def release(builder, bars, stages: int, k, pending: int):
+    """After ``wgmma.wait_group pending`` in iteration ``k``: lane 0 of every consumer warp
+    arrives on ``empty[(k - pending) mod S]`` (``k >= pending``)."""
+    lane0 = builder.icmp_unsigned("==", builder.and_(thread_index(builder), const_i64(31)),
+                                  const_i64(0))
+    cond = lane0 if pending == 0 else builder.and_(
+        lane0, builder.icmp_unsigned(">=", k, const_i64(pending)))
+    with builder.if_then(cond):
+        t = builder.sub(k, const_i64(pending))
+        s = builder.trunc(builder.urem(t, const_i64(stages)), I32)
+        bar = builder.add(address32(builder, bars),
+                          builder.mul(builder.add(s, ir.Constant(I32, stages)),
+                                      ir.Constant(I32, 8)))
+        _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (bar,), (I32,))
+
+
+def _post_stop(builder):
+    job = _job_region(builder)
+    tid = _tid(builder)
+    with builder.if_then(builder.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
+        ptr = builder.bitcast(builder.gep(job, [const_i64(8)]), I32.as_pointer(3))
+        builder.store(ir.Constant(I32, STOP), ptr)
+        _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+             (address32(builder, job),), (I32,))
+
+
+def _tid(builder):
+    fn = ir.InlineAsm(ir.FunctionType(I32, []), "mov.u32 $0, %tid.x;", "=r", side_effect=True)
+    return builder.call(fn, [])
+
+
+def _wait(builder, bar32, parity32):
+    _asm(builder, "{\n\t.reg .pred P1;\n\tNT_WS_WAIT:\n\t"
+                  "mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n\t"
+                  "@!P1 bra NT_WS_WAIT;\n\t}", "r,r", (bar32, parity32), (I32, I32))
+
+
+def split_roles(kernel) -> None:
+    """Give ``kernel`` (its ``llvmlite.ir`` function, the consumers' code as lowered) its
+    producer warpgroup: a new entry block (the old one's ``alloca``s moved into it) that
+    initializes the job barrier and branches on the thread index; every return of the
+    consumers' code posts the stop job first (see the module docstring)."""
+    from .tma import expect_bytes, issue_boxes
+    ctx = compiler_context.current()
+    loops = ctx.ws_loops
+    n_cons = ctx.num_threads
+    old_entry = kernel.blocks[0]
+    for block in list(kernel.blocks):
+        term = block.terminator
+        if isinstance(term, ir.Ret):
+            block.instructions.remove(term)
+            block.terminator = None
+            b = ir.IRBuilder(block)
+            _post_stop(b)
+            if term.operands:
+                b.ret(term.operands[0])
+            else:
+                b.ret_void()
+    entry = kernel.insert_basic_block(0, "ws.entry")
+    allocas = [i for i in old_entry.instructions if isinstance(i, ir.AllocaInstr)]
+    for i in allocas:
+        old_entry.instructions.remove(i)
+        i.parent = entry
+    entry.instructions[:0] = allocas
+    b = ir.IRBuilder(entry)
+    tid = _tid(b)
+    job = _job_region(b)
+    with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
+        _asm(b, "mbarrier.init.shared::cta.b64 [$0], 1;", "r", (address32(b, job),), (I32,))
+        _asm(b, "fence.mbarrier_init.release.cluster;")
+    b.call(cgutils.get_or_insert_function(b.module, ir.FunctionType(ir.VoidType(), []),
+                                          "llvm.nvvm.barrier0"), [])
+    regs = n_cons == 256
+    producer = kernel.append_basic_block("ws.producer")
+    consumer = kernel.append_basic_block("ws.consumer")
+    b.cbranch(b.icmp_unsigned(">=", tid, ir.Constant(I32, n_cons)), producer, consumer)
+    b.position_at_end(consumer)
+    if regs:
+        _asm(b, f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS};")
+    b.branch(old_entry)
+
+    b.position_at_end(producer)
+    if regs:
+        _asm(b, f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};")
+    done = kernel.append_basic_block("ws.done")
+    head = kernel.append_basic_block("ws.job")
+    parity = cgutils.alloca_once_value(b, ir.Constant(I32, 0))
+    b.cbranch(b.icmp_unsigned("==", tid, ir.Constant(I32, n_cons)), head, done)
+    b.position_at_end(done)
+    b.ret_void()
+
+    b.position_at_end(head)
+    job = _job_region(b)
+    ph = b.load(parity)
+    _wait(b, address32(b, job), ph)
+    b.store(b.xor(ph, ir.Constant(I32, 1)), parity)
+
+    def get(offset, ty):
+        return b.load(b.bitcast(b.gep(job, [const_i64(offset)]), ty.as_pointer(3)))
+    which = get(8, I32)
+    switch = b.switch(which, done)
+    for loop in loops:
+        blk = kernel.append_basic_block(f"ws.loop{loop['id']}")
+        switch.add_case(ir.Constant(I32, loop["id"]), blk)
+        b.position_at_end(blk)
+        n = get(16, I64)
+        others = [get(24 + 16 * j, I32) for j in range(len(loop["loads"]))]
+        grids = [get(32 + 16 * j, I64) for j in range(len(loop["loads"]))]
+        S = loop["stages"]
+        bars = address32(b, pool().at(b, loop["bars_off"]))
+        slots = [_ring_base(b, ld["ring_off"]) for ld in loop["loads"]]
+        total = sum(ld["tile_bytes"] for ld in loop["loads"])
+        with cgutils.for_range(b, n) as it:
+            kk = it.index
+            s = b.trunc(b.urem(kk, const_i64(S)), I32)
+            lap = b.trunc(b.udiv(kk, const_i64(S)), I32)
+            with b.if_then(b.icmp_unsigned(">=", kk, const_i64(S))):
+                empty = b.add(bars, b.mul(b.add(s, ir.Constant(I32, S)), ir.Constant(I32, 8)))
+                _wait(b, empty, b.and_(b.add(lap, ir.Constant(I32, 1)), ir.Constant(I32, 1)))
+            full = b.add(bars, b.mul(s, ir.Constant(I32, 8)))
+            expect_bytes(b, full, total)
+            for ld, slot, other, grid in zip(loop["loads"], slots, others, grids):
+                dst = b.add(slot, b.mul(s, ir.Constant(I32, ld["tile_bytes"])))
+                t = b.select(b.icmp_unsigned("<", kk, grid), kk, grid)
+                start = b.trunc(b.mul(t, const_i64(ld["rows"] if ld["axis"] == 0
+                                                   else ld["cols"])), I32)
+                issue_boxes(b, ld["map"], ld["rows"], ld["cols"], ld["itemsize"], ld["axis"],
+                            dst, start, other, full)
+        b.branch(head)
+
+
+def _ring_base(builder, off):
+    """32-bit shared address of a TMA ring's slot 0 (``pipeline.Ring``: 1024-byte aligned)."""
+    from .wgmma import align_1024
+    return address32(builder, align_1024(builder, pool().at(builder, off)))
+
+
+__all__ = ["PRODUCER_THREADS", "active", "init_and_post", "record_trip_count", "release",
+           "split_roles"]
