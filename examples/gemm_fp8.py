@@ -62,6 +62,30 @@ def gemm_fp8_tiles(a, bt, scale_a, scale_b, c: nt.Partition[("BM", "BN")], BM: n
     nt.store(c, nt.astype(acc * sa * sb, nt.bfloat16))
 
 
+def gemm_fp8_persistent_tiles(a, bt, scale_a, scale_b, c: nt.Partition[("BM", "BN")],
+                              BM: nt.Constant, BN: nt.Constant, BK: nt.Constant,
+                              ROW_A: nt.Constant, COL_B: nt.Constant):
+    """:func:`gemm_fp8_tiles` on a fixed number of blocks: each walks the tiles ``tiles(c)``
+    hands it (``examples/gemm_persistent.py``)."""
+    for idx in nt.tiles(c):
+        i = idx[0]
+        j = idx[1]
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (i, k), (BM, BK), padding=0)
+            y = nt.load(bt, (j, k), (BN, BK), padding=0)
+            acc = nt.mma(x, nt.transpose(y), acc)
+        if ROW_A:
+            sa = nt.load(scale_a, (i, 0), (BM, 1), padding=0)
+        else:
+            sa = nt.load(scale_a, (0, 0), (1, 1))
+        if COL_B:
+            sb = nt.load(scale_b, (0, j), (1, BN), padding=0)
+        else:
+            sb = nt.load(scale_b, (0, 0), (1, 1))
+        nt.store(c, nt.astype(acc * sa * sb, nt.bfloat16), idx)
+
+
 def default_config(m: int, n: int, k: int, cc: tuple | None = None) -> GemmConfig:
     """Hopper (9.0): 128 x 256 x 128 over 8 warps with 4 stages (48 KB per stage) from 256
     rows of C, 64 x 128 x 128 over 4 warps below; elsewhere (``mma.sync``, sm_89): 128 x 128
@@ -75,11 +99,11 @@ def default_config(m: int, n: int, k: int, cc: tuple | None = None) -> GemmConfi
 _KERNELS: dict = {}
 
 
-def kernel_for(config: GemmConfig):
+def kernel_for(config: GemmConfig, fn=gemm_fp8_tiles):
     options = config.jit_options()
-    key = tuple(sorted(options.items()))
+    key = (fn, tuple(sorted(options.items())))
     if key not in _KERNELS:
-        _KERNELS[key] = nt.jit(**options)(gemm_fp8_tiles)
+        _KERNELS[key] = nt.jit(**options)(fn)
     return _KERNELS[key]
 
 
@@ -110,7 +134,8 @@ def check_operands(op: str, a, bt, scale_a, scale_b, c) -> tuple:
     return tuple(scale_a.shape) == (m, 1) and m > 1, tuple(scale_b.shape) == (1, n) and n > 1
 
 
-def scaled_mm(a, bt, scale_a, scale_b, c, *, config=None, stream=None, interpret=False):
+def scaled_mm(a, bt, scale_a, scale_b, c, *, config=None, blocks=None, stream=None,
+              interpret=False):
     """Launch ``c = (a @ bt.T) * scale_a * scale_b`` (float32 accumulation and scaling,
     rounded once into bfloat16 c).
 
@@ -121,6 +146,8 @@ def scaled_mm(a, bt, scale_a, scale_b, c, *, config=None, stream=None, interpret
         c: (M, N) bfloat16 array, written.
         config: a :class:`~examples.gemm.GemmConfig`, a tuple ``(bm, bn, bk, num_warps[,
             num_stages])``, or None for :func:`default_config`.
+        blocks: None (one block per tile of C), or the number of blocks of the persistent
+            kernel (:func:`gemm_fp8_persistent_tiles`; e.g. the GPU's multiprocessors).
     """
     row_a, col_b = check_operands("scaled_mm", a, bt, scale_a, scale_b, c)
     m, k = a.shape
@@ -129,9 +156,10 @@ def scaled_mm(a, bt, scale_a, scale_b, c, *, config=None, stream=None, interpret
         cfg = default_config(m, n, k, device_cc(interpret))
     else:
         cfg = config if isinstance(config, GemmConfig) else GemmConfig(*config)
-    part = nt.partition(c, (cfg.bm, cfg.bn), order=nt.grouped(GROUP_M))
-    return kernel_for(cfg)(a, bt, scale_a, scale_b, part, cfg.bm, cfg.bn, cfg.bk, row_a, col_b,
-                           stream=stream, interpret=interpret)
+    part = nt.partition(c, (cfg.bm, cfg.bn), blocks=blocks, order=nt.grouped(GROUP_M))
+    fn = gemm_fp8_tiles if blocks is None else gemm_fp8_persistent_tiles
+    return kernel_for(cfg, fn)(a, bt, scale_a, scale_b, part, cfg.bm, cfg.bn, cfg.bk, row_a,
+                               col_b, stream=stream, interpret=interpret)
 
 
 def reference(a, bt, scale_a, scale_b) -> np.ndarray:

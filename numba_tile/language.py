@@ -412,10 +412,11 @@ def _wgmma_wait(acc):
 
 
 @op("mma")
-def _ws_post(n):
+def _ws_post(n, z=None):
     """Internal (inserted by the compiler before the first staged load of a warp-specialized
-    K loop, ``typing/pipeline.py``): the loop's trip count, for the job the loop posts to the
-    producer warpgroup (``lowering/ws.py``). No value; in the interpreter, nothing."""
+    K loop, ``typing/pipeline.py``): the loop's trip count (and the partition of the
+    ``tiles(z)`` loop a persistent one runs in), for the job the loop posts to the producer
+    warpgroup (``lowering/ws.py``). No value; in the interpreter, nothing."""
 
 
 for _f in (mma, matmul):

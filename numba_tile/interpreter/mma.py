@@ -79,7 +79,7 @@ def interp_wgmma_wait(acc):
 
 
 @interp_rule("_ws_post")
-def interp_ws_post(n):
+def interp_ws_post(n, z=None):
     return None
 
 

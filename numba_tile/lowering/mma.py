@@ -390,8 +390,16 @@ def lower_wgmma_drain(context, builder, sig, args):
 @lowering_rule("_ws_post")
 def lower_ws_post(context, builder, sig, args):
     """The trip count of a warp-specialized loop (``lowering/ws.py``)."""
+    from ..typing.types import PartitionType
     from .ws import record_trip_count
-    record_trip_count(builder, context.cast(builder, args[0], sig.args[0], types.int64))
+    grid = order = None
+    if len(sig.args) > 1 and isinstance(sig.args[1], PartitionType):
+        from .memory import ArrayView, tile_grid
+        zty = sig.args[1]
+        grid = tile_grid(builder, ArrayView(context, builder, zty, args[1]), zty.tile_shape)
+        order = zty.order
+    record_trip_count(builder, context.cast(builder, args[0], sig.args[0], types.int64),
+                      grid, order)
     return context.get_dummy_value()
 
 

@@ -9,6 +9,8 @@ branded index reads one of its coordinates.
 
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 from numba.cuda import cgutils, nvvmutils, types
 from numba.cuda.core.imputils import RefType, impl_ret_untracked, iternext_impl
@@ -71,7 +73,12 @@ def tile_coords(builder, view: ArrayView, tile_shape, order, linear, small=False
         which changes no tile (a group of ``num_pid_m`` rows or more is one band) and keeps
         ``group * num_pid_n`` at most the tile count, so it cannot wrap.
     """
-    grid = tile_grid(builder, view, tile_shape)
+    return tile_coords_of_grid(builder, tile_grid(builder, view, tile_shape), order, linear,
+                               small)
+
+
+def tile_coords_of_grid(builder, grid, order, linear, small=False) -> list:
+    """:func:`tile_coords` over a tile grid already computed (i64 tiles per axis)."""
     if order == "row" or len(grid) < 2:
         return _row_major(builder, grid, linear, small)
     m, n = grid[-2], grid[-1]
@@ -212,9 +219,17 @@ def getiter_tiles(context, builder, sig, args):
 @iternext_impl(RefType.UNTRACKED)
 def iternext_tiles(context, builder, sig, args, result):
     ptype = sig.args[0].ptype
+    small = math.prod(ptype.tile_shape) >= SMALL_TILE_ELEMS
     _next_block_strided(
         context, builder, sig, args, result, PartitionIndexType(ptype.param, ptype.ndim),
-        lambda view, cur: tile_coords(builder, view, ptype.tile_shape, ptype.order, cur))
+        lambda view, cur: tile_coords(builder, view, ptype.tile_shape, ptype.order, cur, small))
+
+
+#: tiles of at least this many elements number fewer than 2**32 in any array below 2**40
+#: bytes (1 TiB, more than any device holds): ``tiles()`` then maps tile numbers with 32-bit
+#: divisions (a 64-bit one is a call to ptxas' emulation routine, and a call makes ptxas
+#: serialize a kernel's wgmma instructions, C7509)
+SMALL_TILE_ELEMS = 256
 
 
 def _coords_type(ndim):

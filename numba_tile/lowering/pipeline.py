@@ -186,16 +186,23 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     k = index[info.axis]
     if info.tma:                    # lowering/tma.py: the product issues boxes, thread 0
         from .tma import TmaPlan
-        if info.order == 0:
+        persistent = isinstance(info.ws, tuple)
+        if persistent:
+            # lowering/ws.py: one ring for the kernel's whole tiles loop; tile k of this run
+            # is the g-th tile the ring carries, g counted across the runs
+            from .ws import ring_counter
+            k = ring_counter(builder, k, info.order == 0)
+        elif info.order == 0:
             with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
                 _restart(builder)
         # warp-specialized (lowering/ws.py): S "full" barriers, then S "empty" ones
         nbars = 2 * S if info.ws else S
         bars = pool().allocate(builder, 8 * nbars, f"{nbars} barriers of a {tile.shape} TMA ring")
         bars_off = pool().persistent[-1][0]
+        d = info.ws[1 + info.order] if persistent else None
         ctx.__dict__.setdefault("staged", {})[info.key] = (
             ring.slot(builder, k), k, S, ("tma", TmaPlan(builder, view, ring, index, info.axis),
-                                          ring, bars, ring_off, bars_off))
+                                          ring, bars, ring_off, bars_off, d))
         return _placeholder_tile(builder, tile)
     plan = None
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
@@ -319,11 +326,14 @@ def await_operands(builder, sig):
         with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
             ctx = compiler_context.current()
             loops = ctx.__dict__.setdefault("ws_loops", [])
+            stage = getattr(sig, "ws", None)
             loop = {"id": len(loops), "stages": S, "bars_off": staged[keys[0]][3][5],
+                    "persistent": stage[1:] if isinstance(stage, tuple) else None,
+                    "order": getattr(ctx, "ws_order", None),
                     "loads": [{"ring_off": staged[key][3][4], "map": staged[key][3][1].map,
                                "rows": staged[key][3][1].rows, "cols": staged[key][3][1].cols,
                                "itemsize": staged[key][3][1].itemsize,
-                               "axis": staged[key][3][1].axis,
+                               "axis": staged[key][3][1].axis, "d": staged[key][3][6],
                                "tile_bytes": staged[key][3][1].tile_bytes} for key in keys]}
             loops.append(loop)
             ws.init_and_post(builder, loop, bars, [staged[key][3][1] for key in keys],

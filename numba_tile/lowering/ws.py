@@ -50,8 +50,10 @@ PRODUCER_THREADS = 128
 #: the descriptor's loop number that tells the producer to return
 STOP = 0xFFFFFFFF
 #: bytes of the job region: the job barrier (8), the loop number (4 + 4), the trip count
-#: (8), then 16 per staged load (box coordinate, 4 + 4; tile grid along the loop, 8)
-JOB_BYTES = 24 + 16 * 16
+#: (8), then 16 per staged load (box coordinate across the loop, 4 + 4, or, persistent,
+#: the tile grid across it, 8; the tile grid along the loop, 8), then (persistent) the
+#: partition's tile grid (2 x 8)
+JOB_BYTES = 24 + 16 * 16 + 16
 #: ``setmaxnreg`` counts with 8 consumer warps (brief section 0.7: 40 + 2 * 232 = 3 * 168)
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
@@ -76,9 +78,30 @@ def _job_region(builder):
     return pool().at(builder, off)
 
 
-def record_trip_count(builder, n):
-    """``_ws_post``'s lowering: the trip count of the loop whose staged loads come next."""
-    compiler_context.current().ws_trip_count = n
+def record_trip_count(builder, n, grid=None, order=None):
+    """``_ws_post``'s lowering: the trip count of the loop whose staged loads come next (and,
+    in a persistent tiles loop, its partition's tile grid and order)."""
+    ctx = compiler_context.current()
+    ctx.ws_trip_count, ctx.ws_grid, ctx.ws_order = n, grid, order
+
+
+def ring_counter(builder, k, first: bool):
+    """A persistent loop's ring position of its tile ``k`` (i64): ``base + k``, where
+    ``base`` counts the tiles of the earlier runs (a cell set to 0 at the kernel's entry,
+    advanced by the trip count at each run's ``k == 0``). ``first``: the loop's first staged
+    load, which emits it; the others reuse it."""
+    ctx = compiler_context.current()
+    if not first:
+        return ctx.ws_counter
+    nxt = cgutils.alloca_once(builder, I64, name="ws.next")     # zero at the kernel's entry
+    base = cgutils.alloca_once(builder, I64, name="ws.base")
+    with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
+        cur = builder.load(nxt)
+        builder.store(cur, base)
+        builder.store(builder.add(cur, ctx.ws_trip_count), nxt)
+    g = builder.add(builder.load(base), k)
+    ctx.ws_counter = g
+    return g
 
 
 def init_and_post(builder, loop: dict, bars, plans, num_warps: int):
@@ -105,8 +128,14 @@ def init_and_post(builder, loop: dict, bars, plans, num_warps: int):
         put(8, ir.Constant(I32, loop["id"]))
         put(16, builder.sext(n, I64) if n.type.width < 64 else n)
         for j, plan in enumerate(plans):
-            put(24 + 16 * j, plan.other)
+            if loop["persistent"]:
+                put(24 + 16 * j, plan.grid[1 - plan.axis])
+            else:
+                put(24 + 16 * j, plan.other)
             put(32 + 16 * j, plan.grid[plan.axis])
+        if loop["persistent"]:
+            for a, g in enumerate(ctx.ws_grid):
+                put(24 + 16 * len(plans) + 8 * a, g)
         _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
              (address32(builder, job),), (I32,))
 
@@ -153,6 +182,7 @@ def split_roles(kernel) -> None:
     producer warpgroup: a new entry block (the old one's ``alloca``s moved into it) that
     initializes the job barrier and branches on the thread index; every return of the
     consumers' code posts the stop job first (see the module docstring)."""
+    from .partition import tile_coords_of_grid
     from .tma import expect_bytes, issue_boxes
     ctx = compiler_context.current()
     loops = ctx.ws_loops
@@ -217,29 +247,78 @@ def split_roles(kernel) -> None:
         switch.add_case(ir.Constant(I32, loop["id"]), blk)
         b.position_at_end(blk)
         n = get(16, I64)
-        others = [get(24 + 16 * j, I32) for j in range(len(loop["loads"]))]
+        others = None if loop["persistent"] else [get(24 + 16 * j, I32)
+                                                  for j in range(len(loop["loads"]))]
         grids = [get(32 + 16 * j, I64) for j in range(len(loop["loads"]))]
         S = loop["stages"]
         bars = address32(b, pool().at(b, loop["bars_off"]))
         slots = [_ring_base(b, ld["ring_off"]) for ld in loop["loads"]]
         total = sum(ld["tile_bytes"] for ld in loop["loads"])
-        with cgutils.for_range(b, n) as it:
-            kk = it.index
-            s = b.trunc(b.urem(kk, const_i64(S)), I32)
-            lap = b.trunc(b.udiv(kk, const_i64(S)), I32)
-            with b.if_then(b.icmp_unsigned(">=", kk, const_i64(S))):
+        loads = loop["loads"]
+
+        def tile(g, kk, others):
+            """Ring position ``g`` (i64): tile ``kk`` of the run, box coordinates ``others``."""
+            s = b.trunc(b.urem(g, const_i64(S)), I32)
+            lap = b.trunc(b.udiv(g, const_i64(S)), I32)
+            with b.if_then(b.icmp_unsigned(">=", g, const_i64(S))):
                 empty = b.add(bars, b.mul(b.add(s, ir.Constant(I32, S)), ir.Constant(I32, 8)))
                 _wait(b, empty, b.and_(b.add(lap, ir.Constant(I32, 1)), ir.Constant(I32, 1)))
             full = b.add(bars, b.mul(s, ir.Constant(I32, 8)))
             expect_bytes(b, full, total)
-            for ld, slot, other, grid in zip(loop["loads"], slots, others, grids):
+            for ld, slot, other, grid in zip(loads, slots, others, grids):
                 dst = b.add(slot, b.mul(s, ir.Constant(I32, ld["tile_bytes"])))
                 t = b.select(b.icmp_unsigned("<", kk, grid), kk, grid)
-                start = b.trunc(b.mul(t, const_i64(ld["rows"] if ld["axis"] == 0
-                                                   else ld["cols"])), I32)
+                start = b.trunc(b.mul(t, const_i64(_tile_along(ld))), I32)
                 issue_boxes(b, ld["map"], ld["rows"], ld["cols"], ld["itemsize"], ld["axis"],
                             dst, start, other, full)
-        b.branch(head)
+
+        if not loop["persistent"]:
+            with cgutils.for_range(b, n) as it:
+                tile(it.index, it.index, others)
+            b.branch(head)
+            continue
+        # persistent: the tiles loop's own sequence (lowering/partition._block_strided:
+        # bid, bid + nctaid, ... below the tile count), each tile's n tiles along the loop
+        across = [get(24 + 16 * j, I64) for j in range(len(loads))]
+        pgrid = [get(24 + 16 * len(loads) + 8 * a, I64) for a in range(2)]
+        count = b.mul(pgrid[0], pgrid[1])
+        step = b.zext(_sreg32(b, "%nctaid.x"), I64)
+        g_cell = cgutils.alloca_once_value(b, const_i64(0))
+        cur_cell = cgutils.alloca_once_value(b, b.zext(_sreg32(b, "%ctaid.x"), I64))
+        t_head = kernel.append_basic_block(f"ws.tiles{loop['id']}")
+        t_body = kernel.append_basic_block(f"ws.tile{loop['id']}")
+        b.branch(t_head)
+        b.position_at_end(t_head)
+        cur = b.load(cur_cell)
+        b.cbranch(b.icmp_unsigned("<", cur, count), t_body, head)
+        b.position_at_end(t_body)
+        # C's tile count is below 2**32 in any C a device holds (tiles of at least 16 x 16
+        # elements): 32-bit divisions, no call (a call serializes the consumers' wgmmas)
+        coords = tile_coords_of_grid(b, pgrid, loop["order"], cur, small=True)
+        tiles_others = []
+        for ld, g_o in zip(loads, across):
+            t = coords[ld["d"]]
+            t = b.select(b.icmp_unsigned("<", t, g_o), t, g_o)
+            tiles_others.append(b.trunc(b.mul(t, const_i64(_tile_across(ld))), I32))
+        with cgutils.for_range(b, n) as it:
+            g = b.load(g_cell)
+            tile(g, it.index, tiles_others)
+            b.store(b.add(g, const_i64(1)), g_cell)
+        b.store(b.add(cur, step), cur_cell)
+        b.branch(t_head)
+
+
+def _tile_along(ld) -> int:
+    return ld["rows"] if ld["axis"] == 0 else ld["cols"]
+
+
+def _tile_across(ld) -> int:
+    return ld["cols"] if ld["axis"] == 0 else ld["rows"]
+
+
+def _sreg32(builder, name: str):
+    fn = ir.InlineAsm(ir.FunctionType(I32, []), f"mov.u32 $0, {name};", "=r", side_effect=True)
+    return builder.call(fn, [])
 
 
 def _ring_base(builder, off):

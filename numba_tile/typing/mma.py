@@ -181,9 +181,12 @@ def type_wgmma_wait(acc):
 
 
 @typing_rule("_ws_post")
-def type_ws_post(n):
+def type_ws_post(n, z):
+    from .types import PartitionType
     if not isinstance(n, types.Integer):
         raise fail("_ws_post", "n", "an integer", n)
+    if not (is_omitted(z) or isinstance(z, PartitionType)):
+        raise fail("_ws_post", "z", "a partition", z)
     return types.none
 
 

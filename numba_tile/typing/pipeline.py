@@ -65,8 +65,10 @@ class StageInfo:
     deferred: bool = False
     #: the copies are TMA boxes (``lowering/tma.py``) rather than ``cp.async`` chunks
     tma: bool = False
-    #: a producer warpgroup issues them (``lowering/ws.py``; TMA loops only)
-    ws: bool = False
+    #: a producer warpgroup issues them (``lowering/ws.py``; TMA loops only): True, or
+    #: ``("persistent", d0, d1, ...)`` where the producer walks a ``tiles(z)`` loop itself
+    #: (``d``: which coordinate of the tile index each staged load takes across the loop)
+    ws: object = False
 
 
 class StagedSignature(Signature):
@@ -341,8 +343,13 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                         from ..compiler_context import current
                         current().used_pending = True
                     if tma and ws_enabled():
+                        bound = _range_bound(blocks, loop, defs, inner)
+                        persist = _persistent_tiles(cfg, loops, header, loop, found, defs,
+                                                    typemap, bound, blocks, doms)
                         ws = _post_trip_count(func_ir, typemap, calltypes, typingctx, found,
-                                              _range_bound(blocks, loop, defs, inner))
+                                              bound, persist and persist[0])
+                        if ws and persist:
+                            ws = ("persistent",) + tuple(persist[1])
                     drain.pending, drain.tma, drain.ws = pending, tma, ws
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
@@ -392,9 +399,83 @@ def ws_enabled() -> bool:
     return os.environ.get("NUMBA_TILE_WS", "").strip() != "0"
 
 
-def _post_trip_count(func_ir, typemap, calltypes, typingctx, found, bound) -> bool:
-    """Insert ``_ws_post(n)`` (``n``: the loop's ``range`` bound) right before the loop's first
-    staged load: the warp-specialized lowering posts the trip count to the producer
+def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blocks, doms):
+    """``(partition variable, [d per staged load])`` where the warp-specialized loop runs once
+    per tile of an outermost ``for idx in tiles(z)`` loop over a 2-D partition and each staged
+    load's index across the loop is ``idx[d]``: the producer then walks ``tiles(z)``'s
+    sequence itself and runs ahead into the next tile (``lowering/ws.py``). None otherwise.
+
+    Asked, so that the producer issues exactly the tiles the consumers read: the tiles loop
+    contains no loop but this one (and its inner loops), is in no loop itself, is left only
+    through its header (no ``break``, no ``return``), runs this loop in every iteration (its
+    header dominates the latches), and the trip count does not change across it."""
+    from .types import TilesIterable
+    outer = [(h, lp) for h, lp in loops.items() if h != header and loop.body < lp.body]
+    if len(outer) != 1 or bound is None:
+        return None
+    t_head, tl = outer[0]
+    if any(h not in (header, t_head) and lp.body & tl.body and not lp.body <= loop.body
+           for h, lp in loops.items()):
+        return None
+    if len(tl.exits) != 1:
+        return None
+    (t_exit,) = tl.exits
+    if [src for src, _ in cfg.predecessors(t_exit)] != [t_head]:
+        return None
+    if not all(header in doms[latch] for latch in _latches(cfg, tl)):
+        return None
+    if not _invariant(bound.name, tl, defs, typemap):
+        return None
+    nexts = [st for lb in tl.body if lb not in loop.body for st in blocks[lb].body
+             if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+             and st.value.op == "iternext"]
+    if len(nexts) != 1:
+        return None
+    gi = _single_def(nexts[0].value.value.name, defs)
+    while isinstance(gi, ir.Var):
+        gi = _single_def(gi.name, defs)
+    if not (isinstance(gi, ir.Expr) and gi.op == "getiter"):
+        return None
+    it_ty = typemap.get(gi.value.name)
+    call = _single_def(gi.value.name, defs)
+    from ..lowering.partition import SMALL_TILE_ELEMS
+    if not (isinstance(it_ty, TilesIterable) and it_ty.ptype.ndim == 2
+            and it_ty.ptype.tile_shape[0] * it_ty.ptype.tile_shape[1] >= SMALL_TILE_ELEMS
+            and isinstance(call, ir.Expr) and call.op == "call" and len(call.args) == 1
+            and not call.kws):
+        return None
+    pair = nexts[0].target.name
+    idx = {st.target.name for lb in tl.body for st in blocks[lb].body
+           if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+           and st.value.op == "pair_first" and st.value.value.name == pair}
+    changed = True
+    while changed:                       # copies of the index
+        changed = False
+        for name, ds in defs.items():
+            if name not in idx and len(ds) == 1 and isinstance(ds[0][1], ir.Var) \
+                    and ds[0][1].name in idx:
+                idx.add(name)
+                changed = True
+    ds_out = []
+    for f in found:
+        st, axis = f[0], f[1]
+        tup = _single_def(_bound_args(st.value)[1].name, defs)
+        v = tup.items[1 - axis]
+        d = _single_def(v.name, defs)
+        while isinstance(d, ir.Var):
+            d = _single_def(d.name, defs)
+        if not (isinstance(d, ir.Expr) and d.op == "static_getitem"
+                and d.value.name in idx and isinstance(d.index, int) and d.index in (0, 1)):
+            return None
+        ds_out.append(d.index)
+    return call.args[0], ds_out
+
+
+def _post_trip_count(func_ir, typemap, calltypes, typingctx, found, bound,
+                     partition=None) -> bool:
+    """Insert ``_ws_post(n)`` (``n``: the loop's ``range`` bound; ``_ws_post(n, z)`` with the
+    partition of a persistent tiles loop, :func:`_persistent_tiles`) right before the loop's
+    first staged load: the warp-specialized lowering posts the trip count to the producer
     (``lowering/ws.py``). False (the loop keeps the single-role schedule) where it cannot."""
     from .. import language
     from ..compiler_context import current
@@ -409,12 +490,13 @@ def _post_trip_count(func_ir, typemap, calltypes, typingctx, found, bound) -> bo
     blk = func_ir.blocks[label]
     scope, loc = blk.scope, st.loc
     fnty = typingctx.resolve_value_type(language._ws_post)
-    sig = fnty.get_call_type(typingctx, (typemap[bound.name],), {})
+    args = [bound] + ([partition] if partition is not None else [])
+    sig = fnty.get_call_type(typingctx, tuple(typemap[a.name] for a in args), {})
     if sig is None:
         return False
     fn_var = scope.redefine("$ws_post_fn", loc)
     out_var = scope.redefine("$ws_post", loc)
-    call = ir.Expr.call(fn_var, [bound], (), loc)
+    call = ir.Expr.call(fn_var, args, (), loc)
     typemap[fn_var.name] = fnty
     typemap[out_var.name] = types.none
     dict.__setitem__(calltypes, call, sig)

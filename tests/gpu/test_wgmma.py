@@ -145,3 +145,49 @@ def test_a_product_wgmma_does_not_take_reads_atom_slots_with_ldmatrix(tile_backe
     want = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
     assert (np.abs(tile_backend.to_numpy(c) - want) <= 1e-4 * scale).all()
+
+
+def _persistent(num_stages, num_warps=8):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages)
+    def persistent(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                   BK: nt.Constant):
+        for idx in nt.tiles(c):
+            i = idx[0]
+            j = idx[1]
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (i, k), (BM, BK), padding=0)
+                y = nt.load(b, (k, j), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+            nt.store(c, nt.astype(acc, nt.float16), idx)
+    return persistent
+
+
+@pytest.mark.parametrize("ws", ["1", "0"])
+@pytest.mark.parametrize("stages", [3, 4])
+@pytest.mark.parametrize("blocks", [1, 5, 132, 400])
+@pytest.mark.parametrize("shape", [(300, 104, 259), (129, 1000, 515), (64, 64, 64)])
+def test_persistent_tiles_loop(tile_backend, shape, blocks, stages, ws, monkeypatch):
+    """A ``tiles(c)`` loop around a TMA-fed wgmma K loop: warp-specialized, the producer walks
+    the block's tiles itself and runs ahead into the next tile (``lowering/ws.py``); one ring
+    for the whole loop, counted across the tiles. Blocks from 1 (every tile in one block) to
+    more than there are tiles (blocks with none), ragged M, N, K, K of one tile."""
+    monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
+    monkeypatch.setenv("NUMBA_TILE_WS", ws)
+    monkeypatch.delenv("NUMBA_TILE_TMA", raising=False)
+    m, k, n = shape
+    rng = np.random.default_rng()
+    a = rng.integers(-3, 4, (m, k)).astype(np.float16)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    kernel = _persistent(stages)
+    cpu_c = np.zeros((m, n), np.float16)
+    ptx = kernel.ptx(a, b, nt.partition(cpu_c, (128, 128), blocks=blocks, order=nt.grouped(8)),
+                     128, 128, 64)
+    assert "cp.async.bulk.tensor.2d" in ptx
+    assert ("setmaxnreg.dec.sync.aligned.u32 40" in ptx) == (ws == "1")
+    c = tile_backend.asarray(np.full((m, n), np.nan, np.float16))
+    tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
+                     nt.partition(c, (128, 128), blocks=blocks, order=nt.grouped(8)),
+                     128, 128, 64)
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(tile_backend.to_numpy(c), want)
