@@ -13,7 +13,8 @@ barrier (an ``mbarrier`` of arrival count 1), fences the initialization, and eve
 of the block passes ``bar.sync 0``. Then the producers branch off; with 8 consumer warps
 (384 threads, 168 registers each at launch) the producers give registers back
 (``setmaxnreg.dec 40``) and the consumers take them (``setmaxnreg.inc 232``: 40 * 128 +
-232 * 256 = 168 * 384, the pool exactly, as CUTLASS's and the brief's probe). Every block
+232 * 256 = 168 * 384, the pool exactly, as CUTLASS's and the brief's probe; 104 with 16
+consumer warps, :func:`consumer_registers`). Every block
 barrier the consumers' code passes is ``bar.sync 1, N`` (``layouts.barrier``): the producers
 are not part of it.
 
@@ -54,8 +55,22 @@ STOP = 0xFFFFFFFF
 #: the tile grid across it, 8; the tile grid along the loop, 8), then (persistent) the
 #: partition's tile grid (2 x 8)
 JOB_BYTES = 24 + 16 * 16 + 16
-#: ``setmaxnreg`` counts with 8 consumer warps (brief section 0.7: 40 + 2 * 232 = 3 * 168)
-PRODUCER_REGS, CONSUMER_REGS = 40, 232
+#: the producer's registers after ``setmaxnreg.dec`` (CUTLASS's and the brief's 40)
+PRODUCER_REGS = 40
+
+
+def consumer_registers(n_cons: int) -> int:
+    """The consumers' registers after ``setmaxnreg.inc`` (0: no ``setmaxnreg``): the block's
+    pool at launch (``N + 128`` threads at the launch bound's cap, ``65536 / (N + 128)``
+    rounded down to 8) less the producer's 40 each, shared by the ``N`` consumers, rounded
+    down to 8, at most 240: 232 with 8 consumer warps (40 * 128 + 232 * 256 = 168 * 384, the
+    brief's section 0.7), 104 with 16. With 4 consumer warps (256 threads, 255 registers
+    each at launch) there is nothing to move."""
+    if n_cons < 256:
+        return 0
+    cap = 65536 // (n_cons + PRODUCER_THREADS) // 8 * 8
+    pool_regs = cap * (n_cons + PRODUCER_THREADS) - PRODUCER_REGS * PRODUCER_THREADS
+    return min(240, pool_regs // n_cons // 8 * 8)
 
 
 def _asm(builder, text, constraints="", args=(), types=()):
@@ -213,13 +228,13 @@ def split_roles(kernel) -> None:
         _asm(b, "fence.mbarrier_init.release.cluster;")
     b.call(cgutils.get_or_insert_function(b.module, ir.FunctionType(ir.VoidType(), []),
                                           "llvm.nvvm.barrier0"), [])
-    regs = n_cons == 256
+    regs = consumer_registers(n_cons)
     producer = kernel.append_basic_block("ws.producer")
     consumer = kernel.append_basic_block("ws.consumer")
     b.cbranch(b.icmp_unsigned(">=", tid, ir.Constant(I32, n_cons)), producer, consumer)
     b.position_at_end(consumer)
     if regs:
-        _asm(b, f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS};")
+        _asm(b, f"setmaxnreg.inc.sync.aligned.u32 {regs};")
     b.branch(old_entry)
 
     b.position_at_end(producer)

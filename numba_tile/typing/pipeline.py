@@ -342,7 +342,7 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                         pending = 1
                         from ..compiler_context import current
                         current().used_pending = True
-                    if tma and ws_enabled():
+                    if tma and ws_enabled() and ws_fits():
                         bound = _range_bound(blocks, loop, defs, inner)
                         persist = _persistent_tiles(cfg, loops, header, loop, found, defs,
                                                     typemap, bound, blocks, doms)
@@ -397,6 +397,12 @@ def ws_enabled() -> bool:
     Part of ``Kernel.compile``'s cache keys."""
     import os
     return os.environ.get("NUMBA_TILE_WS", "").strip() != "0"
+
+
+def ws_fits() -> bool:
+    """A producer warpgroup fits beside the kernel's warps: at most 1024 threads a block."""
+    from ..compiler_context import current
+    return current().num_threads + 128 <= 1024
 
 
 def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blocks, doms):

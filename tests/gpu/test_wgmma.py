@@ -191,3 +191,86 @@ def test_persistent_tiles_loop(tile_backend, shape, blocks, stages, ws, monkeypa
                      128, 128, 64)
     want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
     np.testing.assert_array_equal(tile_backend.to_numpy(c), want)
+
+
+def _ws_edges(num_stages, nested):
+    @nt.jit(num_warps=8, num_stages=num_stages)
+    def edges(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+              BK: nt.Constant, MODE: nt.Constant):
+        # MODE 0: a break in the tiles loop (the producer must not walk the sequence);
+        # 1: two warp-specialized K loops per tile (two jobs, two rings); 2: the tiles loop
+        # run twice inside another loop; 3: blocks that return before the tiles loop
+        if MODE == 3 and nt.bid(0) % 3 == 1:
+            return
+        for idx in nt.tiles(c):
+            i = idx[0]
+            j = idx[1]
+            if MODE == 0 and i == 1:
+                break
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (i, k), (BM, BK), padding=0)
+                y = nt.load(b, (k, j), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+            if MODE == 1:
+                acc2 = nt.zeros((BM, BN), nt.float32)
+                for k2 in range(nt.num_tiles(a, 1, BK)):
+                    x2 = nt.load(a, (i, k2), (BM, BK), padding=0)
+                    y2 = nt.load(b, (k2, j), (BK, BN), padding=0)
+                    acc2 = nt.mma(x2, y2, acc2)
+                acc = acc + acc2
+            nt.store(c, nt.astype(acc, nt.float16), idx)
+
+    @nt.jit(num_warps=8, num_stages=num_stages)
+    def edges_nested(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                     BK: nt.Constant, MODE: nt.Constant):
+        for r in range(2):
+            for idx in nt.tiles(c):
+                i = idx[0]
+                j = idx[1]
+                acc = nt.zeros((BM, BN), nt.float32)
+                for k in range(nt.num_tiles(a, 1, BK)):
+                    x = nt.load(a, (i, k), (BM, BK), padding=0)
+                    y = nt.load(b, (k, j), (BK, BN), padding=0)
+                    acc = nt.mma(x, y, acc)
+                nt.store(c, nt.astype(acc, nt.float16), idx)
+    return edges_nested if nested else edges
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_warp_specialized_edges(tile_backend, mode, monkeypatch):
+    """Kernels the persistent walk must not take or takes twice: no hang, exact values."""
+    monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
+    for key in ("NUMBA_TILE_WS", "NUMBA_TILE_TMA"):
+        monkeypatch.delenv(key, raising=False)
+    m, k, n = 300, 200, 520
+    rng = np.random.default_rng()
+    a = rng.integers(-3, 4, (m, k)).astype(np.float16)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    blocks = 4
+    kernel = _ws_edges(3, mode == 2)
+    c0 = np.zeros((m, n), np.float16)
+    ptx = kernel.ptx(a, b, nt.partition(c0, (128, 128), blocks=blocks), 128, 128, 64, mode)
+    assert "setmaxnreg" in ptx
+    fill = np.float16(-7)
+    c = tile_backend.asarray(np.full((m, n), fill, np.float16))
+    tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
+                     nt.partition(c, (128, 128), blocks=blocks), 128, 128, 64, mode)
+    full = a.astype(np.float64) @ b.astype(np.float64)
+    want = np.full((m, n), fill, np.float64)
+    tiles_m, tiles_n = -(-m // 128), -(-n // 128)
+    for t in range(tiles_m * tiles_n):
+        ti, tj = t // tiles_n, t % tiles_n           # row-major tile order
+        owner = t % blocks
+        rows, cols = slice(128 * ti, 128 * ti + 128), slice(128 * tj, 128 * tj + 128)
+        if mode == 3 and owner % 3 == 1:
+            continue
+        if mode == 0:
+            # block `owner` stops at its first tile with i == 1
+            mine = [u for u in range(owner, tiles_m * tiles_n, blocks)]
+            stop = next((u for u in mine if u // tiles_n == 1), None)
+            if stop is not None and t >= stop:
+                continue
+        want[rows, cols] = full[rows, cols] * (2 if mode == 1 else 1)
+    np.testing.assert_array_equal(tile_backend.to_numpy(c).astype(np.float64),
+                                  want.astype(np.float16).astype(np.float64))

@@ -1,0 +1,173 @@
+"""Warp specialization of TMA-fed wgmma loops (``lowering/ws.py``) in PTX and ptxas output, no
+GPU: the producer warpgroup's launch bounds and registers, the consumers' named barrier, the
+slot release, the persistent tiles loop's 32-bit tile arithmetic; ``NUMBA_TILE_WS=0`` and
+the cases it does not take keep the single-role schedule."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.dtypes import BFLOAT16_NP, FLOAT8_E4M3FN_NP
+from numba_tile.lowering.ws import consumer_registers
+from numba_tile.runtime import linker
+
+
+def _gemm(num_warps, num_stages):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages)
+    def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+             BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+        nt.store(c, acc)
+    return gemm
+
+
+def _persistent(num_warps, num_stages, brk=False):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages)
+    def persistent(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                   BK: nt.Constant, STOP: nt.Constant):
+        for idx in nt.tiles(c):
+            i = idx[0]
+            j = idx[1]
+            if STOP and i == 3:
+                break
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (i, k), (BM, BK), padding=0)
+                y = nt.load(b, (k, j), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+            nt.store(c, acc, idx)
+    return persistent
+
+
+def _arrays(dt=BFLOAT16_NP):
+    return np.zeros((1000, 704), dt), np.zeros((704, 896), dt), np.zeros((1000, 896), np.float32)
+
+
+@pytest.fixture(autouse=True)
+def _defaults(monkeypatch):
+    for key in ("NUMBA_TILE_MMA", "NUMBA_TILE_TMA", "NUMBA_TILE_WS", "NUMBA_TILE_WGMMA_PENDING"):
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.mark.parametrize("warps, tile", [(8, (128, 256, 64)), (4, (64, 128, 64)),
+                                         (16, (256, 128, 64))])
+def test_producer_warpgroup_and_registers(warps, tile, nvjitlink):
+    bm, bn, bk = tile
+    a, b, c = _arrays()
+    ck = _gemm(warps, 4).compiled(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=(9, 0))
+    ptx = ck.ptx
+    n = 32 * warps
+    assert ck.num_threads == n + 128                      # the launch's block
+    assert re.search(rf"\.maxntid {n + 128}, 1, 1", ptx) and ".minnctapersm 1" in ptx
+    regs = consumer_registers(n)
+    if regs:
+        assert f"setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+        assert f"setmaxnreg.inc.sync.aligned.u32 {regs};" in ptx
+        # the pool at launch covers what the roles take
+        cap = 65536 // (n + 128) // 8 * 8
+        assert 40 * 128 + regs * n <= cap * (n + 128)
+    else:
+        assert "setmaxnreg" not in ptx
+    body = ptx[ptx.index(".entry"):]
+    # one block-wide barrier (the job barrier's initialization), every other one the
+    # consumers' named barrier
+    assert body.count("bar.sync \t0;") == 1
+    assert f"barrier.sync \t1, {n};" in body
+    # slots released by lane 0 of each consumer warp; the producer waits on them
+    assert re.search(rf"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], {warps};", body) or \
+        f"], {warps};" in body
+    assert body.count("mbarrier.try_wait.parity") >= 3     # job, full, empty
+    out = linker.assemble(ptx, (9, 0))
+    registers, spilled = linker.spill_report(out[1])
+    assert spilled == 0, out[1]
+    assert not re.search(r"wgmma.*serializ|C7509|C7510|C7511|C7515", out[1]), out[1]
+
+
+def test_ws_off_keeps_the_single_role_schedule(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_WS", "0")
+    a, b, c = _arrays()
+    ck = _gemm(8, 4).compiled(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
+    assert ck.num_threads == 256
+    assert "setmaxnreg" not in ck.ptx and "barrier.sync \t1" not in ck.ptx
+    assert "cp.async.bulk.tensor" in ck.ptx
+
+
+def test_cp_async_and_sm80_are_not_specialized(monkeypatch):
+    a, b, c = _arrays()
+    monkeypatch.setenv("NUMBA_TILE_TMA", "0")
+    ck = _gemm(8, 4).compiled(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
+    assert ck.num_threads == 256 and "setmaxnreg" not in ck.ptx
+    monkeypatch.delenv("NUMBA_TILE_TMA")
+    ck = _gemm(8, 3).compiled(a, b, nt.partition(c, (128, 128)), 128, 128, 64, cc=(8, 0))
+    assert ck.num_threads == 256 and "setmaxnreg" not in ck.ptx
+
+
+def test_persistent_tiles_loop_has_no_64_bit_division(nvjitlink):
+    """The producer walks tiles(c) itself: 32-bit tile-number divisions on both roles (a
+    64-bit division is a call, and a call serializes the wgmmas, C7509)."""
+    a, b, c = _arrays()
+    part = nt.partition(c, (128, 256), blocks=132, order=nt.grouped(8))
+    ptx = _persistent(8, 4).ptx(a, b, part, 128, 256, 64, False, cc=(9, 0))
+    assert "div.u64" not in ptx and "rem.u64" not in ptx
+    assert ptx.count("%nctaid.x") >= 2                    # the consumers' and the producer's
+    out = linker.assemble(ptx, (9, 0))
+    assert not re.search(r"C7509|serializ", out[1]), out[1]
+    assert linker.spill_report(out[1])[1] == 0
+
+
+def test_tiles_loop_with_a_break_is_not_walked_by_the_producer():
+    """A break leaves tiles the consumers never read: the producer must not run ahead into
+    them (it would wait forever for their slots). The loop is still warp-specialized, one
+    job per run of the K loop (the producer reads no tile sequence: no %nctaid.x of its
+    own)."""
+    a, b, c = _arrays()
+    part = nt.partition(c, (128, 256), blocks=132, order=nt.grouped(8))
+    plain = _persistent(8, 4).ptx(a, b, part, 128, 256, 64, False, cc=(9, 0))
+    broken = _persistent(8, 4).ptx(a, b, part, 128, 256, 64, True, cc=(9, 0))
+    assert "setmaxnreg" in broken
+    assert broken.count("%nctaid.x") == plain.count("%nctaid.x") - 1
+
+
+def test_fp8_loop_is_specialized_too(nvjitlink):
+    a = np.zeros((1000, 768), FLOAT8_E4M3FN_NP)
+    bt = np.zeros((896, 768), FLOAT8_E4M3FN_NP)
+    c = np.zeros((1000, 896), np.float32)
+
+    @nt.jit(num_warps=8, num_stages=4)
+    def gemm_bt(a, bt, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(bt, (nt.bid(1), k), (BN, BK), padding=0)
+            acc = nt.mma(x, nt.transpose(y), acc)
+        nt.store(c, acc)
+
+    ck = gemm_bt.compiled(a, bt, nt.partition(c, (128, 256)), 128, 256, 128, cc=(9, 0))
+    assert ck.num_threads == 384 and "setmaxnreg.inc.sync.aligned.u32 232" in ck.ptx
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in ck.ptx
+    # the maps: an 8-bit one per operand, rows of 128 bytes
+    assert ck.tensor_maps == (("a", 128), ("bt", 256))
+    out = linker.assemble(ck.ptx, (9, 0))
+    assert linker.spill_report(out[1])[1] == 0
+    assert not re.search(r"C7509|C7510|C7511|C7515|serializ", out[1]), out[1]
+
+
+def test_too_many_warps_for_a_producer_keep_one_role():
+    """32 warps leave no room for a producer warpgroup in a block of 1024 threads."""
+    from numba_tile.typing.pipeline import ws_fits
+    from numba_tile import compiler_context
+    ctx = compiler_context.CompileContext(num_warps=32)
+    with compiler_context.compiling(ctx):
+        assert not ws_fits()
+    ctx = compiler_context.CompileContext(num_warps=16)
+    with compiler_context.compiling(ctx):
+        assert ws_fits()
