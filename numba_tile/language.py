@@ -327,6 +327,9 @@ _MMA_TABLE = """
     float16             float32 (default)   tensor cores, products exact, float32 sums
     float16             float16             tensor cores, float16 accumulation
     bfloat16            float32             tensor cores, products exact, float32 sums
+    float8_e4m3fn       float32             tensor cores (sm_89+), products exact, sums in
+                                            the tensor cores' accumulator
+    float8_e5m2         float32             as float8_e4m3fn
     int8                int32               tensor cores, exact (int32 wraps on overflow)
     float32             float32             IEEE float32 fused multiply-adds (default)
     float32             float32             TF32 tensor cores with ``precision="tf32"``
@@ -340,12 +343,18 @@ _MMA_TABLE = """
     other input dtype. Mixed input dtypes are refused: cast with :func:`astype` first.
 
     Shapes: ``a`` is ``(M, K)``, ``b`` ``(K, N)``, the result ``(M, N)``; M, N and K powers
-    of two, at least 16 (at least 32 for K with int8 inputs). Masked operands (loads at an
+    of two, at least 16 (at least 32 for K with int8 and FP8 inputs). FP8 products need
+    compute capability 8.9 or later (``mma.sync ... .e4m3`` / ``.e5m2``; ``wgmma ... k32``
+    on 9.0) and are refused at compile time for 8.0. On 9.0 FP8 ``wgmma`` reads both
+    operands K-major: ``b`` written as ``transpose`` of an (N, K) tile loaded in the K loop
+    is staged so; an FP8 ``b`` loaded as (K, N) is transposed by the threads first. The
+    tensor cores' FP8 accumulator keeps fewer bits than float32 (DeepGEMM promotes its
+    partial sums for that reason); the interpreter sums in float32. Masked operands (loads at an
     array's edge without ``padding``) count their invalid elements as zero, so a K not a
     multiple of the tile sums no garbage; the result is masked only when ``acc`` is.
 
     Accumulation order: the tensor-core paths add the K products in groups of the
-    instruction's depth (16 for 16-bit inputs, 32 for int8, 8 for TF32), group after group
+    instruction's depth (16 for 16-bit inputs, 32 for int8 and FP8, 8 for TF32), group after group
     in K order; the IEEE paths accumulate one product at a time in K order with a fused
     multiply-add. The interpreter computes in the same dtypes (float32 sums of exact
     products for 16-bit inputs; float16 accumulation rounded after each group of 16)."""

@@ -45,9 +45,9 @@ from ..layout import MmaLayout
 from ..typing.types import (PartitionIndexType, PartitionType, TensorType, TileType,
                             element_llvm_type)
 from ..typing.common import make_tile
-from .common import (I1, block_index, chunk_coords, const_i64, convert, fragment_elements,
-                     is_storing_thread, make_fragment, padding_element, scalar_to, tile_extents,
-                     umin)
+from .common import (I1, I64, block_index, chunk_coords, const_i64, convert,
+                     fragment_elements, is_storing_thread, make_fragment, padding_element,
+                     scalar_to, thread_index, tile_extents, umin)
 from .layouts import barrier
 
 #: a constant tile index ``c`` with ``|c| * tile`` below this cannot wrap: the element
@@ -396,6 +396,10 @@ def _emit_store_mma(builder, view: ArrayView, index, tile: TileType, frag_elems,
     c0 = builder.mul(index[1], const_i64(tile.shape[1]))
     slots = mma_slots(builder, tile.layout)
     pair = view.ty.vec16
+    if pair and view.itemsize == 2 and tile.layout.atoms[1] % 4 == 0:
+        _store_mma_rows_of_16_bytes(builder, view, tile, frag_elems, slots, r0, c0, limits,
+                                    base_mask)
+        return
     for j in range(0, len(slots), 2):
         (row, col), _linear = slots[j]
         g_row, g_col = builder.add(r0, row), builder.add(c0, col)
@@ -423,6 +427,89 @@ def _emit_store_mma(builder, view: ArrayView, index, tile: TileType, frag_elems,
             off = builder.add(row_off, builder.mul(gc, view.strides[1]))
             with builder.if_then(ok, likely=True):
                 builder.store(v, view.global_ptr(builder, off, 1), align=view.itemsize)
+
+
+def _quad_transpose(builder, words, q):
+    """The 4 x 4 transpose of 32-bit ``words`` across the 4 lanes of a quad (lane ``q`` =
+    ``lane % 4``, i32): lane ``q`` ends with word ``q`` of lanes 0, 1, 2, 3, in that order.
+    Two butterfly stages (``shfl.sync.bfly`` by 2, then by 1), two shuffles each."""
+    from .reduction import _shfl_bfly
+    i32 = ir.IntType(32)
+    r = list(words)
+    for bit, (keep, swap) in ((2, ((0, 1), (2, 3))), (1, ((0, 2), (1, 3)))):
+        hi = builder.icmp_unsigned("!=", builder.and_(q, ir.Constant(i32, bit)),
+                                   ir.Constant(i32, 0))
+        # a lane of the low half sends its `swap` words and keeps `keep`; the high half
+        # the other way round
+        sent = [builder.select(hi, r[k], r[s]) for k, s in zip(keep, swap)]
+        got = [_shfl_bfly(builder, v, bit) for v in sent]
+        out = list(r)
+        for (k, s_), g in zip(zip(keep, swap), got):
+            out[s_] = builder.select(hi, r[s_], g)
+            out[k] = builder.select(hi, g, r[k])
+        r = out
+    return r
+
+
+def _store_mma_rows_of_16_bytes(builder, view, tile, frag_elems, slots, r0, c0, limits,
+                                base_mask):
+    """A 16-bit accumulator stored as 16-byte row segments: in each group of 4 atoms (32
+    columns) a quad's lanes hold one row's column pairs ``8 i + 2 q`` of atom ``i``; a 4 x 4
+    transpose of the pairs across the quad (:func:`_quad_transpose`) gives lane ``q`` the 8
+    consecutive columns ``8 q .. 8 q + 7`` of atom ``q``: one ``st.global.v4`` where they
+    lie inside (the array allows 16-byte accesses, ``vec16``), element by element where the
+    row or the array's edge cuts them. A warp's store then covers 8 rows x 64 bytes (whole
+    32-byte sectors) instead of 8 rows x 16 bytes."""
+    i32 = ir.IntType(32)
+    dt = tile.dtype
+    am, an = tile.layout.atoms
+    storage = view.storage_llvm
+    lane = builder.trunc(builder.and_(thread_index(builder), const_i64(31)), i32)
+    q = builder.and_(lane, ir.Constant(i32, 3))
+    q64 = builder.zext(q, I64)
+    v2 = ir.VectorType(storage, 2)
+    for im in range(am):
+        for h in range(2):
+            for t in range(an // 4):
+                words = []
+                for i in range(4):
+                    k = 4 * (im * an + 4 * t + i) + 2 * h
+                    vec = ir.Constant(v2, ir.Undefined)
+                    for e in range(2):
+                        val = _reg_to_storage(builder, frag_elems[k + e], dt, storage)
+                        vec = builder.insert_element(vec, val, ir.Constant(i32, e))
+                    words.append(builder.bitcast(vec, i32))
+                got = _quad_transpose(builder, words, q)
+                (row, col), _lin = slots[4 * (im * an + 4 * t) + 2 * h]
+                # col = the warp's first column + 32 t + 2 q: this lane's segment starts at
+                # the warp's first column + 32 t + 8 q
+                col8 = builder.add(builder.sub(col, builder.shl(q64, const_i64(1))),
+                                   builder.shl(q64, const_i64(3)))
+                g_row, g_col = builder.add(r0, row), builder.add(c0, col8)
+                row_ok = builder.icmp_unsigned("<", g_row, limits[0])
+                full = _and_all(builder, base_mask + [row_ok, builder.icmp_unsigned(
+                    "<=", builder.add(g_col, const_i64(8)), limits[1])])
+                row_off = builder.mul(g_row, view.strides[0])
+                with builder.if_else(full, likely=True) as (whole, edge):
+                    with whole:
+                        v4 = ir.VectorType(i32, 4)
+                        vec = ir.Constant(v4, ir.Undefined)
+                        for e, w in enumerate(got):
+                            vec = builder.insert_element(vec, w, ir.Constant(i32, e))
+                        # as 4 words: one 16-byte access (8 halves would be two)
+                        ptr = builder.bitcast(view.global_ptr(builder, builder.add(
+                            row_off, g_col), 8), v4.as_pointer(1))
+                        builder.store(vec, ptr, align=16)
+                    with edge:
+                        for e in range(8):
+                            half = builder.extract_element(builder.bitcast(got[e // 2], v2),
+                                                           ir.Constant(i32, e % 2))
+                            gc = builder.add(g_col, const_i64(e))
+                            ok = _and_all(builder, base_mask + [
+                                row_ok, builder.icmp_unsigned("<", gc, limits[1])])
+                            with builder.if_then(ok):
+                                builder.store(half, view.global_ptr(
+                                    builder, builder.add(row_off, gc), 1), align=2)
 
 
 def _index_values(context, builder, ty, val, ndim):

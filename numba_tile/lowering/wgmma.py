@@ -1,8 +1,8 @@
 """Lowering of ``mma`` to Hopper's ``wgmma.mma_async`` (sm_90a), operands staged from registers.
 
-Taken for the products ``typing/mma.use_wgmma`` admits (forced with ``NUMBA_TILE_MMA=wgmma``
-for now: float16 / bfloat16 inputs, a float32 accumulator, ``M = 16 * num_warps``, ``K`` and
-``N`` multiples of 64, ``N <= 256``); the accumulator is an
+Taken for the products ``typing/mma.use_wgmma`` admits (float16 / bfloat16 / FP8 inputs, a
+float32 accumulator, ``M = 16 * num_warps``, ``K`` whole 128-byte atoms, ``N`` a multiple of
+64, ``N <= 256``); the accumulator is an
 :class:`~numba_tile.layout.MmaLayout` with ``wgmma=True``. Facts and encodings:
 ``shared/notes/hopper-gemm.md`` (sections 1.1-1.7, the numbers below are from there).
 
@@ -17,13 +17,16 @@ for now: float16 / bfloat16 inputs, a float32 accumulator, ``M = 16 * num_warps`
 2. **Descriptors** (64-bit, section 1.5): start address >> 4 in bits 0-13, the leading byte
    offset >> 4 in bits 16-29, the stride byte offset >> 4 in bits 32-45, swizzle mode 1
    (128 bytes) in bits 62-63. A (K-major): stride 1024 (8 rows of 128 bytes), leading offset
-   unused (16); the K step of 16 elements is +32 bytes inside an atom column, and the next
-   atom column is ``M * 128`` bytes on. B (N-major, ``imm-trans-b = 1``): stride 1024 (8 K
-   rows), leading offset ``K * 128`` (from one 64-column atom to the next); a K step is 16
-   rows, +2048 bytes.
+   unused (16); the K step of one instruction (32 bytes: 16 16-bit elements, 32 FP8 ones)
+   is +32 bytes inside an atom column, and the next atom column is ``M * 128`` bytes on. B
+   (N-major, ``imm-trans-b = 1``): stride 1024 (8 K rows), leading offset ``K * 128`` (from
+   one 64-column atom to the next); a K step is 16 rows, +2048 bytes. B K-major (``N`` rows
+   of ``K``, as A): FP8 always (its ``wgmma`` form has no transpose operands; registers are
+   written transposed, a pipelined ``transpose`` of an (N, K) tile lands so), 16-bit where a
+   pipelined load staged a transposed tile (``imm-trans-b = 0``).
 3. **Issue.** Warpgroup ``g`` (threads ``128 g .. 128 g + 127``) multiplies its 64-row slab of
-   A (rows ``64 g ..``) by all of B: ``wgmma.fence``, one ``wgmma.mma_async.m64nNk16`` per K
-   step accumulating into the thread's ``N / 2`` registers (outputs tied to inputs, so nothing
+   A (rows ``64 g ..``) by all of B: ``wgmma.fence``, one ``wgmma.mma_async.m64nNk16``
+   (``k32`` for FP8) per K step accumulating into the thread's ``N / 2`` registers (outputs tied to inputs, so nothing
    else touches them in flight), ``commit_group``, ``wait_group 0`` (also tied: later uses of
    the accumulator depend on the wait). The registers come back in the layout's slot order:
    ``d[4 jn + i]`` is ``mma.sync``'s C fragment of atom ``jn`` (section 1.4).
