@@ -11,8 +11,9 @@ Implementations:
   (BM, BN) tile, a K loop of ``nt.mma(x, nt.transpose(y), acc)``, the scales applied to the
   float32 accumulator), over a sweep of (BM, BN, BK, num_warps, num_stages) (``CONFIGS``;
   on the H200 all but the last take ``wgmma ... k32 .e4m3`` with TMA loads, the last
-  ``mma.sync ... m16n8k32 .e4m3``: its figure is the ``mma.sync`` column). The fastest is
-  reported and named.
+  ``mma.sync ... m16n8k32 .e4m3``: its figure is the ``mma.sync`` column); with
+  ``--persistent`` each also as the persistent kernel (``blocks=`` one per multiprocessor,
+  ``pN`` in the config column). The fastest is reported and named.
 * ``torch._scaled_mm(a, bt.t(), scale_a, scale_b, out_dtype=torch.bfloat16,
   use_fast_accum=...)``, both settings: ``fast`` (the tensor cores' accumulator only, as
   numba_tile) and ``exact`` (``use_fast_accum=False``: cuBLASLt promotes the partial sums
@@ -84,19 +85,24 @@ def run(args) -> bool:
         text = f"{m}x{n}x{k}"
         res = {}
         best, best_cfg, best_err, sync = None, None, None, None
+        blocks_opts = [None] + ([props.multi_processor_count] if args.persistent else [])
         for cfg in args.configs:
-            r = bench.check_and_time(
-                f"numba_tile {cfg}", lambda cfg=cfg: nt_fp8.scaled_mm(a, bt, sa, sb, c,
-                                                                      config=cfg), c, ref,
-                TOL, timer, text)
-            ok = ok and r["status"] != "WRONG"
-            if r["status"] != "ok":
-                continue
-            tf = bench.tflops(m, n, k, r["ms"])
-            if (cfg.bk < 128 or cfg.num_warps * 16 != cfg.bm) and (sync is None or tf > sync):
-                sync = tf
-            elif best is None or tf > best:
-                best, best_cfg, best_err = tf, cfg, r["rel_err"]
+            for blocks in blocks_opts:
+                name = f"{cfg}" + (f" p{blocks}" if blocks else "")
+                r = bench.check_and_time(
+                    f"numba_tile {name}",
+                    lambda cfg=cfg, blocks=blocks: nt_fp8.scaled_mm(a, bt, sa, sb, c, config=cfg,
+                                                                    blocks=blocks),
+                    c, ref, TOL, timer, text)
+                ok = ok and r["status"] != "WRONG"
+                if r["status"] != "ok":
+                    continue
+                tf = bench.tflops(m, n, k, r["ms"])
+                if cfg.bk < 128 or cfg.num_warps * 16 != cfg.bm:
+                    if sync is None or tf > sync:
+                        sync = tf
+                elif best is None or tf > best:
+                    best, best_cfg, best_err = tf, name, r["rel_err"]
         for name, fast in (("fast", True), ("exact", False)):
             def peer(fast=fast):
                 torch._scaled_mm(a, bt.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
@@ -120,6 +126,9 @@ def main(argv=None) -> None:
     p.add_argument("--sizes", default=None, help="MxNxK,... (default: the issue's shapes)")
     p.add_argument("--configs", default=None, help="BMxBNxBKxWARPSxSTAGES,...")
     p.add_argument("--scales", choices=("row", "tensor"), default="row")
+    p.add_argument("--persistent", action="store_true",
+                   help="also time each configuration as the persistent kernel on one block "
+                        "per multiprocessor (pN in the config column)")
     p.add_argument("--reps", type=int, default=25)
     p.add_argument("--budget", type=float, default=0.4)
     args = p.parse_args(argv)

@@ -412,6 +412,7 @@ def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
     ctx.cc = tuple(cc)
     ctx.num_stages = num_stages
     ctx.no_pending = no_pending
+    ctx.min_blocks_per_sm = min_blocks_per_sm       # typing/pipeline.ws_fits
     ctx.mma_impl = mma if mma is not None else mma_impl()   # the caller's, for its cache key
     with compiler_context.compiling(ctx):
         try:

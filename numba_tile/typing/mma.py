@@ -16,7 +16,7 @@ from .. import compiler_context, dtypes
 from .._registry import typing_rule
 from ..errors import TileTypingError
 from ..layout import MmaLayout
-from .common import MAX_ELEMS_PER_THREAD, check_float8_target, dtype_arg, fail, is_omitted
+from .common import MAX_ELEMS_PER_THREAD, dtype_arg, fail, is_omitted
 from .types import TileType
 
 #: smallest M, N, K (the issue's contract; the m16n8 atom needs M >= 16, N >= 8)
@@ -87,7 +87,14 @@ def plan(opname: str, in_dt, acc_dt, precision: str) -> MmaPlan:
         raise fail(opname, "acc", f"an accumulator of {' or '.join(allowed)} for "
                    f"{dtypes.name(in_dt)} inputs", dtypes.name(acc_dt))
     if hit[0] in FP8_KINDS:
-        check_float8_target(opname, in_dt)
+        from .common import FLOAT8_MIN_CC, target_cc
+        cc = target_cc()
+        if cc < FLOAT8_MIN_CC:
+            raise TileTypingError(
+                f"{opname}(): a product of {dtypes.name(in_dt)} tiles needs sm_89 or later "
+                f"(mma.sync ... .{hit[0]}, wgmma ... k32 on sm_90a); the kernel is compiled "
+                f"for sm_{cc[0]}{cc[1]}. Convert the operands to float16 or bfloat16 with "
+                f"astype on the host (FP8 conversions need sm_89 too), or run on an sm_89+ GPU")
     return MmaPlan(in_dt, acc_dt, *hit)
 
 

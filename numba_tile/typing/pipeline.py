@@ -336,9 +336,13 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                     {f[3]: id(f[0].value) for f in found})
                 if drain:
                     tma = want_tma
-                    if want_pending and _wait_at_loop_exit(func_ir, typemap, calltypes,
-                                                           typingctx, loop,
-                                                           st_prod.value.args[2]):
+                    # a group left in flight may read only slots: an operand written from
+                    # registers into the product's scratch would be overwritten by the next
+                    # iteration under the running wgmma
+                    both_staged = {f[3] for f in found} == {0, 1}
+                    if want_pending and both_staged and _wait_at_loop_exit(
+                            func_ir, typemap, calltypes, typingctx, loop,
+                            st_prod.value.args[2]):
                         pending = 1
                         from ..compiler_context import current
                         current().used_pending = True
@@ -400,9 +404,12 @@ def ws_enabled() -> bool:
 
 
 def ws_fits() -> bool:
-    """A producer warpgroup fits beside the kernel's warps: at most 1024 threads a block."""
+    """A producer warpgroup fits beside the kernel's warps: at most 1024 threads a block, and
+    no ``min_blocks_per_sm`` above 1 asked (its register cap counts the kernel's own threads:
+    with the producer's 128 more, a kernel that fits would not assemble, C7602)."""
     from ..compiler_context import current
-    return current().num_threads + 128 <= 1024
+    ctx = current()
+    return ctx.num_threads + 128 <= 1024 and (getattr(ctx, "min_blocks_per_sm", None) or 1) <= 1
 
 
 def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blocks, doms):
@@ -423,19 +430,22 @@ def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blo
     if any(h not in (header, t_head) and lp.body & tl.body and not lp.body <= loop.body
            for h, lp in loops.items()):
         return None
-    if len(tl.exits) != 1:
-        return None
-    (t_exit,) = tl.exits
-    if [src for src, _ in cfg.predecessors(t_exit)] != [t_head]:
-        return None
-    if not all(header in doms[latch] for latch in _latches(cfg, tl)):
-        return None
-    if not _invariant(bound.name, tl, defs, typemap):
-        return None
-    nexts = [st for lb in tl.body if lb not in loop.body for st in blocks[lb].body
+    nexts = [(lb, st) for lb in tl.body if lb not in loop.body for st in blocks[lb].body
              if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
              and st.value.op == "iternext"]
     if len(nexts) != 1:
+        return None
+    # left only where the iterator is exhausted: from the header, or from the block after a
+    # header of phis that holds the iternext (as _induction_variable allows)
+    if len(tl.exits) != 1:
+        return None
+    (t_exit,) = tl.exits
+    if [src for src, _ in cfg.predecessors(t_exit)] not in ([t_head], [nexts[0][0]]):
+        return None
+    nexts = [st for _lb, st in nexts]
+    if not all(header in doms[latch] for latch in _latches(cfg, tl)):
+        return None
+    if not _invariant(bound.name, tl, defs, typemap):
         return None
     gi = _single_def(nexts[0].value.value.name, defs)
     while isinstance(gi, ir.Var):

@@ -171,3 +171,57 @@ def test_too_many_warps_for_a_producer_keep_one_role():
     ctx = compiler_context.CompileContext(num_warps=16)
     with compiler_context.compiling(ctx):
         assert ws_fits()
+
+
+def test_min_blocks_per_sm_keeps_one_role(nvjitlink):
+    """min_blocks_per_sm=2 caps registers for the kernel's own threads: with a producer's 128
+    more the kernel would not assemble (C7602), so it keeps the single-role schedule."""
+    a, b, c = _arrays()
+
+    @nt.jit(num_warps=8, num_stages=4, min_blocks_per_sm=2)
+    def g(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+          BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+        nt.store(c, acc)
+
+    ck = g.compiled(a, b, nt.partition(c, (128, 128)), 128, 128, 64, cc=(9, 0))
+    assert ck.num_threads == 256 and "setmaxnreg" not in ck.ptx
+    assert linker.assemble(ck.ptx, (9, 0)) is not None
+
+
+def test_persistent_walk_with_an_epilogue_load_after_the_k_loop():
+    """The FP8 example's persistent kernel (scales loaded after the K loop: Numba's tiles
+    loop then has a header block of phis before the iternext's block) is walked by the
+    producer."""
+    import ml_dtypes
+    from examples import gemm_fp8
+    from examples.gemm import GemmConfig
+    a = np.zeros((1000, 768), FLOAT8_E4M3FN_NP)
+    bt = np.zeros((896, 768), FLOAT8_E4M3FN_NP)
+    sa, sb = np.zeros((1000, 1), np.float32), np.zeros((1, 896), np.float32)
+    c = np.zeros((1000, 896), ml_dtypes.bfloat16)
+    cfg = GemmConfig(128, 256, 128, 8, 4)
+    kern = gemm_fp8.kernel_for(cfg, gemm_fp8.gemm_fp8_persistent_tiles)
+    part = nt.partition(c, (128, 256), blocks=132, order=nt.grouped(8))
+    ptx = kern.ptx(a, bt, sa, sb, part, 128, 256, 128, True, True, cc=(9, 0))
+    grid_kern = gemm_fp8.kernel_for(cfg)
+    grid_ptx = grid_kern.ptx(a, bt, sa, sb, nt.partition(c, (128, 256), order=nt.grouped(8)),
+                             128, 256, 128, True, True, cc=(9, 0))
+    assert "%nctaid.x" not in grid_ptx
+    assert ptx.count("%nctaid.x") >= 2          # the consumers' tiles loop and the producer's
+    assert "div.u64" not in ptx
+
+
+def test_no_group_left_in_flight_over_a_register_operand():
+    """An FP8 b loaded as (K, N) is written K-major from registers into the product's scratch
+    each iteration: no wgmma group may stay in flight across iterations over it."""
+    a = np.zeros((1000, 768), FLOAT8_E4M3FN_NP)
+    b = np.zeros((768, 896), FLOAT8_E4M3FN_NP)
+    c = np.zeros((1000, 896), np.float32)
+    ptx = _gemm(8, 4).ptx(a, b, nt.partition(c, (128, 256)), 128, 256, 128, cc=(9, 0))
+    assert "wgmma.mma_async" in ptx
+    assert "wgmma.wait_group.sync.aligned 1" not in ptx

@@ -100,7 +100,9 @@ def test_deferred_schedule_short_and_rerun_loops(tile_backend, stages, k, pendin
         assert ("setmaxnreg.dec.sync.aligned.u32 40" in ptx) == (copies == "tma-ws")
     else:
         assert "cp.async.cg" in ptx and "cp.async.bulk" not in ptx
-    assert ("wgmma.wait_group.sync.aligned 1" in ptx) == (pending == "1" and stages >= 3)
+    # b (N = 259: rows of 518 bytes, no 16-byte accesses) is not staged: it is written from
+    # registers into the product's scratch every iteration, so no group stays in flight
+    assert "wgmma.wait_group.sync.aligned 1" not in ptx
     c = tile_backend.asarray(np.full((m, n), np.nan, np.float16))
     tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
                      nt.partition(c, (128, 128)), 128, 128, 64, 2, "float16")

@@ -90,6 +90,19 @@ def test_sm80_refuses_fp8_products_before_any_gpu_work(dt):
         product.ptx(a, a, nt.partition(c, (64, 64)), 64, 64, 64, "float32", 0, cc=(8, 0))
 
 
+@pytest.mark.parametrize("cc", [(8, 0), (8, 6)])
+def test_sm80_message_names_the_product(cc):
+    @nt.jit
+    def unpadded(a, c: nt.Partition[("M", "N")], M: nt.Constant, N: nt.Constant):
+        x = nt.load(a, (0, 0), (M, N))
+        nt.store(c, nt.mma(x, x, nt.zeros((M, N), nt.float32)))
+    a = np.zeros((64, 64), FLOAT8_E4M3FN_NP)
+    c = np.zeros((64, 64), np.float32)
+    with pytest.raises(TileTypingError, match=r"mma\(\): a product of float8_e4m3fn tiles "
+                       r"needs sm_89 or later"):
+        unpadded.ptx(a, nt.partition(c, (64, 64)), 64, 64, cc=cc)
+
+
 @pytest.mark.parametrize("dt", FP8, ids=lambda d: d.name)
 def test_sm89_products_are_mma_sync(dt):
     rng = np.random.default_rng()
