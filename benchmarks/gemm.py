@@ -14,7 +14,9 @@ with a 14336-wide MLP). ``--quick`` runs three of them; ``--sizes`` names others
 Implementations:
 
 * numba_tile: ``examples/gemm.py`` (one block per (BM, BN) tile of C, a K loop of
-  ``nt.mma``), launched with PyTorch tensors, over a small sweep of configurations
+  ``nt.mma``) and, from 256 rows, ``examples/gemm_persistent.py`` on one block per
+  multiprocessor for :data:`PERSISTENT_CONFIGS` (``pN`` in the config column;
+  ``--no-persistent``: not), launched with PyTorch tensors, over a small sweep of configurations
   (:func:`sweep_configs`: (BM, BN, BK, num_warps[, num_stages]), a few per shape, smaller
   tiles for small M); the fastest is reported, and printed, and beside it the fastest of
   the configurations that lowered to ``mma.sync`` (on the H200 the others take ``wgmma``
@@ -84,6 +86,7 @@ import numba_tile as nt  # noqa: E402
 # examples/gemm.py as examples.gemm: run as a script, this file's own directory comes first
 # on sys.path, and a plain "import gemm" would import this file
 from examples import gemm as nt_gemm  # noqa: E402
+from examples import gemm_persistent as nt_gemm_persistent  # noqa: E402
 
 GemmConfig = nt_gemm.GemmConfig
 
@@ -116,6 +119,10 @@ LARGE_M_CONFIGS = ((128, 256, 64, 8, 4), (128, 128, 64, 8, 3), (128, 128, 32, 4,
 MEDIUM_M_CONFIGS = ((64, 128, 64, 4, 4), (64, 256, 64, 4, 4), (64, 64, 64, 4, 3),
                     (64, 128, 32, 4, 4), (128, 128, 32, 4, 3))
 #: ... up to 64 rows (BM = the rows' next power of two, at least 16, and 64)
+#: configurations also timed as ``examples/gemm_persistent.py`` on one block per
+#: multiprocessor (from 256 rows; ``--no-persistent`` says no): the Hopper default, whose
+#: producer then walks the block's tiles and runs ahead into the next one
+PERSISTENT_CONFIGS = (GemmConfig(128, 256, 64, 8, 4),)
 SMALL_M_BN_BK = ((64, 64, 4, 3), (128, 64, 4, 3))
 
 
@@ -511,15 +518,22 @@ def bench_shape(dname, shape, args, timer, triton_impl, torch) -> tuple:
         return r
 
     sweep = []
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     for cfg in configs_for(m, args.configs):
-        r = finish(check_and_time(
-            f"numba_tile {cfg}", lambda cfg=cfg: nt_gemm.matmul(a, b, c, config=cfg,
-                                                                 stream=stream),
-            c, ref, tol, timer, text))
-        r["config"] = str(cfg)
-        r["mma"] = product_kind(cfg, a, b, c)
-        ok = ok and r["status"] == "ok"
-        sweep.append(r)
+        kinds = [None] + ([sms] if getattr(args, "persistent", False) and m >= 256
+                          and (args.configs or cfg in PERSISTENT_CONFIGS) else [])
+        for blocks in kinds:
+            if blocks is None:
+                fn = (lambda cfg=cfg: nt_gemm.matmul(a, b, c, config=cfg, stream=stream))
+            else:
+                fn = (lambda cfg=cfg, blocks=blocks: nt_gemm_persistent.matmul_persistent(
+                    a, b, c, blocks, config=cfg, stream=stream))
+            name = str(cfg) + (f" p{blocks}" if blocks else "")
+            r = finish(check_and_time(f"numba_tile {name}", fn, c, ref, tol, timer, text))
+            r["config"] = name
+            r["mma"] = product_kind(cfg, a, b, c)
+            ok = ok and r["status"] == "ok"
+            sweep.append(r)
     timed = [r for r in sweep if "tflops" in r]
     if timed:
         res["numba_tile"] = dict(max(timed, key=lambda r: r["tflops"]), sweep=sweep)
@@ -763,6 +777,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--configs", type=_items(parse_config), default=None,
                    help="numba_tile configurations to try instead of the sweep, comma-separated "
                         "BMxBNxBKxWARPS[xSTAGES]")
+    p.add_argument("--no-persistent", dest="persistent", action="store_false",
+                   help="do not also time the persistent kernel (examples/gemm_persistent.py, "
+                        "one block per multiprocessor; from 256 rows, PERSISTENT_CONFIGS or "
+                        "every --configs entry)")
     p.add_argument("--reps", type=int, default=25, help="timed launches per implementation "
                    "and shape (median)")
     p.add_argument("--budget", type=float, default=0.4,
