@@ -3,9 +3,10 @@
 
 One block per (BM, BN) tile of C. The block walks K in steps of BK: it loads the (BM, BK)
 tile of A and the (BK, BN) tile of B at its tile coordinates and adds their product to a
-float32 accumulator with ``nt.mma`` (``mma.sync`` on tensor cores). The loads carry
-``padding=0``, so a ragged M, N or K needs no special case: past an edge the operands hold
-zeros, which add nothing, and the store writes only the part of an edge tile inside C.
+float32 accumulator with ``nt.mma`` (tensor cores: ``wgmma`` on Hopper, ``mma.sync``
+elsewhere). The loads carry ``padding=0``, so a ragged M, N or K needs no special case: past
+an edge the operands hold zeros, which add nothing, and the store writes only the part of an
+edge tile inside C.
 
 Tile order: blocks take C's tiles in Triton's *grouped* order (``order=nt.grouped(8)``:
 bands of 8 tile rows, walked down the band first, so blocks running at the same time share
