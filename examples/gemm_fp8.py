@@ -32,9 +32,11 @@ import numba_tile as nt
 try:
     from _common import check_result, dtype_name, pick_backend
     from gemm import GROUP_M, GemmConfig, device_cc
+    from gemm import kernel_for as gemm_kernel_for
 except ImportError:
     from examples._common import check_result, dtype_name, pick_backend
     from examples.gemm import GROUP_M, GemmConfig, device_cc
+    from examples.gemm import kernel_for as gemm_kernel_for
 
 #: input dtypes (the accumulator is float32; C is bfloat16)
 FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
@@ -96,15 +98,10 @@ def default_config(m: int, n: int, k: int, cc: tuple | None = None) -> GemmConfi
     return GemmConfig(128, 128, 64, 4, 3) if m >= 256 else GemmConfig(64, 64, 64, 4, 3)
 
 
-_KERNELS: dict = {}
-
-
 def kernel_for(config: GemmConfig, fn=gemm_fp8_tiles):
-    options = config.jit_options()
-    key = (fn, tuple(sorted(options.items())))
-    if key not in _KERNELS:
-        _KERNELS[key] = nt.jit(**options)(fn)
-    return _KERNELS[key]
+    """``examples/gemm.kernel_for`` (one kernel per function and options), FP8's kernel by
+    default."""
+    return gemm_kernel_for(config, fn)
 
 
 def check_operands(op: str, a, bt, scale_a, scale_b, c) -> tuple:
