@@ -404,12 +404,15 @@ def ws_enabled() -> bool:
 
 
 def ws_fits() -> bool:
-    """A producer warpgroup fits beside the kernel's warps: at most 1024 threads a block, and
-    no ``min_blocks_per_sm`` above 1 asked (its register cap counts the kernel's own threads:
-    with the producer's 128 more, a kernel that fits would not assemble, C7602)."""
+    """A producer warpgroup fits beside the kernel's warps: at most 1024 threads a block, no
+    ``min_blocks_per_sm`` above 1 asked (its register cap counts the kernel's own threads:
+    with the producer's 128 more, a kernel that fits would not assemble, C7602), and a safe
+    kernel (an unchecked one may branch per thread: a thread 0 that returned early would
+    stop the producer while other threads still wait for its tiles)."""
     from ..compiler_context import current
     ctx = current()
-    return ctx.num_threads + 128 <= 1024 and (getattr(ctx, "min_blocks_per_sm", None) or 1) <= 1
+    return (ctx.num_threads + 128 <= 1024 and not getattr(ctx, "unchecked", False)
+            and (getattr(ctx, "min_blocks_per_sm", None) or 1) <= 1)
 
 
 def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blocks, doms):

@@ -225,3 +225,27 @@ def test_no_group_left_in_flight_over_a_register_operand():
     ptx = _gemm(8, 4).ptx(a, b, nt.partition(c, (128, 256)), 128, 256, 128, cc=(9, 0))
     assert "wgmma.mma_async" in ptx
     assert "wgmma.wait_group.sync.aligned 1" not in ptx
+
+
+def test_unchecked_kernels_keep_one_role():
+    """An unchecked kernel may branch per thread: no producer warpgroup (a thread 0 that
+    returned early would stop it while other threads still wait for its tiles)."""
+    a, b, c = _arrays()
+
+    @nt.jit(num_warps=8, num_stages=4, unchecked=True)
+    def g(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+          BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+        nt.store(c, acc)
+
+    ck = g.compiled(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
+    assert ck.num_threads == 256 and "setmaxnreg" not in ck.ptx
+    from numba_tile import compiler_context
+    from numba_tile.typing.pipeline import ws_fits
+    ctx = compiler_context.CompileContext(num_warps=8, unchecked=True)
+    with compiler_context.compiling(ctx):
+        assert not ws_fits()
