@@ -389,7 +389,12 @@ def lower_wgmma_drain(context, builder, sig, args):
 
 @lowering_rule("_ws_post")
 def lower_ws_post(context, builder, sig, args):
-    """The trip count of a warp-specialized loop (``lowering/ws.py``)."""
+    """The trip count of a warp-specialized loop (``lowering/ws.py``), where the compiler
+    inserted the call (``typing/pipeline._post_trip_count`` marks its signature); a call in
+    the kernel's own code does nothing (its count would make the producer issue tiles no
+    consumer reads, and the block would never finish)."""
+    if not getattr(sig, "ws", False):
+        return context.get_dummy_value()
     from ..typing.types import PartitionType
     from .ws import record_trip_count
     grid = order = None

@@ -513,6 +513,8 @@ def _post_trip_count(func_ir, typemap, calltypes, typingctx, found, bound,
     sig = fnty.get_call_type(typingctx, tuple(typemap[a.name] for a in args), {})
     if sig is None:
         return False
+    # the mark the lowering acts on: a _ws_post a kernel's own code calls does nothing
+    sig = StagedSignature.of(sig, ws=True)
     fn_var = scope.redefine("$ws_post_fn", loc)
     out_var = scope.redefine("$ws_post", loc)
     call = ir.Expr.call(fn_var, args, (), loc)

@@ -249,3 +249,30 @@ def test_unchecked_kernels_keep_one_role():
     ctx = compiler_context.CompileContext(num_warps=8, unchecked=True)
     with compiler_context.compiling(ctx):
         assert not ws_fits()
+
+
+def test_a_kernels_own_ws_post_does_nothing():
+    """``_ws_post`` is the compiler's: a kernel calling it (a hostile trip count between the
+    loads) must not change the job the producer gets (it would issue tiles no consumer
+    reads, and the block would never finish)."""
+    from numba_tile import language
+
+    a, b, c = _arrays()
+
+    @nt.jit(num_warps=8, num_stages=4)
+    def g(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+          BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            language._ws_post(123457)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+        nt.store(c, acc)
+
+    ptx = g.ptx(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
+    assert "setmaxnreg" in ptx
+    assert "123457" not in ptx
+    clean = _gemm(8, 4).ptx(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
+    body = ptx[ptx.index("{"):]
+    assert len(body.splitlines()) == len(clean[clean.index("{"):].splitlines())
