@@ -16,8 +16,8 @@ from numba_tile.lowering.ws import consumer_registers
 from numba_tile.runtime import linker
 
 
-def _gemm(num_warps, num_stages):
-    @nt.jit(num_warps=num_warps, num_stages=num_stages)
+def _gemm(num_warps, num_stages, **options):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages, **options)
     def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
              BK: nt.Constant):
         acc = nt.zeros((BM, BN), nt.float32)
@@ -177,17 +177,7 @@ def test_min_blocks_per_sm_keeps_one_role(nvjitlink):
     """min_blocks_per_sm=2 caps registers for the kernel's own threads: with a producer's 128
     more the kernel would not assemble (C7602), so it keeps the single-role schedule."""
     a, b, c = _arrays()
-
-    @nt.jit(num_warps=8, num_stages=4, min_blocks_per_sm=2)
-    def g(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
-          BK: nt.Constant):
-        acc = nt.zeros((BM, BN), nt.float32)
-        for k in range(nt.num_tiles(a, 1, BK)):
-            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
-            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
-            acc = nt.mma(x, y, acc)
-        nt.store(c, acc)
-
+    g = _gemm(8, 4, min_blocks_per_sm=2)
     ck = g.compiled(a, b, nt.partition(c, (128, 128)), 128, 128, 64, cc=(9, 0))
     assert ck.num_threads == 256 and "setmaxnreg" not in ck.ptx
     assert linker.assemble(ck.ptx, (9, 0)) is not None
@@ -231,17 +221,7 @@ def test_unchecked_kernels_keep_one_role():
     """An unchecked kernel may branch per thread: no producer warpgroup (a thread 0 that
     returned early would stop it while other threads still wait for its tiles)."""
     a, b, c = _arrays()
-
-    @nt.jit(num_warps=8, num_stages=4, unchecked=True)
-    def g(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
-          BK: nt.Constant):
-        acc = nt.zeros((BM, BN), nt.float32)
-        for k in range(nt.num_tiles(a, 1, BK)):
-            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
-            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
-            acc = nt.mma(x, y, acc)
-        nt.store(c, acc)
-
+    g = _gemm(8, 4, unchecked=True)
     ck = g.compiled(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
     assert ck.num_threads == 256 and "setmaxnreg" not in ck.ptx
     from numba_tile import compiler_context
