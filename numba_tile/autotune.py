@@ -586,7 +586,7 @@ def _install(b: _Build) -> str | None:
     trials launch it without assembling or loading. On the calling thread only (driver calls,
     GPU only). Returns why the configuration is pruned (more shared memory than the device
     gives a block), or None."""
-    from .kernel import _STATIC_SHARED
+    from .kernel import _STATIC_SHARED, load_function
     from .runtime import driver
     spec, ck, device = b.spec, b.ck, b.device
     if device in spec.loaded:
@@ -598,9 +598,8 @@ def _install(b: _Build) -> str | None:
                     f"{ck.shared_bytes} bytes of shared memory per block; device {device} "
                     f"allows {have}")       # what the launch would raise
     module = driver.load_module(b.cubin if b.cubin is not None else ck.ptx, device)
-    func = driver.get_function(module, ck.entry)
-    if ck.shared_bytes > _STATIC_SHARED:
-        driver.set_dynamic_shared(func, ck.shared_bytes)
+    func = load_function(module, ck)
+    spec.cluster = ck.cluster
     spec.loaded.setdefault(device, (module, func, b.kern._param_buffer(ck), ck.num_threads,
                                     ck.shared_bytes))
     return None

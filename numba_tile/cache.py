@@ -126,7 +126,8 @@ def load(digest: str):
                               num_threads=int(data["num_threads"]), cc=tuple(data["cc"]),
                               shared_bytes=int(data["shared_bytes"]),
                               tensor_maps=tuple((str(n), int(r))
-                                                for n, r in data["tensor_maps"]))
+                                                for n, r in data["tensor_maps"]),
+                              cluster=int(data.get("cluster", 1)))
     except (OSError, ValueError, KeyError, TypeError):
         return None     # unreadable, or written by a version without a field: recompile
 
@@ -144,7 +145,8 @@ def store(digest: str, ck) -> None:
             json.dump({"ptx": ck.ptx, "entry": ck.entry, "param_kinds": list(ck.param_kinds),
                        "num_threads": ck.num_threads, "cc": list(ck.cc),
                        "shared_bytes": ck.shared_bytes,
-                       "tensor_maps": [list(m) for m in ck.tensor_maps]}, f)
+                       "tensor_maps": [list(m) for m in ck.tensor_maps],
+                       "cluster": ck.cluster}, f)
         os.replace(tmp, os.path.join(d, digest + ".json"))
     except OSError:
         pass

@@ -46,6 +46,9 @@ class CompiledKernel:
             takes (``lowering/tma.py``), in order: its last ``len(tensor_maps)`` parameters
             (kind ``'map'``, 128 bytes each) are those maps, built at launch
             (``runtime/tensormap.py``).
+        cluster: blocks per cluster the kernel is written for (``lowering/ws.py``): 2 for a
+            warp-specialized persistent loop whose blocks pair up (launched so where the grid
+            is even, ``Kernel._load``), 1 otherwise. It runs correctly either way.
     """
 
     ptx: str
@@ -55,6 +58,7 @@ class CompiledKernel:
     cc: tuple
     shared_bytes: int = 0
     tensor_maps: tuple = ()
+    cluster: int = 1
 
 
 def _add_tensor_map_params(ptx: str, entry: str, count: int) -> str:
@@ -426,9 +430,12 @@ def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
                 from .lowering.pipeline import drain_at_exit
                 drain_at_exit(kernel)
             threads = ctx.num_threads
+            cluster = 1
             if getattr(ctx, "warp_specialized", False):
                 from .lowering.ws import PRODUCER_THREADS, split_roles
+                from .lowering.ws import cluster as ws_cluster
                 split_roles(kernel)
+                cluster = 2 if ws_cluster() else 1
                 threads += PRODUCER_THREADS
                 # setmaxnreg takes effect only with both launch bounds (brief 0.7, C7508)
                 min_blocks_per_sm = min_blocks_per_sm or 1
@@ -447,5 +454,5 @@ def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
         kinds = kinds + ("map",) * len(maps)
     ck = CompiledKernel(ptx=ptx, entry=m.group(1), param_kinds=kinds,
                         num_threads=threads, cc=cc, shared_bytes=shared,
-                        tensor_maps=maps)
+                        tensor_maps=maps, cluster=cluster)
     return ck, bool(getattr(ctx, "used_pending", False)) and _serialized(ptx, cc)

@@ -95,6 +95,19 @@ class CompletedLaunch:
 
 # ----------------------------------------------------------------------------- kernel
 
+def load_function(module, ck, cluster=None):
+    """``ck``'s function in the loaded ``module``, its launch attributes set: the dynamic
+    shared memory above the static 48 KiB, and the cluster width of a kernel written for
+    clusters (``ck.cluster``; ``cluster=1``: launched without)."""
+    func = driver.get_function(module, ck.entry)
+    if ck.shared_bytes > _STATIC_SHARED:
+        driver.set_dynamic_shared(func, ck.shared_bytes)
+    width = ck.cluster if cluster is None else cluster
+    if width > 1:
+        driver.set_cluster_width(func, width)
+    return func
+
+
 def _arg_error(message: str) -> TileArgumentError:
     """A TileArgumentError pointing at the user's launch line."""
     from .runtime.launch_checks import user_call_site
@@ -142,11 +155,13 @@ class _Specialization:
     """One specialization of a kernel: its key, Numba argument types, grid parameter, and
     per device the loaded function ``(module, CUfunction, ParamBuffer, threads)``."""
 
-    __slots__ = ("key", "argtypes", "grid_param", "loaded")
+    __slots__ = ("key", "argtypes", "grid_param", "loaded", "cluster")
 
     def __init__(self, key, argtypes, grid_param):
         self.key, self.argtypes, self.grid_param = key, argtypes, grid_param
         self.loaded = {}
+        #: blocks per cluster of the loaded kernel (CompiledKernel.cluster)
+        self.cluster = 1
 
 
 class Kernel:
@@ -411,9 +426,9 @@ class Kernel:
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
         # the experiment switch of typing/pipeline.pending_products, keyed like the rest
-        from .typing.pipeline import tma_enabled, ws_enabled
+        from .typing.pipeline import cluster_enabled, tma_enabled, ws_enabled
         pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip(), tma_enabled(),
-                ws_enabled())
+                ws_enabled(), cluster_enabled())
         ck = self._compiled.get((key, cc, impl, pend))
         if ck is None:
             with self._lock:
@@ -422,7 +437,7 @@ class Kernel:
                     snap = self.snapshot(key)
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
                                "mma": impl, "wgmma_pending": pend[0], "tma": pend[1],
-                               "ws": pend[2],
+                               "ws": pend[2], "cluster": pend[3],
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}
@@ -719,6 +734,10 @@ class Kernel:
             loaded = spec.loaded.get(device)
             if loaded is None:
                 loaded = self._load(spec, device, stream)
+            if nblocks % 2 and spec.cluster > 1:
+                # a kernel written for clusters of two, on an odd grid: the same code in a
+                # function loaded without clusters (lowering/ws.py: it runs its blocks alone)
+                loaded = spec.loaded.get((device, 1)) or self._load(spec, device, stream, 1)
             if loaded[2].tensor_maps:
                 flat = flat + self._tensor_maps(loaded[2].tensor_maps, bound)
             names = [b.spec.name for b in bound if b.__class__ is BoundArray]
@@ -730,10 +749,12 @@ class Kernel:
                                  arrays, names)
         return handle
 
-    def _load(self, spec, device, stream):
+    def _load(self, spec, device, stream, cluster=None):
         """Compiles (or reads from the caches) and loads the specialization on ``device``; under
         a stream capture, with this thread's capture mode relaxed (module loads are not
-        capture operations)."""
+        capture operations). A kernel written for clusters (``CompiledKernel.cluster``) is
+        launched in them (``spec.loaded[device]``), except on odd grids: ``cluster=1`` loads
+        its module once more, the function without clusters (``spec.loaded[(device, 1)]``)."""
         import contextlib
         from .runtime import capture
         cc = driver.compute_capability(device)
@@ -749,11 +770,10 @@ class Kernel:
         st = driver.stream_capture_status(stream)
         with capture.relaxed() if st else contextlib.nullcontext():
             module = driver.load_module(cubin if cubin is not None else ck.ptx, device)
-            func = driver.get_function(module, ck.entry)
-            if ck.shared_bytes > _STATIC_SHARED:
-                driver.set_dynamic_shared(func, ck.shared_bytes)
+            func = load_function(module, ck, cluster)
         loaded = (module, func, self._param_buffer(ck), ck.num_threads, ck.shared_bytes)
-        spec.loaded[device] = loaded
+        spec.cluster = ck.cluster
+        spec.loaded[device if cluster is None else (device, cluster)] = loaded
         return loaded
 
     def _param_buffer(self, ck):

@@ -333,6 +333,7 @@ def await_operands(builder, sig):
                     "loads": [{"ring_off": staged[key][3][4], "map": staged[key][3][1].map,
                                "rows": staged[key][3][1].rows, "cols": staged[key][3][1].cols,
                                "itemsize": staged[key][3][1].itemsize,
+                               "param": staged[key][3][1].param,
                                "axis": staged[key][3][1].axis, "d": staged[key][3][6],
                                "tile_bytes": staged[key][3][1].tile_bytes} for key in keys]}
             loops.append(loop)

@@ -110,6 +110,7 @@ class TmaPlan:
         self.rows, self.cols, self.itemsize = ring.rows, ring.cols, ring.itemsize
         self.axis = axis
         self.tile_bytes = ring.tile_bytes
+        self.param = view.ty.param
         self.map = map_index(view.ty.param, self.rows)
         tile = (self.rows, self.cols)
         other = 1 - axis
@@ -149,6 +150,51 @@ def issue_boxes(builder, map_index: int, rows: int, cols: int, itemsize: int, ax
              (I32, I64, I32, I32, I32))
 
 
+def multicast_split(rows: int, cols: int, itemsize: int):
+    """How a tile's boxes split between the two blocks of a cluster that multicast it
+    (``lowering/ws.py``): ``"boxes"`` (an even number of boxes: each block issues half of
+    them, whole), ``"rows"`` (each block issues every box's half of the rows, through a map
+    of ``rows / 2``-row boxes: whole 1024-byte swizzle atoms, ``rows / 2`` a multiple of 8),
+    or None (the tile is not multicast)."""
+    nb = cols * itemsize // BOX_BYTES
+    if nb % 2 == 0:
+        return "boxes"
+    if rows % 16 == 0:
+        return "rows"
+    return None
+
+
+def issue_boxes_multicast(builder, split: str, map_index: int, rows: int, cols: int,
+                          itemsize: int, axis: int, dst, start, other, bar, rank):
+    """This block's half of a tile both blocks of the cluster receive (the same coordinates in
+    both): its boxes (``.multicast::cluster``, CTA mask ``0b11``) land at the same offsets of
+    both blocks' slots and complete on both blocks' barriers at ``bar``'s offset. ``rank``
+    (i32): the block's rank in the cluster, 0 or 1; ``split``: :func:`multicast_split`'s,
+    ``map_index`` the map of its boxes (``rows / 2`` rows for ``"rows"``)."""
+    row0, col0 = (start, other) if axis == 0 else (other, start)
+    tmap = map_address(builder, map_index)
+    box_cols = BOX_BYTES // itemsize
+    nb = cols // box_cols
+    mask = ir.Constant(ir.IntType(16), 3)
+    if split == "boxes":
+        half = nb // 2
+        dst = builder.add(dst, builder.mul(rank, ir.Constant(I32, half * rows * 128)))
+        col0 = builder.add(col0, builder.mul(rank, ir.Constant(I32, half * box_cols)))
+        boxes = [(c * rows * 128, c * box_cols) for c in range(half)]
+    else:
+        dst = builder.add(dst, builder.mul(rank, ir.Constant(I32, rows // 2 * 128)))
+        row0 = builder.add(row0, builder.mul(rank, ir.Constant(I32, rows // 2)))
+        boxes = [(c * rows * 128, c * box_cols) for c in range(nb)]
+    for off, col in boxes:
+        _asm(builder, "cp.async.bulk.tensor.2d.shared::cluster.global.tile."
+                      "mbarrier::complete_tx::bytes.multicast::cluster "
+                      "[$0], [$1, {$2, $3}], [$4], $5;",
+             "r,l,r,r,r,h",
+             (builder.add(dst, ir.Constant(I32, off)), tmap,
+              builder.add(col0, ir.Constant(I32, col)), row0, bar, mask),
+             (I32, I64, I32, I32, I32, ir.IntType(16)))
+
+
 def expect_bytes(builder, bar, nbytes: int):
     """``mbarrier.arrive.expect_tx``: thread 0's arrival on ``bar`` with ``nbytes`` to come."""
     _asm(builder, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
@@ -156,5 +202,5 @@ def expect_bytes(builder, bar, nbytes: int):
 
 
 __all__ = ["BOX_BYTES", "PLACEHOLDER", "TmaPlan", "barrier_of", "expect_bytes", "init_barriers",
-           "issue_boxes",
+           "issue_boxes", "issue_boxes_multicast", "multicast_split",
            "map_address", "map_index", "wait_tile"]

@@ -35,6 +35,31 @@ job (thread 0), and the producer returns.
 ``wgmma``s, commit, ``wgmma.wait_group P``, then lane 0 of every warp arrives on
 ``empty[(k - P) mod S]`` (``k >= P``): the ``wgmma``s that read that slot have completed.
 Nothing is drained at the loop's end: the producer issued no tile past it.
+
+**Clusters** (:func:`cluster`; opt-in, ``NUMBA_TILE_CLUSTER=1``: on the H200 they measured
+0.1-2.6% slower than single blocks, ``docs/performance.md``). A kernel whose only
+warp-specialized loop is a persistent one that every block runs with one trip count
+(``typing/pipeline._cluster_ok``) is written for clusters of two blocks
+(``CompiledKernel.cluster``; launched so on even grids, ``driver.set_cluster_width``; on an
+odd grid the same code runs its blocks alone: ``%cluster_nctarank`` is 1). Blocks ``2c`` and
+``2c + 1`` (ranks 0 and 1; the grid even) walk tiles ``t`` and ``t ^ 1`` in step, so ring
+position ``g`` holds the same step ``kk`` of both blocks' tiles. At the entry thread 0 also
+initializes the ring (``empty[s]`` counts ``nctarank x`` consumer warps) and every thread of
+both blocks passes a cluster barrier: no block reaches the other's barriers before they
+exist. Per tile the producer computes the partner's tile: *paired* when it exists (the end of
+the sequence and blocks without tiles are not); a staged load whose box coordinates across
+the loop are the partner's too (the shared operand: ``b`` in grouped order, ``a`` in
+row-major order) is *multicast*: each block issues half of it (half its boxes, or each box's
+half of the rows through a map of ``rows / 2``-row boxes, ``tma.multicast_split``) with
+``.multicast::cluster`` to both blocks, landing at the same offsets and completing on both
+blocks' ``full[s]``. The expected bytes are the tile's whole either way (a partner's bytes
+may land before this block's ``expect_tx``; the phase cannot complete before this block's
+producer arrives). The producer writes the slot's *paired* flag before posting its bytes;
+the consumers' release reads it (acquired through ``full[s]``): paired, each warp arrives on
+its own and (``mapa``) the partner's ``empty[s]``, so neither producer
+refills a slot the other block still reads; alone, it arrives ``nctarank`` times on its own.
+Every exit of both roles passes a cluster barrier: no block leaves while the other may still
+write into its shared memory or arrive on its barriers.
 """
 
 from __future__ import annotations
@@ -54,7 +79,10 @@ STOP = 0xFFFFFFFF
 #: (8), then 16 per staged load (box coordinate across the loop, 4 + 4, or, persistent,
 #: the tile grid across it, 8; the tile grid along the loop, 8), then (persistent) the
 #: partition's tile grid (2 x 8)
-JOB_BYTES = 24 + 16 * 16 + 16
+JOB_BYTES = 24 + 16 * 16 + 16 + 4 * 8
+#: offset in the job region of the ring's per-slot flags (a cluster's kernel, i32 each, up to
+#: 8 stages): 1 where the producer loaded the slot's tile with the partner block's (paired)
+FLAGS_OFF = 24 + 16 * 16 + 16
 #: the producer's registers after ``setmaxnreg.dec`` (CUTLASS's and the brief's 40)
 PRODUCER_REGS = 40
 
@@ -81,6 +109,13 @@ def _asm(builder, text, constraints="", args=(), types=()):
 
 def active() -> bool:
     return bool(getattr(compiler_context.current(), "warp_specialized", False))
+
+
+def cluster() -> bool:
+    """The kernel pairs blocks in clusters of two (module docstring, *Clusters*): its only
+    warp-specialized loop is a persistent one that ``typing/pipeline._cluster_ok`` admits."""
+    loops = getattr(compiler_context.current(), "ws_typed_loops", None) or {}
+    return len(loops) == 1 and all(loops.values())
 
 
 def _job_region(builder):
@@ -130,12 +165,8 @@ def init_and_post(builder, loop: dict, bars, plans, num_warps: int):
     base = address32(builder, bars)
     job = _job_region(builder)
     with builder.if_then(builder.icmp_unsigned("==", thread_index(builder), const_i64(0))):
-        for s in range(S):
-            _asm(builder, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
-                 (builder.add(base, ir.Constant(I32, 8 * s)),), (I32,))
-            _asm(builder, f"mbarrier.init.shared::cta.b64 [$0], {num_warps};", "r",
-                 (builder.add(base, ir.Constant(I32, 8 * (S + s))),), (I32,))
-        _asm(builder, "fence.mbarrier_init.release.cluster;")
+        if not cluster():         # a cluster's: at the kernel's entry (split_roles)
+            _init_ring(builder, base, S, num_warps)
 
         def put(offset, value):
             ptr = builder.gep(job, [const_i64(offset)])
@@ -155,9 +186,28 @@ def init_and_post(builder, loop: dict, bars, plans, num_warps: int):
              (address32(builder, job),), (I32,))
 
 
+def _init_ring(builder, base, S: int, empty_count):
+    """``full[s]`` (arrival count 1) and ``empty[s]`` (``empty_count`` arrivals: an int, or
+    an i32 value) from ``base`` (32-bit shared address), then the initialization fence."""
+    for s in range(S):
+        _asm(builder, "mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+             (builder.add(base, ir.Constant(I32, 8 * s)),), (I32,))
+        empty = builder.add(base, ir.Constant(I32, 8 * (S + s)))
+        if isinstance(empty_count, int):
+            _asm(builder, f"mbarrier.init.shared::cta.b64 [$0], {empty_count};", "r",
+                 (empty,), (I32,))
+        else:
+            _asm(builder, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+                 (empty, empty_count), (I32, I32))
+    _asm(builder, "fence.mbarrier_init.release.cluster;")
+
+
 def release(builder, bars, stages: int, k, pending: int):
     """After ``wgmma.wait_group pending`` in iteration ``k``: lane 0 of every consumer warp
-    arrives on ``empty[(k - pending) mod S]`` (``k >= pending``)."""
+    arrives on ``empty[(k - pending) mod S]`` (``k >= pending``); in a cluster's kernel, on
+    both blocks' where the slot held a paired tile (its flag; with ``pending``, position
+    ``k`` paired too: the partner's release of ``k - pending`` comes from its position ``k``),
+    else ``nctarank`` times on its own."""
     lane0 = builder.icmp_unsigned("==", builder.and_(thread_index(builder), const_i64(31)),
                                   const_i64(0))
     cond = lane0 if pending == 0 else builder.and_(
@@ -168,7 +218,44 @@ def release(builder, bars, stages: int, k, pending: int):
         bar = builder.add(address32(builder, bars),
                           builder.mul(builder.add(s, ir.Constant(I32, stages)),
                                       ir.Constant(I32, 8)))
-        _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (bar,), (I32,))
+        if not cluster():
+            _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (bar,), (I32,))
+            return
+        flag = builder.load(_flag_ptr(builder, s))
+        if pending:
+            # slot t's partner releases it from its own position k, which exists only while
+            # k is paired too: a block whose partner has run out (its extra tiles) stands in
+            # for the partner's arrival on its own barrier
+            now = builder.trunc(builder.urem(k, const_i64(stages)), I32)
+            flag = builder.and_(flag, builder.load(_flag_ptr(builder, now)))
+        with builder.if_else(builder.icmp_unsigned("!=", flag, ir.Constant(I32, 0))) \
+                as (paired, alone):
+            with paired:
+                _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (bar,), (I32,))
+                _asm(builder, "{\n\t.reg .b32 R1;\n\t"
+                              "mapa.shared::cluster.u32 R1, $0, $1;\n\t"
+                              "mbarrier.arrive.shared::cluster.b64 _, [R1];"
+                              "\n\t}", "r,r",
+                     (bar, builder.xor(_sreg32(builder, "%cluster_ctarank"),
+                                       ir.Constant(I32, 1))), (I32, I32))
+            with alone:
+                _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r",
+                     (bar, _sreg32(builder, "%cluster_nctarank")), (I32, I32))
+
+
+def _flag_ptr(builder, s):
+    """``i32 addrspace(3)*`` of slot ``s``'s flag (i32) in the job region."""
+    job = _job_region(builder)
+    ptr = builder.gep(job, [builder.add(const_i64(FLAGS_OFF),
+                                        builder.mul(builder.zext(s, I64), const_i64(4)))])
+    return builder.bitcast(ptr, I32.as_pointer(3))
+
+
+def _cluster_sync(builder, aligned: bool):
+    """Every thread of both blocks: ``barrier.cluster.arrive`` (release) then ``wait``
+    (acquire); ``aligned``: every thread of the warp executes it together."""
+    a = ".aligned" if aligned else ""
+    _asm(builder, f"barrier.cluster.arrive{a};\n\tbarrier.cluster.wait{a};")
 
 
 def _post_stop(builder):
@@ -198,10 +285,12 @@ def split_roles(kernel) -> None:
     initializes the job barrier and branches on the thread index; every return of the
     consumers' code posts the stop job first (see the module docstring)."""
     from .partition import tile_coords_of_grid
-    from .tma import expect_bytes, issue_boxes
+    from .tma import (expect_bytes, issue_boxes, issue_boxes_multicast, map_index,
+                      multicast_split)
     ctx = compiler_context.current()
     loops = ctx.ws_loops
     n_cons = ctx.num_threads
+    paired_kernel = cluster()
     old_entry = kernel.blocks[0]
     for block in list(kernel.blocks):
         term = block.terminator
@@ -210,6 +299,8 @@ def split_roles(kernel) -> None:
             block.terminator = None
             b = ir.IRBuilder(block)
             _post_stop(b)
+            if paired_kernel:       # no block leaves while its partner may still reach it
+                _cluster_sync(b, aligned=False)
             if term.operands:
                 b.ret(term.operands[0])
             else:
@@ -225,9 +316,17 @@ def split_roles(kernel) -> None:
     job = _job_region(b)
     with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
         _asm(b, "mbarrier.init.shared::cta.b64 [$0], 1;", "r", (address32(b, job),), (I32,))
+        if paired_kernel:
+            # the ring's barriers before any block of the cluster may reach them: empty[s]
+            # counts every consumer warp of the blocks that read the slot's boxes
+            (loop,) = loops
+            _init_ring(b, address32(b, pool().at(b, loop["bars_off"])), loop["stages"],
+                       b.mul(_sreg32(b, "%cluster_nctarank"), ir.Constant(I32, n_cons // 32)))
         _asm(b, "fence.mbarrier_init.release.cluster;")
     b.call(cgutils.get_or_insert_function(b.module, ir.FunctionType(ir.VoidType(), []),
                                           "llvm.nvvm.barrier0"), [])
+    if paired_kernel:
+        _cluster_sync(b, aligned=True)
     regs = consumer_registers(n_cons)
     producer = kernel.append_basic_block("ws.producer")
     consumer = kernel.append_basic_block("ws.consumer")
@@ -245,6 +344,8 @@ def split_roles(kernel) -> None:
     parity = cgutils.alloca_once_value(b, ir.Constant(I32, 0))
     b.cbranch(b.icmp_unsigned("==", tid, ir.Constant(I32, n_cons)), head, done)
     b.position_at_end(done)
+    if paired_kernel:
+        _cluster_sync(b, aligned=False)
     b.ret_void()
 
     b.position_at_end(head)
@@ -267,25 +368,46 @@ def split_roles(kernel) -> None:
         grids = [get(32 + 16 * j, I64) for j in range(len(loop["loads"]))]
         S = loop["stages"]
         bars = address32(b, pool().at(b, loop["bars_off"]))
+        if paired_kernel:
+            nct = _sreg32(b, "%cluster_nctarank")
+            rank = _sreg32(b, "%cluster_ctarank")
+            for ld in loop["loads"]:
+                ld["split"] = multicast_split(ld["rows"], ld["cols"], ld["itemsize"])
+                ld["mc_map"] = (ld["map"] if ld["split"] != "rows"
+                                else map_index(ld["param"], ld["rows"] // 2))
         slots = [_ring_base(b, ld["ring_off"]) for ld in loop["loads"]]
         total = sum(ld["tile_bytes"] for ld in loop["loads"])
         loads = loop["loads"]
 
-        def tile(g, kk, others):
-            """Ring position ``g`` (i64): tile ``kk`` of the run, box coordinates ``others``."""
+        def tile(g, kk, others, paired=None, shared=None):
+            """Ring position ``g`` (i64): tile ``kk`` of the run, box coordinates ``others``;
+            a cluster's kernel: ``paired`` (i1) the partner block loads its position ``g``
+            too, ``shared[j]`` (i1 or None) load ``j``'s tile is the partner's (multicast)."""
             s = b.trunc(b.urem(g, const_i64(S)), I32)
             lap = b.trunc(b.udiv(g, const_i64(S)), I32)
             with b.if_then(b.icmp_unsigned(">=", g, const_i64(S))):
                 empty = b.add(bars, b.mul(b.add(s, ir.Constant(I32, S)), ir.Constant(I32, 8)))
                 _wait(b, empty, b.and_(b.add(lap, ir.Constant(I32, 1)), ir.Constant(I32, 1)))
             full = b.add(bars, b.mul(s, ir.Constant(I32, 8)))
+            if paired is not None:      # read by the consumers' release (acquired on full)
+                b.store(b.zext(paired, I32), _flag_ptr(b, s))
             expect_bytes(b, full, total)
-            for ld, slot, other, grid in zip(loads, slots, others, grids):
+            for j, (ld, slot, other, grid) in enumerate(zip(loads, slots, others, grids)):
                 dst = b.add(slot, b.mul(s, ir.Constant(I32, ld["tile_bytes"])))
                 t = b.select(b.icmp_unsigned("<", kk, grid), kk, grid)
                 start = b.trunc(b.mul(t, const_i64(_tile_along(ld))), I32)
-                issue_boxes(b, ld["map"], ld["rows"], ld["cols"], ld["itemsize"], ld["axis"],
-                            dst, start, other, full)
+                if shared is None or shared[j] is None:
+                    issue_boxes(b, ld["map"], ld["rows"], ld["cols"], ld["itemsize"],
+                                ld["axis"], dst, start, other, full)
+                    continue
+                with b.if_else(shared[j]) as (both, own):
+                    with both:
+                        issue_boxes_multicast(b, ld["split"], ld["mc_map"], ld["rows"],
+                                              ld["cols"], ld["itemsize"], ld["axis"], dst,
+                                              start, other, full, rank)
+                    with own:
+                        issue_boxes(b, ld["map"], ld["rows"], ld["cols"], ld["itemsize"],
+                                    ld["axis"], dst, start, other, full)
 
         if not loop["persistent"]:
             with cgutils.for_range(b, n) as it:
@@ -309,15 +431,30 @@ def split_roles(kernel) -> None:
         b.position_at_end(t_body)
         # C's tile count is below 2**32 in any C a device holds (tiles of at least 16 x 16
         # elements): 32-bit divisions, no call (a call serializes the consumers' wgmmas)
-        coords = tile_coords_of_grid(b, pgrid, loop["order"], cur, small=True)
-        tiles_others = []
-        for ld, g_o in zip(loads, across):
-            t = coords[ld["d"]]
-            t = b.select(b.icmp_unsigned("<", t, g_o), t, g_o)
-            tiles_others.append(b.trunc(b.mul(t, const_i64(_tile_across(ld))), I32))
+        def box_others(cur):
+            coords = tile_coords_of_grid(b, pgrid, loop["order"], cur, small=True)
+            out = []
+            for ld, g_o in zip(loads, across):
+                t = coords[ld["d"]]
+                t = b.select(b.icmp_unsigned("<", t, g_o), t, g_o)
+                out.append(b.trunc(b.mul(t, const_i64(_tile_across(ld))), I32))
+            return out
+        tiles_others = box_others(cur)
+        paired = shared = None
+        if paired_kernel:
+            # the partner walks tile cur ^ 1 in step (a cluster's blocks 2c, 2c + 1 and an
+            # even grid): paired while that tile exists; a load whose box coordinates are
+            # the partner's too is multicast, half of it issued by each block
+            mate = b.xor(cur, const_i64(1))
+            paired = b.and_(b.icmp_unsigned("==", nct, ir.Constant(I32, 2)),
+                            b.icmp_unsigned("<", mate, count))
+            mate_others = box_others(b.select(paired, mate, cur))
+            shared = [b.and_(paired, b.icmp_unsigned("==", mine, theirs))
+                      if ld["split"] else None
+                      for ld, mine, theirs in zip(loads, tiles_others, mate_others)]
         with cgutils.for_range(b, n) as it:
             g = b.load(g_cell)
-            tile(g, it.index, tiles_others)
+            tile(g, it.index, tiles_others, paired, shared)
             b.store(b.add(g, const_i64(1)), g_cell)
         b.store(b.add(cur, step), cur_cell)
         b.branch(t_head)

@@ -28,6 +28,7 @@ __all__ = [
     "pointer_device",
     "load_module",
     "get_function",
+    "set_cluster_width",
     "max_shared_per_block_optin",
     "set_dynamic_shared",
     "launch",
@@ -326,6 +327,18 @@ def set_dynamic_shared(func, nbytes: int) -> None:
     cu = _cu()
     _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
         func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes))
+
+
+def set_cluster_width(func, width: int) -> None:
+    """Launches of ``func`` group its blocks in clusters of ``width`` along x
+    (``CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH``, height and depth 1: what ``__cluster_dims__``
+    sets at compile time). Every launch's grid must then be a multiple of ``width``."""
+    cu = _cu()
+    attr = cu.CUfunction_attribute
+    for a, v in ((attr.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, width),
+                 (attr.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, 1),
+                 (attr.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, 1)):
+        _check("cuFuncSetAttribute", cu.cuFuncSetAttribute(func, a, v))
 
 
 def launch(func, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,

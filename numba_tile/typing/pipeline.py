@@ -354,6 +354,10 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                                               bound, persist and persist[0])
                         if ws and persist:
                             ws = ("persistent",) + tuple(persist[1])
+                            _note_ws_loop(header, _cluster_ok(cfg, persist[2], bound, defs,
+                                                              typemap))
+                        elif ws:
+                            _note_ws_loop(header, False)
                     drain.pending, drain.tma, drain.ws = pending, tma, ws
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
@@ -487,7 +491,74 @@ def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blo
                 and d.value.name in idx and isinstance(d.index, int) and d.index in (0, 1)):
             return None
         ds_out.append(d.index)
-    return call.args[0], ds_out
+    return call.args[0], ds_out, t_head
+
+
+def cluster_enabled() -> bool:
+    """``NUMBA_TILE_CLUSTER=1`` lets warp-specialized persistent loops pair blocks in
+    clusters of two with multicast operand boxes (``lowering/ws.py``) where
+    :func:`_cluster_ok` holds; unset or anything else, they do not: on the H200 the pairs
+    measured 0.1-2.6% slower than single blocks (``docs/performance.md``, twelfth session).
+    Part of ``Kernel.compile``'s cache keys."""
+    import os
+    return os.environ.get("NUMBA_TILE_CLUSTER", "").strip() == "1"
+
+
+def _note_ws_loop(header, cluster_ok: bool) -> None:
+    """Record a warp-specialized loop (by its header) and whether it may run in a cluster of
+    two blocks (``lowering/ws.py``: taken when it is the kernel's only such loop)."""
+    from ..compiler_context import current
+    current().__dict__.setdefault("ws_typed_loops", {})[header] = cluster_ok
+
+
+def _cluster_ok(cfg, t_head, bound, defs, typemap) -> bool:
+    """A persistent warp-specialized loop may pair blocks in a cluster (two blocks, one
+    operand box multicast to both, ``lowering/ws.py``) when both blocks of a pair walk their
+    tiles loops in step: every block runs the tiles loop (its header lies on every path from
+    the kernel's entry to its exits) and the loop's trip count is one value in every block
+    (:func:`_block_uniform`), so the ``g``-th tile of both blocks' rings holds the same step
+    of their tiles."""
+    if not cluster_enabled():
+        return False
+    entry = cfg.entry_point()
+    pdoms = cfg.post_dominators()
+    if t_head not in pdoms.get(entry, ()):
+        return False
+    return _block_uniform(bound.name, defs, typemap)
+
+
+#: calls whose value is one for every block of a launch (``bid`` is not)
+_UNIFORM_INT_OPS = ("num_blocks", "num_tiles")
+
+
+def _block_uniform(name, defs, typemap, depth=0) -> bool:
+    """``name`` has one value in every block of a launch: made of the kernel's arguments,
+    constants, their attributes (shapes) and items, integer arithmetic and
+    :data:`_UNIFORM_INT_OPS`, each defined once (no loop index, no ``bid``, no value read
+    from memory)."""
+    ds = defs.get(name)
+    if ds is None:
+        return True                      # an argument
+    if len(ds) != 1 or depth > 16:
+        return False
+    v = ds[0][1]
+    if isinstance(v, (ir.Const, ir.FreeVar, ir.Global, ir.Arg)):
+        return True
+    if isinstance(v, ir.Var):
+        return _block_uniform(v.name, defs, typemap, depth + 1)
+    if isinstance(v, ir.Expr):
+        if v.op == "binop" and v.fn in _INT_BINOPS:
+            return all(_block_uniform(x.name, defs, typemap, depth + 1) for x in (v.lhs, v.rhs))
+        if v.op == "call":
+            d = op_for_key(getattr(typemap.get(v.func.name), "typing_key", None))
+            if d is not None and d.name in _UNIFORM_INT_OPS and not v.kws and not v.vararg:
+                return all(_block_uniform(x.name, defs, typemap, depth + 1) for x in v.args)
+        if v.op in ("getattr", "static_getitem"):
+            return _block_uniform(v.value.name, defs, typemap, depth + 1)
+        if v.op == "getitem":
+            return all(_block_uniform(x.name, defs, typemap, depth + 1)
+                       for x in (v.value, v.index))
+    return False
 
 
 def _post_trip_count(func_ir, typemap, calltypes, typingctx, found, bound,

@@ -53,7 +53,8 @@ def _arrays(dt=BFLOAT16_NP):
 
 @pytest.fixture(autouse=True)
 def _defaults(monkeypatch):
-    for key in ("NUMBA_TILE_MMA", "NUMBA_TILE_TMA", "NUMBA_TILE_WS", "NUMBA_TILE_WGMMA_PENDING"):
+    for key in ("NUMBA_TILE_MMA", "NUMBA_TILE_TMA", "NUMBA_TILE_WS", "NUMBA_TILE_WGMMA_PENDING",
+                "NUMBA_TILE_CLUSTER"):
         monkeypatch.delenv(key, raising=False)
 
 
@@ -256,3 +257,96 @@ def test_a_kernels_own_ws_post_does_nothing():
     clean = _gemm(8, 4).ptx(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
     body = ptx[ptx.index("{"):]
     assert len(body.splitlines()) == len(clean[clean.index("{"):].splitlines())
+
+
+@pytest.mark.parametrize("dt, tile, maps", [
+    (BFLOAT16_NP, (128, 256, 64), {("a", 128), ("b", 64), ("a", 64)}),
+    (FLOAT8_E4M3FN_NP, (128, 256, 128), {("a", 128), ("bt", 256), ("a", 64), ("bt", 128)})],
+    ids=["bf16", "fp8"])
+def test_persistent_loop_pairs_blocks_in_clusters(dt, tile, maps, nvjitlink, monkeypatch):
+    """A persistent warp-specialized loop pairs blocks (``lowering/ws.py``, *Clusters*):
+    the ring's barriers set up before a cluster barrier at the entry, multicast boxes
+    (``b`` of 16-bit by boxes; single-box tiles by half rows, through maps of half the
+    rows), releases to the partner's ``empty`` barrier, a cluster barrier before every exit;
+    ptxas: no spill, no serialized wgmma."""
+    monkeypatch.setenv("NUMBA_TILE_CLUSTER", "1")
+    bm, bn, bk = tile
+    m, k, n = 1000, 768, 896
+    part = nt.partition(np.zeros((m, n), np.float32), (bm, bn), blocks=132,
+                        order=nt.grouped(8))
+    a = np.zeros((m, k), dt)
+    if dt == BFLOAT16_NP:
+        ck = _persistent(8, 4).compiled(a, np.zeros((k, n), dt), part, bm, bn, bk, False,
+                                        cc=(9, 0))
+    else:
+        from examples import gemm_fp8
+        from examples.gemm import GemmConfig
+        kern = gemm_fp8.kernel_for(GemmConfig(bm, bn, bk, 8, 4),
+                                   gemm_fp8.gemm_fp8_persistent_tiles)
+        part = nt.partition(np.zeros((m, n), BFLOAT16_NP), (bm, bn), blocks=132,
+                            order=nt.grouped(8))
+        ck = kern.compiled(a, np.zeros((n, k), dt), np.zeros((m, 1), np.float32),
+                           np.zeros((1, n), np.float32), part, bm, bn, bk, True, True,
+                           cc=(9, 0))
+    assert ck.cluster == 2 and set(ck.tensor_maps) == maps
+    body = ck.ptx[ck.ptx.index(".entry"):]
+    assert "barrier.cluster.arrive.aligned" in body
+    assert "multicast::cluster" in body and "mapa.shared::cluster" in body
+    assert "mbarrier.arrive.shared::cluster.b64" in body
+    assert "%cluster_nctarank" in body and "%cluster_ctarank" in body
+    out = linker.assemble(ck.ptx, (9, 0))
+    assert linker.spill_report(out[1])[1] == 0, out[1]
+    assert not re.search(r"wgmma.*serializ|C7509|C7510|C7511|C7515", out[1]), out[1]
+
+
+def test_grid_launch_is_not_clustered(monkeypatch):
+    """One block per tile (no persistent walk): no cluster."""
+    monkeypatch.setenv("NUMBA_TILE_CLUSTER", "1")
+    a, b, c = _arrays()
+    ck = _gemm(8, 4).compiled(a, b, nt.partition(c, (128, 256)), 128, 256, 64, cc=(9, 0))
+    assert ck.cluster == 1 and "barrier.cluster" not in ck.ptx and "setmaxnreg" in ck.ptx
+
+
+def test_cluster_switch_and_cases_left_alone(monkeypatch):
+    """Clusters are opt-in (unset or ``NUMBA_TILE_CLUSTER=0``: none); asked for, a trip count
+    that differs between blocks and a tiles loop some blocks skip keep one block per
+    cluster (no ``barrier.cluster``)."""
+    a = np.zeros((1000, 704), BFLOAT16_NP)
+    b = np.zeros((704, 896), BFLOAT16_NP)
+    part = nt.partition(np.zeros((1000, 896), np.float32), (128, 128), blocks=132)
+    for value in (None, "0"):
+        if value is not None:
+            monkeypatch.setenv("NUMBA_TILE_CLUSTER", value)
+        ck = _persistent(8, 4).compiled(a, b, part, 128, 128, 64, False, cc=(9, 0))
+        assert ck.cluster == 1 and "barrier.cluster" not in ck.ptx and "setmaxnreg" in ck.ptx
+    monkeypatch.setenv("NUMBA_TILE_CLUSTER", "1")
+
+    @nt.jit(num_warps=8, num_stages=4)
+    def per_block_trips(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
+                        BN: nt.Constant, BK: nt.Constant):
+        n = nt.num_tiles(a, 1, BK) - nt.bid(0) % 2
+        for idx in nt.tiles(c):
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(n):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+            nt.store(c, acc, idx)
+
+    @nt.jit(num_warps=8, num_stages=4)
+    def some_blocks_skip(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
+                         BN: nt.Constant, BK: nt.Constant):
+        if nt.bid(0) % 3 == 1:
+            return
+        for idx in nt.tiles(c):
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+            nt.store(c, acc, idx)
+
+    for kern in (per_block_trips, some_blocks_skip):
+        ck = kern.compiled(a, b, part, 128, 128, 64, cc=(9, 0))
+        assert "setmaxnreg" in ck.ptx, kern.__name__
+        assert ck.cluster == 1 and "barrier.cluster" not in ck.ptx, kern.__name__
