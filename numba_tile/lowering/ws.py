@@ -56,7 +56,9 @@ blocks' ``full[s]``. The expected bytes are the tile's whole either way (a partn
 may land before this block's ``expect_tx``; the phase cannot complete before this block's
 producer arrives). The producer writes the slot's *paired* flag before posting its bytes;
 the consumers' release reads it (acquired through ``full[s]``): paired, each warp arrives on
-its own and (``mapa``) the partner's ``empty[s]``, so neither producer
+the partner's (``mapa``) and then its own ``empty[s]`` (in that order: its own arrival lets
+its block run ``S`` tiles ahead, and those tiles' releases must not complete the partner's
+phase for this one), so neither producer
 refills a slot the other block still reads; alone, it arrives ``nctarank`` times on its own.
 Every exit of both roles passes a cluster barrier: no block leaves while the other may still
 write into its shared memory or arrive on its barriers.
@@ -231,13 +233,16 @@ def release(builder, bars, stages: int, k, pending: int):
         with builder.if_else(builder.icmp_unsigned("!=", flag, ir.Constant(I32, 0))) \
                 as (paired, alone):
             with paired:
-                _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (bar,), (I32,))
+                # the partner's barrier first: this warp's own arrival lets its block's
+                # producer refill the slot and its block's warps run S tiles ahead, whose
+                # releases to the partner must not count in the phase this one belongs to
                 _asm(builder, "{\n\t.reg .b32 R1;\n\t"
                               "mapa.shared::cluster.u32 R1, $0, $1;\n\t"
                               "mbarrier.arrive.shared::cluster.b64 _, [R1];"
                               "\n\t}", "r,r",
                      (bar, builder.xor(_sreg32(builder, "%cluster_ctarank"),
                                        ir.Constant(I32, 1))), (I32, I32))
+                _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", (bar,), (I32,))
             with alone:
                 _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r",
                      (bar, _sreg32(builder, "%cluster_nctarank")), (I32, I32))

@@ -553,11 +553,15 @@ def _block_uniform(name, defs, typemap, depth=0) -> bool:
             d = op_for_key(getattr(typemap.get(v.func.name), "typing_key", None))
             if d is not None and d.name in _UNIFORM_INT_OPS and not v.kws and not v.vararg:
                 return all(_block_uniform(x.name, defs, typemap, depth + 1) for x in v.args)
-        if v.op in ("getattr", "static_getitem"):
+        if v.op == "getattr":
             return _block_uniform(v.value.name, defs, typemap, depth + 1)
-        if v.op == "getitem":
-            return all(_block_uniform(x.name, defs, typemap, depth + 1)
-                       for x in (v.value, v.index))
+        # items of tuples only (a shape's): an item of an array is a read of memory another
+        # stream may write during the launch, so two blocks could see two values
+        if v.op in ("static_getitem", "getitem") and isinstance(typemap.get(v.value.name),
+                                                                   types.BaseTuple):
+            return _block_uniform(v.value.name, defs, typemap, depth + 1) and (
+                v.op == "static_getitem" or _block_uniform(v.index.name, defs, typemap,
+                                                           depth + 1))
     return False
 
 

@@ -292,7 +292,9 @@ def test_persistent_loop_pairs_blocks_in_clusters(dt, tile, maps, nvjitlink, mon
     body = ck.ptx[ck.ptx.index(".entry"):]
     assert "barrier.cluster.arrive.aligned" in body
     assert "multicast::cluster" in body and "mapa.shared::cluster" in body
-    assert "mbarrier.arrive.shared::cluster.b64" in body
+    # the partner's empty barrier before the block's own (ws.release)
+    remote = body.index("mbarrier.arrive.shared::cluster.b64")
+    assert "mbarrier.arrive.shared::cta.b64" in body[remote:remote + 400]
     assert "%cluster_nctarank" in body and "%cluster_ctarank" in body
     out = linker.assemble(ck.ptx, (9, 0))
     assert linker.spill_report(out[1])[1] == 0, out[1]
@@ -350,3 +352,22 @@ def test_cluster_switch_and_cases_left_alone(monkeypatch):
         ck = kern.compiled(a, b, part, 128, 128, 64, cc=(9, 0))
         assert "setmaxnreg" in ck.ptx, kern.__name__
         assert ck.cluster == 1 and "barrier.cluster" not in ck.ptx, kern.__name__
+
+    # a trip count read from memory (a reviewer's case): another stream may write it during
+    # the launch, so two blocks of a pair could read two values
+    @nt.jit(num_warps=8, num_stages=4)
+    def trips_from_memory(a, b, c: nt.Partition[("BM", "BN")], kv, BM: nt.Constant,
+                          BN: nt.Constant, BK: nt.Constant):
+        n = kv[nt.num_blocks(0) - 132]
+        for idx in nt.tiles(c):
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(n):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+            nt.store(c, acc, idx)
+
+    ck = trips_from_memory.compiled(a, b, part, np.full(4, 11, np.int64), 128, 128, 64,
+                                    cc=(9, 0))
+    assert "setmaxnreg" in ck.ptx
+    assert ck.cluster == 1 and "barrier.cluster" not in ck.ptx
