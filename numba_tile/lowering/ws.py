@@ -37,7 +37,7 @@ job (thread 0), and the producer returns.
 Nothing is drained at the loop's end: the producer issued no tile past it.
 
 **Clusters** (:func:`cluster`; opt-in, ``NUMBA_TILE_CLUSTER=1``: on the H200 they measured
-0.1-2.6% slower than single blocks, ``docs/performance.md``). A kernel whose only
+0.2-2.4% slower than single blocks, ``docs/performance.md``). A kernel whose only
 warp-specialized loop is a persistent one that every block runs with one trip count
 (``typing/pipeline._cluster_ok``) is written for clusters of two blocks
 (``CompiledKernel.cluster``; launched so on even grids, ``driver.set_cluster_width``; on an
