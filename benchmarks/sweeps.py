@@ -164,20 +164,24 @@ def sweep_cross_entropy(args, torch, spin, kernels_mod):
                                 torch)
             triton_gbs = nbytes / ms / 1e6
             res = []
-            for bc, warps in ((2048, 4), (4096, 8), (4096, 16), (8192, 16), (8192, 32),
-                              (16384, 16), (16384, 32), (32768, 32)):
-                kern = nt.jit(num_warps=warps)(ex.cross_entropy_rows)
-                for blocks in sorted({m, 132, 264}):
+            # (columns, warps, min_blocks_per_sm): the last bounds the registers so that
+            # that many blocks fit an SM (1024 rows in one wave of 8 blocks of 4 warps)
+            for bc, warps, minb in ((1024, 2, None), (2048, 2, None), (2048, 4, None),
+                                    (2048, 4, 8), (4096, 4, None), (4096, 8, None),
+                                    (4096, 8, 4), (8192, 16, None), (16384, 32, None),
+                                    (32768, 32, None)):
+                kern = nt.jit(num_warps=warps, min_blocks_per_sm=minb)(ex.cross_entropy_rows)
+                for blocks in sorted({m, 264}):
                     def f(x, t, loss, kern=kern, bc=bc, blocks=blocks):
                         kern(nt.partition(x, (1, bc), blocks=blocks), t,
                              nt.partition(loss, (1, 1), blocks=blocks), 1.0, -100, bc,
                              _dt_name(dname))
                     ms = _norms.time_ms(f, sets, args, spin, torch)
-                    res.append((nbytes / ms / 1e6 / triton_gbs, bc, warps, blocks))
+                    res.append((nbytes / ms / 1e6 / triton_gbs, bc, warps, minb or 0, blocks))
             res.sort(reverse=True)
             print(f"cross_entropy {dname} {m}x{v} (Triton {triton_gbs:.0f} GB/s): "
-                  + " | ".join(f"{g:.3f} {bc} columns x {w} warps, {b} blocks"
-                               for g, bc, w, b in res[:10]), flush=True)
+                  + " | ".join(f"{g:.3f} {bc} columns x {w} warps (min {mb} blocks/SM), "
+                               f"{b} blocks" for g, bc, w, mb, b in res[:10]), flush=True)
 
 
 SWEEPS = {"rope_qk": sweep_rope_qk, "layernorm_backward": sweep_layernorm_backward,

@@ -124,6 +124,20 @@ def _vec16(a) -> bool:
             and all(s % 16 == 0 for s in a.strides[:-1]))
 
 
+#: the largest power-of-two divisor of a stride-0 extent a key records (beyond any tile)
+_DIVISOR_CAP = 1 << 16
+
+
+def _zero_axes(a) -> tuple:
+    """``(axis, divisor)`` for each axis along which the array's stride is 0 (a broadcast
+    view): the lowering uses the constant 0 for the stride, and the extent's largest
+    power-of-two divisor (capped, 0 for an empty axis) tells it which tiles along the axis
+    are wholly inside or wholly outside (``lowering/memory._load_masked``), so both are part
+    of the key."""
+    return tuple((d, min(n & -n, _DIVISOR_CAP))
+                 for d, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0)
+
+
 def _constant_key(value):
     """A constant in a specialization key: by type and value, a float by its bits (0.0 and
     -0.0 are equal, but ``1 / C`` is not; NaNs of other signs and payloads are other NaNs)."""
@@ -364,7 +378,7 @@ class Kernel:
             if b.__class__ is BoundArray:
                 a = b.array
                 key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a),
-                            b.blocks is not None, b.order))
+                            _zero_axes(a), b.blocks is not None, b.order))
             elif p.role == "constant":
                 try:
                     hash(b)
@@ -391,10 +405,12 @@ class Kernel:
                     if grid_param is None:
                         grid_param = i
                     argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name,
-                                                  mapped=b.blocks is not None, order=b.order))
+                                                  mapped=b.blocks is not None, order=b.order,
+                                                  zero_axes=_zero_axes(a)))
                 else:
                     argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name,
-                                               writable=b.spec.kind == "mutable"))
+                                               writable=b.spec.kind == "mutable",
+                                               zero_axes=_zero_axes(a)))
             elif p.role == "constant":
                 argtypes.append(types.Omitted(b))
             else:

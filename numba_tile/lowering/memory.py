@@ -54,6 +54,14 @@ from .layouts import barrier
 #: masks alone are exact for it
 _NO_WRAP = 2 ** 62
 
+#: a load whose fragment holds more bytes a thread than this takes the masked path alone:
+#: both paths' values are live where they merge, and ptxas spilled with two paths where it
+#: did not with one: 236 bytes at a (64, 128) int64 gather over 4 warps (512 bytes a
+#: thread), 24 bytes at a (64, 128) float32 load beside it (256 bytes a thread);
+#: tests/compile/test_conversion_sizes.py. The kernels measured faster with two paths (rope,
+#: cross entropy) load at most 128.
+_TWO_PATH_BYTES = 128
+
 
 class ArrayView:
     """Unpacked Tensor/Partition parameter: data pointer, extents and strides (i64)."""
@@ -64,6 +72,11 @@ class ArrayView:
         self.data = s.data
         self.shape = cgutils.unpack_tuple(builder, s.shape, ty.ndim)
         self.strides = cgutils.unpack_tuple(builder, s.strides, ty.ndim)
+        self.zero = {d: div for d, div in getattr(ty, "zero_axes", ())}
+        for d in self.zero:                    # 0 in this specialization (kernel._zero_axes)
+            self.strides[d] = const_i64(0)
+        if ty.vec16 and ty.ndim and (ty.ndim - 1) not in self.zero:
+            self.strides[-1] = const_i64(1)        # vec16: the last axis is contiguous
         self.storage_llvm = context.get_data_type(ty.storage)
         self.itemsize = dtypes.itemsize(ty.dtype)
 
@@ -210,6 +223,12 @@ def _chunk_geometry(builder, view, index, tile_shape, layout, rep, limits=None):
 def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_grid=None):
     """Load tile ``index`` (list of i64) of ``tile.shape`` from ``view`` into a fragment.
 
+    A tile wholly inside the array (:func:`full_tile`: every tile but the edges') is read
+    without masks, each chunk at the thread's one base offset plus a constant of the
+    repetition (:func:`_chunk_offsets`); an edge tile, or one at an index outside the grid,
+    chunk by chunk, each access masked. The branch is uniform: the index is one value for
+    the block.
+
     Args:
         pad: the padding as a register element of the tile's dtype.
         in_grid: from :func:`tile_in_grid` (a hand-built index): per axis an i1 that the
@@ -220,43 +239,198 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
     # only a read-only tensor is invariant: a partition or a Mutable array may be written
     # by this very kernel, and a non-coherent or hoisted load would miss that write
     invariant = isinstance(view.ty, TensorType) and not view.ty.writable
-    grid_mask = _grid_mask(in_grid)
-    last = view.ty.ndim - 1
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
     pad_storage = _reg_to_storage(builder, pad, dt, view.storage_llvm)
+    if layout.elems_per_thread * view.itemsize > _TWO_PATH_BYTES:
+        elems = _load_masked(builder, view, index, tile, pad_storage, lanes, invariant,
+                             _grid_mask(in_grid), unpack=True)
+        extents = load_extents(builder, view, index, tile.shape, in_grid) if tile.masked else None
+        return make_fragment(builder, tile, elems, extents)
+    with builder.if_else(full_tile(builder, view, index, tile.shape), likely=True) \
+            as (whole, edge):
+        with whole:
+            fast, seen = [], {}
+            for rep, off in enumerate(_chunk_offsets(builder, view, index, tile.shape, layout)):
+                key = _address_key(view, layout, rep)
+                if key not in seen:        # chunks apart only along stride-0 axes: one read
+                    seen[key] = [v for v, _pad in _read_chunk_raw(
+                        builder, view, off, layout.vec, lanes, pad_storage, invariant,
+                        lambda a: None)]
+                fast.append(seen[key])
+            fast_block = builder.block
+        with edge:
+            slow = _load_masked(builder, view, index, tile, pad_storage, lanes, invariant,
+                                _grid_mask(in_grid))
+            slow_block = builder.block
+    merged, chunks = {}, []
+    for f_chunk, s_chunk in zip(fast, slow):   # every phi first, then the unpacking
+        raws = []
+        for a, b in zip(f_chunk, s_chunk):
+            if (id(a), id(b)) not in merged:   # one merge per distinct pair of reads
+                phi = builder.phi(a.type)
+                phi.add_incoming(a, fast_block)
+                phi.add_incoming(b, slow_block)
+                merged[id(a), id(b)] = phi
+            raws.append(merged[id(a), id(b)])
+        chunks.append(raws)
     elems = []
-    for rep in range(layout.reps):
-        g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
-        for a in range(layout.vec // lanes):
-            col = builder.add(g[last], const_i64(a * lanes))
-            mask = _and_all(builder, grid_mask + outer_mask
-                            + [builder.icmp_unsigned("<", col, view.shape[last])])
-            if lanes > 1:
-                off = builder.add(base, col)           # vec16 implies stride[last] == 1
-                ptr = view.global_ptr(builder, off, lanes)
-                vty = ptr.type.pointee
-                fallback = ir.Constant(vty, [pad_storage] * lanes) if isinstance(pad_storage, ir.Constant) \
-                    else _splat(builder, pad_storage, vty)
-                wptr = view.word_ptr(builder, ptr, lanes)
-                if wptr is not None:               # sub-word elements: one access of words
-                    wfall = builder.bitcast(fallback, wptr.type.pointee)
-                    words = _masked_load(builder, mask, wptr, wfall, lanes * view.itemsize,
-                                         invariant)
-                    lane_values = _unpack_words(builder, words, vty.element, lanes)
-                else:
-                    vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize,
-                                       invariant)
-                    lane_values = [builder.extract_element(vec, ir.Constant(ir.IntType(32), lane))
-                                   for lane in range(lanes)]
-                for v in lane_values:
-                    elems.append(_storage_to_reg(builder, v, dt))
-            else:
-                off = builder.add(base, builder.mul(col, view.strides[last]))
-                ptr = view.global_ptr(builder, off, 1)
-                v = _masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant)
-                elems.append(_storage_to_reg(builder, v, dt))
+    for raws in chunks:
+        elems += _unpack_chunk(builder, view, raws, lanes, dt)
     extents = load_extents(builder, view, index, tile.shape, in_grid) if tile.masked else None
     return make_fragment(builder, tile, elems, extents)
+
+
+def full_tile(builder, view: ArrayView, index, tile_shape):
+    """i1: the tile at ``index`` lies wholly inside the array, ``index[d] < extent[d] >>
+    log2(tile[d])`` on every axis. Unsigned: a negative index (a hand-built one, or an index
+    not minted by ``tiles()``, which reads as -1) is a huge one and fails, and a true
+    compare bounds ``index * tile + tile <= extent < 2**63``, so nothing wraps."""
+    bits = [builder.icmp_unsigned("<", index[d], builder.lshr(view.shape[d],
+                                                              const_i64(s.bit_length() - 1)))
+            for d, s in enumerate(tile_shape)]
+    return _and_all(builder, bits)
+
+
+def _rep_coords(layout, rep: int) -> list:
+    """``chunk_coords(rep) - chunk_coords(0)``: the constant per axis that repetition ``rep``
+    adds to the thread's coordinates (the two share no bit: ``common.chunk_coords``)."""
+    rep_lin = rep * layout.threads_used * layout.vec
+    out = []
+    for s in reversed(layout.shape):
+        out.append(rep_lin & (s - 1))
+        rep_lin >>= s.bit_length() - 1
+    return list(reversed(out))
+
+
+def _chunk_offsets(builder, view: ArrayView, index, tile_shape, layout) -> list:
+    """Per repetition, the element offset of this thread's chunk of the tile at ``index``:
+    one base, ``sum((index * tile + thread coordinate) * stride)``, plus a constant multiple
+    of the strides per repetition (a multiple NVVM hoists out of a loop over tiles)."""
+    c0 = chunk_coords(builder, layout, 0)
+    base = const_i64(0)
+    for d, s in enumerate(tile_shape):
+        g = builder.add(builder.mul(index[d], const_i64(s)), c0[d])
+        base = builder.add(base, builder.mul(g, view.strides[d]))
+    offs = []
+    for rep in range(layout.reps):
+        off = base
+        for d, k in enumerate(_rep_coords(layout, rep)):
+            if k:
+                off = builder.add(off, builder.mul(const_i64(k), view.strides[d]))
+        offs.append(off)
+    return offs
+
+
+def _read_chunk(builder, view, off, vec, lanes, pad_storage, dt, invariant, mask_of):
+    """The ``vec`` register elements of one chunk starting at element offset ``off``, read
+    ``lanes`` elements per access (``lanes > 1``: vec16, the last stride is 1); access ``a``
+    is predicated on ``mask_of(a)`` (None: unconditional)."""
+    raws = _read_chunk_raw(builder, view, off, vec, lanes, pad_storage, invariant, mask_of)
+    return _unpack_chunk(builder, view, [r for r, _fallback in raws], lanes, dt)
+
+
+def _read_chunk_raw(builder, view, off, vec, lanes, pad_storage, invariant, mask_of) -> list:
+    """:func:`_read_chunk`'s accesses as read, ``(value, padding value)`` per access: 32-bit
+    words for sub-word elements, a vector of elements, or one element. Kept packed until the
+    paths of :func:`emit_load` merge: a merge of unpacked 16-bit elements takes a register
+    each, of words one per two elements."""
+    last = view.ty.ndim - 1
+    out = []
+    for a in range(vec // lanes):
+        mask = mask_of(a)
+        mask = ir.Constant(I1, 1) if mask is None else mask
+        if lanes > 1:
+            ptr = view.global_ptr(builder, builder.add(off, const_i64(a * lanes)) if a else off,
+                                  lanes)
+            vty = ptr.type.pointee
+            fallback = ir.Constant(vty, [pad_storage] * lanes) \
+                if isinstance(pad_storage, ir.Constant) else _splat(builder, pad_storage, vty)
+            wptr = view.word_ptr(builder, ptr, lanes)
+            if wptr is not None:               # sub-word elements: one access of words
+                ptr, fallback = wptr, builder.bitcast(fallback, wptr.type.pointee)
+            out.append((_masked_load(builder, mask, ptr, fallback, lanes * view.itemsize,
+                                     invariant), fallback))
+        else:
+            o = builder.add(off, builder.mul(const_i64(a), view.strides[last])) if a else off
+            ptr = view.global_ptr(builder, o, 1)
+            out.append((_masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant),
+                        pad_storage))
+    return out
+
+
+def _unpack_chunk(builder, view, raws, lanes, dt) -> list:
+    """The register elements of a chunk's accesses as :func:`_read_chunk_raw` read them."""
+    elems = []
+    for raw in raws:
+        if lanes == 1:
+            elems.append(_storage_to_reg(builder, raw, dt))
+            continue
+        if isinstance(raw.type, ir.VectorType) and raw.type.element == view.storage_llvm:
+            values = [builder.extract_element(raw, ir.Constant(ir.IntType(32), j))
+                      for j in range(lanes)]
+        else:                                  # words of sub-word elements
+            values = _unpack_words(builder, raw, view.storage_llvm, lanes)
+        elems += [_storage_to_reg(builder, v, dt) for v in values]
+    return elems
+
+
+def _address_key(view, layout, rep: int) -> tuple:
+    """What sets the address of chunk ``rep`` beyond the thread's base: its repetition's
+    coordinates along the axes whose stride is not 0 in this specialization (the last axis
+    always counts). Two chunks of one key read the same elements."""
+    zero = set(view.zero) - {view.ty.ndim - 1}
+    return tuple(k for d, k in enumerate(_rep_coords(layout, rep)) if d not in zero)
+
+
+def _load_masked(builder, view, index, tile, pad_storage, lanes, invariant, grid_mask,
+                 unpack=False):
+    """:func:`emit_load`'s edge path, as :func:`_read_chunk_raw` reads (one list of accesses
+    per repetition; with ``unpack``, the register elements, each chunk unpacked right after
+    its reads, the order ptxas assembles large tiles best in): every access masked against the array's extents (and the hand-built
+    index's grid bits ``grid_mask``).
+
+    Along an axis of stride 0 (not the last) a chunk's address does not depend on its
+    coordinate, and the chunks of one :func:`_address_key` share one access. Where the tile's
+    extent divides the axis' (the key's power-of-two divisor), the tile lies wholly inside or
+    wholly outside along it: one uniform compare, ``index < extent / tile``, masks the shared
+    access. Elsewhere the access is masked on the axis being non-empty, and each chunk's own
+    compare selects between it and the padding (no address outside the array is read either
+    way)."""
+    layout = tile.layout
+    last = view.ty.ndim - 1
+    shift = {d: tile.shape[d].bit_length() - 1 for d in view.zero}
+    whole = [d for d, div in view.zero.items()
+             if d != last and div and div % tile.shape[d] == 0]
+    ragged = [d for d in view.zero if d != last and d not in whole]
+    shared = [builder.icmp_unsigned("<", index[d], builder.lshr(view.shape[d],
+                                                                const_i64(shift[d])))
+              for d in whole]
+    shared += [builder.icmp_unsigned("!=", view.shape[d], const_i64(0)) for d in ragged]
+    out, seen = [], {}
+    for rep in range(layout.reps):
+        g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep)
+        key = _address_key(view, layout, rep)
+        if key not in seen:
+            off = builder.add(base, builder.mul(g[last], view.strides[last]))
+            addr_mask = [m for d, m in enumerate(outer_mask)
+                         if d not in whole and d not in ragged] + shared
+
+            def mask_of(a, g=g, addr_mask=addr_mask):
+                col = builder.add(g[last], const_i64(a * lanes))
+                return _and_all(builder, grid_mask + addr_mask
+                                + [builder.icmp_unsigned("<", col, view.shape[last])])
+            seen[key] = _read_chunk_raw(builder, view, off, layout.vec, lanes, pad_storage,
+                                        invariant, mask_of)
+        chunk = seen[key]
+        if ragged:
+            inside = _and_all(builder, [outer_mask[d] for d in ragged])
+            chunk = [(builder.select(inside, v, pad), pad) for v, pad in chunk]
+        raws = [v for v, _pad in chunk]
+        if unpack:
+            out += _unpack_chunk(builder, view, raws, lanes, tile.dtype)
+        else:
+            out.append(raws)
+    return out
 
 
 def _unpack_words(builder, words, storage, lanes):
@@ -331,10 +505,65 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
                extents=None, in_grid=None):
     """Store register elements ``frag_elems`` (tile dtype == view dtype) to tile ``index``;
     with ``extents`` (a masked tile's), only its valid elements; with ``in_grid`` (from
-    :func:`tile_in_grid`), nothing when the index lies outside the tile grid."""
+    :func:`tile_in_grid`), nothing when the index lies outside the tile grid. A tile wholly
+    inside the array whose extents are all valid goes out without masks (as
+    :func:`emit_load`), an edge tile access by access, masked."""
     layout, dt = tile.layout, tile.dtype
     if isinstance(layout, MmaLayout):          # a wgmma accumulator (_registry._argument_type)
         return _emit_store_mma(builder, view, index, tile, frag_elems, extents, in_grid)
+    lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
+    full = full_tile(builder, view, index, tile.shape)
+    if extents is not None:
+        full = _and_all(builder, [full] + [builder.icmp_signed("==", extents[d],
+                                                               const_i64(tile.shape[d]))
+                                           for d in range(view.ty.ndim)])
+    owner = is_storing_thread(builder, layout)
+    with builder.if_else(full, likely=True) as (whole, edge):
+        with whole:
+            offs = _chunk_offsets(builder, view, index, tile.shape, layout)
+            with builder.if_then(owner, likely=True):
+                for rep, off in enumerate(offs):
+                    _write_chunk(builder, view, off, frag_elems[rep * layout.vec:], layout.vec,
+                                 lanes, dt, lambda a: None)
+        with edge:
+            _store_masked(builder, view, index, tile, frag_elems, extents, in_grid, owner)
+
+
+def _write_chunk(builder, view, off, elems, vec, lanes, dt, mask_of):
+    """Store the first ``vec`` of ``elems`` (register elements) as one chunk at element offset
+    ``off``, ``lanes`` per access (``lanes > 1``: vec16), access ``a`` predicated on
+    ``mask_of(a)`` (None: unconditional)."""
+    last = view.ty.ndim - 1
+    for a in range(vec // lanes):
+        mask = mask_of(a)
+        if lanes > 1:
+            ptr = view.global_ptr(builder, builder.add(off, const_i64(a * lanes)) if a else off,
+                                  lanes)
+            val = ir.Constant(ptr.type.pointee, ir.Undefined)
+            for lane in range(lanes):
+                val = builder.insert_element(
+                    val, _reg_to_storage(builder, elems[a * lanes + lane], dt, view.storage_llvm),
+                    ir.Constant(ir.IntType(32), lane))
+            wptr = view.word_ptr(builder, ptr, lanes)
+            if wptr is not None:               # sub-word elements: one access of words
+                val, ptr = _pack_words(builder, val, wptr.type.pointee), wptr
+            align = lanes * view.itemsize
+        else:
+            o = builder.add(off, builder.mul(const_i64(a), view.strides[last])) if a else off
+            ptr = view.global_ptr(builder, o, 1)
+            val = _reg_to_storage(builder, elems[a], dt, view.storage_llvm)
+            align = view.itemsize
+        if mask is None:
+            builder.store(val, ptr, align=align)
+        else:
+            with builder.if_then(mask, likely=True):
+                builder.store(val, ptr, align=align)
+
+
+def _store_masked(builder, view, index, tile, frag_elems, extents, in_grid, owner):
+    """:func:`emit_store`'s edge path: every access masked against the array's extents, a
+    masked tile's valid extents, the hand-built index's grid bits and the owning thread."""
+    layout, dt = tile.layout, tile.dtype
     grid_mask = _grid_mask(in_grid)
     last = view.ty.ndim - 1
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
@@ -345,35 +574,17 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
         limits = [umin(builder, view.shape[d], builder.add(
             builder.mul(index[d], const_i64(tile.shape[d])), extents[d]))
             for d in range(view.ty.ndim)]
-    owner = is_storing_thread(builder, layout)
-    k = 0
     for rep in range(layout.reps):
         g, outer_mask, base = _chunk_geometry(builder, view, index, tile.shape, layout, rep,
                                               limits)
-        for a in range(layout.vec // lanes):
+        off = builder.add(base, builder.mul(g[last], view.strides[last]))
+
+        def mask_of(a, g=g, outer_mask=outer_mask):
             col = builder.add(g[last], const_i64(a * lanes))
-            mask = _and_all(builder, [owner] + grid_mask + outer_mask
+            return _and_all(builder, [owner] + grid_mask + outer_mask
                             + [builder.icmp_unsigned("<", col, limits[last])])
-            if lanes > 1:
-                off = builder.add(base, col)
-                ptr = view.global_ptr(builder, off, lanes)
-                vec = ir.Constant(ptr.type.pointee, ir.Undefined)
-                for lane in range(lanes):
-                    vec = builder.insert_element(vec, _reg_to_storage(builder, frag_elems[k + lane], dt, view.storage_llvm),
-                                                 ir.Constant(ir.IntType(32), lane))
-                k += lanes
-                wptr = view.word_ptr(builder, ptr, lanes)
-                if wptr is not None:               # sub-word elements: one access of words
-                    vec, ptr = _pack_words(builder, vec, wptr.type.pointee), wptr
-                with builder.if_then(mask, likely=True):
-                    builder.store(vec, ptr, align=lanes * view.itemsize)
-            else:
-                off = builder.add(base, builder.mul(col, view.strides[last]))
-                ptr = view.global_ptr(builder, off, 1)
-                val = _reg_to_storage(builder, frag_elems[k], dt, view.storage_llvm)
-                k += 1
-                with builder.if_then(mask, likely=True):
-                    builder.store(val, ptr, align=view.itemsize)
+        _write_chunk(builder, view, off, frag_elems[rep * layout.vec:], layout.vec, lanes, dt,
+                     mask_of)
 
 
 def _emit_store_mma(builder, view: ArrayView, index, tile: TileType, frag_elems, extents,
@@ -560,33 +771,15 @@ def _load_at_elems(builder, view, origin, tile, pad_storage, dt, invariant, lane
         g = [builder.add(origin[d], coords[d]) for d in range(view.ty.ndim)]
         # a negative coordinate reads as a huge unsigned one: masked like one past the end
         outer = [builder.icmp_unsigned("<", g[d], view.shape[d]) for d in range(last)]
-        base = const_i64(0)
-        for d in range(last):
-            base = builder.add(base, builder.mul(g[d], view.strides[d]))
-        for a in range(layout.vec // lanes):
+        off = const_i64(0)
+        for d in range(last + 1):
+            off = builder.add(off, builder.mul(g[d], view.strides[d]))
+
+        def mask_of(a, g=g, outer=outer):
             col = builder.add(g[last], const_i64(a * lanes))
-            mask = _and_all(builder, outer + [builder.icmp_unsigned("<", col, view.shape[last])])
-            if lanes > 1:
-                ptr = view.global_ptr(builder, builder.add(base, col), lanes)
-                vty = ptr.type.pointee
-                fallback = _splat(builder, pad_storage, vty)
-                wptr = view.word_ptr(builder, ptr, lanes)
-                if wptr is not None:
-                    words = _masked_load(builder, mask, wptr,
-                                         builder.bitcast(fallback, wptr.type.pointee),
-                                         lanes * view.itemsize, invariant)
-                    values = _unpack_words(builder, words, vty.element, lanes)
-                else:
-                    vec = _masked_load(builder, mask, ptr, fallback, lanes * view.itemsize,
-                                       invariant)
-                    values = [builder.extract_element(vec, ir.Constant(ir.IntType(32), j))
-                              for j in range(lanes)]
-                elems += [_storage_to_reg(builder, v, dt) for v in values]
-                continue
-            ptr = view.global_ptr(builder, builder.add(base, builder.mul(col, view.strides[last])),
-                                  1)
-            v = _masked_load(builder, mask, ptr, pad_storage, view.itemsize, invariant)
-            elems.append(_storage_to_reg(builder, v, dt))
+            return _and_all(builder, outer + [builder.icmp_unsigned("<", col, view.shape[last])])
+        elems += _read_chunk(builder, view, off, layout.vec, lanes, pad_storage, dt, invariant,
+                             mask_of)
     return elems
 
 

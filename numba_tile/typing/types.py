@@ -41,6 +41,12 @@ class _ArrayParam(types.Type):
         return storage_type(self.dtype)
 
 
+def _zero_axes_name(axes: tuple) -> str:
+    """The zero-stride axes and their divisors in a type's name (Numba interns types by name:
+    each is its own specialization)."""
+    return f", stride0={axes}" if axes else ""
+
+
 class TensorType(_ArrayParam):
     """Read-only kernel parameter ``param`` bound to an array.
 
@@ -53,13 +59,21 @@ class TensorType(_ArrayParam):
         param: the kernel parameter's name (its brand).
         writable: a ``Mutable`` parameter of an unchecked kernel (unchecked ops and stores
             at any index may write it).
+        zero_axes: ``(axis, divisor)`` for each axis whose stride is 0 in this
+            specialization (a broadcast view, such as a table row repeated for every head),
+            with the extent's largest power-of-two divisor (``kernel._zero_axes``): the
+            lowering uses the constant 0 for the stride, so the chunks that differ only along
+            those axes are one access.
     """
 
-    def __init__(self, dtype, ndim: int, vec16: bool, param: str, writable: bool = False):
+    def __init__(self, dtype, ndim: int, vec16: bool, param: str, writable: bool = False,
+                 zero_axes: tuple = ()):
         self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
         self.writable = writable
+        self.zero_axes = tuple((int(d), int(div)) for d, div in zero_axes)
         super().__init__(
             name=f"Tensor[{dtypes.name(dtype)}, {ndim}d{', vec16' if vec16 else ''}"
+                 f"{_zero_axes_name(self.zero_axes)}"
                  f"{', mutable' if writable else ''}, param={param}]")
 
 
@@ -67,7 +81,7 @@ class PartitionType(_ArrayParam):
     """Mutable kernel parameter ``param``: the block's own tile of a partitioned array.
 
     Args:
-        dtype, ndim, vec16, param: as :class:`TensorType`.
+        dtype, ndim, vec16, param, zero_axes: as :class:`TensorType`.
         tile_shape: static tile shape (powers of two), one entry per axis.
         mapped: the partition is mapped onto a fixed number of blocks (persistent kernels):
             a block owns the tiles ``tiles(z)`` hands it, not one tile.
@@ -80,15 +94,17 @@ class PartitionType(_ArrayParam):
     mutable = True
 
     def __init__(self, dtype, ndim: int, tile_shape: tuple, vec16: bool, param: str,
-                 mapped: bool = False, order="row"):
+                 mapped: bool = False, order="row", zero_axes: tuple = ()):
         self.dtype, self.ndim, self.vec16, self.param = dtype, ndim, vec16, param
+        self.zero_axes = tuple((int(d), int(div)) for d, div in zero_axes)
         self.tile_shape = tuple(tile_shape)
         self.mapped = mapped
         self.order = order if order == "row" else (str(order[0]), int(order[1]))
         shown_order = "" if self.order == "row" else f", {self.order[0]}({self.order[1]})"
         super().__init__(
             name=f"Partition[{dtypes.name(dtype)}, tile={self.tile_shape}"
-                 f"{', vec16' if vec16 else ''}{', mapped' if mapped else ''}{shown_order}, "
+                 f"{', vec16' if vec16 else ''}{_zero_axes_name(self.zero_axes)}"
+                 f"{', mapped' if mapped else ''}{shown_order}, "
                  f"param={param}]")
 
 

@@ -40,13 +40,86 @@ def access_groups(ptx: str) -> str:
     return "".join(out)
 
 
+_PRED = re.compile(r"^@!?%\w+\s+")
+
+
+def _event(line: str):
+    """``B``, ``L`` or ``S`` (as :func:`access_groups`) for one PTX line, a predicated access
+    included; None for anything else."""
+    s = _PRED.sub("", line)
+    if s.startswith("bar.sync"):
+        return "B"
+    if s.startswith("ld.global.") and not s.startswith("ld.global.nc"):
+        return "L"
+    return "S" if s.startswith("st.global.") else None
+
+
+def basic_blocks(ptx: str) -> list:
+    """The kernel body's basic blocks as ``(lines, successors)`` (successors: block numbers):
+    a block starts at a label or after a branch, and falls through unless it ends in an
+    unconditional ``bra`` or a ``ret``/``exit``."""
+    lines = [ln.strip() for ln in body(ptx).splitlines()]
+    blocks, labels, cur = [], {}, []
+    for ln in lines:
+        if re.match(r"^\$\w+:$", ln):
+            if cur or blocks:
+                blocks.append(cur)
+            cur = []
+            labels[ln[:-1]] = len(blocks)
+            continue
+        cur.append(ln)
+        if re.match(r"^(@!?%\w+\s+)?(bra|ret|exit)\b", ln):
+            blocks.append(cur)
+            cur = []
+    blocks.append(cur)
+    out = []
+    for i, blk in enumerate(blocks):
+        last = blk[-1] if blk else ""
+        m = re.match(r"^(@!?%\w+\s+)?bra(?:\.uni)?\s+(\$\w+);", last)
+        succ = []
+        if m:
+            succ.append(labels[m.group(2)])
+        ends = (m and not m.group(1)) or re.match(r"^(ret|exit)\b", last)
+        if not ends and i + 1 < len(blocks):
+            succ.append(i + 1)
+        out.append((blk, succ))
+    return out
+
+
 def assert_ordered(ptx: str, accesses: int):
-    """Every group of partition accesses comes right after a barrier, and there are at least
-    ``accesses`` groups (two ops' accesses with no barrier between would merge into one)."""
-    groups = access_groups(ptx)
-    runs = re.findall(r"B*[LS]", groups)
-    assert len(runs) >= accesses, groups
-    assert all(r.startswith("B") for r in runs), groups
+    """On every path through the kernel, each coherent load or store of the kernel's own
+    arrays comes after a barrier, or after an access of the same kind with none between
+    (the chunks of one op; a load after a store, or a store after a load, needs the barrier);
+    and at least ``accesses`` distinct barriers each come right before an access (one per
+    ordered op). A dataflow over the PTX's basic blocks: a tile wholly inside the array and
+    an edge tile take two paths (``lowering/memory.full_tile``), each after the op's barrier."""
+    blocks = basic_blocks(ptx)
+    state_in = {0: {("E", -1)}}
+    leading, bad = set(), []
+    work = [0]
+    while work:
+        i = work.pop()
+        state = set(state_in.get(i, ()))
+        for n, ln in enumerate(blocks[i][0]):
+            ev = _event(ln)
+            if ev is None:
+                continue
+            if ev == "B":
+                state = {("B", (i, n))}
+                continue
+            for kind, where in state:
+                if kind == "B":
+                    leading.add(where)
+                elif kind != ev:
+                    bad.append((ev, kind, ln))
+            state = {(ev, None)}
+        for j in blocks[i][1]:
+            before = state_in.setdefault(j, set())
+            if not state <= before:
+                before |= state
+                work.append(j)
+    assert not bad, bad
+    assert len(leading) >= accesses, access_groups(ptx)
 
 
 _REG = re.compile(r"%[A-Za-z_$][\w$]*(?:\.[xyz])?")
@@ -89,20 +162,40 @@ def thread_dependent_predicates(ptx: str) -> set:
 
 def assert_barriers_block_uniform(ptx: str):
     """No ``bar.sync`` is predicated, or skipped or repeated by a branch on a thread-dependent
-    predicate: every thread of the block reaches each barrier the same number of times."""
-    lines = [ln.strip() for ln in body(ptx).splitlines()]
+    predicate: every thread of the block reaches each barrier the same number of times. A
+    barrier is control-dependent on a branch when it lies on a path from the branch to the
+    branch's nearest post-dominator (over :func:`basic_blocks`; a loop's back edge included)."""
+    blocks = basic_blocks(ptx)
     tainted = thread_dependent_predicates(ptx)
-    labels = {ln[:-1]: i for i, ln in enumerate(lines) if re.match(r"^\$\w+:$", ln)}
-    bars = [i for i, ln in enumerate(lines) if "bar.sync" in ln]
+    n = len(blocks)
+    bars = {i for i, (lines, _) in enumerate(blocks) if any("bar.sync" in ln for ln in lines)}
     assert bars
-    for i in bars:
-        assert not lines[i].startswith("@"), lines[i]
-    for i, ln in enumerate(lines):
-        m = re.match(r"@!?(%\w+)\s+bra(?:\.uni)?\s+(\$\w+);", ln)
+    for lines, _ in blocks:
+        for ln in lines:
+            assert not ("bar.sync" in ln and ln.startswith("@")), ln
+    exit_ = n                                  # one virtual exit after every returning block
+    succ = [s or [exit_] for _, s in blocks] + [[]]
+    pdom = [set(range(n + 1)) for _ in range(n)] + [{exit_}]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n - 1, -1, -1):
+            new = {i} | set.intersection(*(pdom[j] for j in succ[i]))
+            if new != pdom[i]:
+                pdom[i], changed = new, True
+    for i, (lines, _) in enumerate(blocks):
+        m = re.match(r"@!?(%\w+)\s+bra", lines[-1]) if lines else None
         if not m or m.group(1) not in tainted:
             continue
-        lo, hi = sorted((i, labels[m.group(2)]))
-        assert not any(lo < b < hi for b in bars), (ln, lines[lo:hi + 1])
+        stop = pdom[i] - {i}
+        seen, work = set(), list(succ[i])
+        while work:
+            j = work.pop()
+            if j in seen or j in stop:
+                continue
+            seen.add(j)
+            work += succ[j]
+        assert not (seen & bars), (lines[-1], [blocks[j][0] for j in sorted(seen & bars)])
 
 
 def bar_count(ptx: str) -> int:
@@ -238,7 +331,8 @@ def test_one_layout_without_replication_needs_no_barrier():
     z = np.zeros(N, np.float32)
     ptx = in_place_same_layout.ptx(nt.partition(z, B), B)
     assert bar_count(ptx) == 0
-    assert access_groups(ptx) == "LS"
+    # a load then a store on each path (a tile inside the array, an edge tile)
+    assert re.fullmatch(r"(LS)+", access_groups(ptx)), access_groups(ptx)
 
 
 def test_replicating_threads_are_ordered_too():
@@ -355,14 +449,15 @@ def mutable_reload(x, m: nt.Mutable, z: nt.Partition["B"], B: nt.Constant):
 def test_no_non_coherent_load_of_a_mutable_array_or_a_partition():
     x = np.ones(256, np.float32)
     b = body(mutable_reload.ptx(x, np.zeros(256, np.float32), nt.partition(x.copy(), 128), 128))
-    assert len(re.findall(r"ld\.global\.nc", b)) == 1             # x only
-    assert len(re.findall(r"ld\.global\.(?!nc)", b)) == 2          # m, before and after
+    # each load twice: for a tile inside the array and for an edge tile (memory.full_tile)
+    assert len(re.findall(r"ld\.global\.nc", b)) == 2             # x only
+    assert len(re.findall(r"ld\.global\.(?!nc)", b)) == 4          # m, before and after
     # a partition written by the kernel: every load of it is coherent
     b = body(in_place_same_layout.ptx(nt.partition(np.zeros(N, np.float32), B), B))
     assert "ld.global.nc" not in b and re.search(r"ld\.global\.v4\.f32", b)
     x16, x32, z = _arrays()
     b = body(store_reload.ptx(x16, x32, nt.partition(z, B), B))
-    assert len(re.findall(r"ld\.global\.v4\.f32", b)) == 2       # z's two chunks
+    assert len(re.findall(r"ld\.global\.v4\.f32", b)) == 4       # z's two chunks, two paths
 
 
 # --------------------------------------------------------- tile indices that would wrap
@@ -412,3 +507,47 @@ def test_hand_built_tile_indices_are_compared_with_the_grid_before_use():
         ptx = kernel.ptx(*args)
         reg = _param_registers(ptx)[param]
         assert _compared_unsigned(ptx, reg), (kernel.__name__, reg)
+
+
+# ------------------------------------------------------------- the checkers catch what they should
+
+_SKIPPED_BARRIER = """.entry k() {
+\tmov.u32 \t%r1, %tid.x;
+\tsetp.lt.u32 \t%p1, %r1, 16;
+\t@%p1 bra \t$L__BB0_2;
+\tbar.sync \t0;
+$L__BB0_2:
+\tld.global.f32 \t%f1, [%rd1];
+\tret;
+}"""
+
+_REJOINED_EDGE_PATH = """.entry k() {
+\tsetp.lt.u64 \t%p1, %rd1, %rd2;
+\tbar.sync \t0;
+\t@%p1 bra \t$L__BB0_3;
+$L__BB0_1:
+\tst.global.f32 \t[%rd3], %f1;
+\tbar.sync \t0;
+\tld.global.f32 \t%f2, [%rd3];
+\tret;
+$L__BB0_3:
+\tmov.u32 \t%r1, %tid.x;
+\tsetp.lt.u32 \t%p2, %r1, 16;
+\t@%p2 bra \t$L__BB0_1;
+\tst.global.f32 \t[%rd4], %f1;
+\tbra.uni \t$L__BB0_1;
+}"""
+
+
+def test_the_checkers_catch_a_skipped_barrier_and_an_unordered_access():
+    """A barrier only some threads reach fails :func:`assert_barriers_block_uniform`; a
+    thread-dependent branch that rejoins before the next barrier (an edge tile's masked
+    store, placed after the kernel's return) passes it; a store then a load with no barrier
+    on one path fails :func:`assert_ordered`."""
+    with pytest.raises(AssertionError):
+        assert_barriers_block_uniform(_SKIPPED_BARRIER)
+    assert_barriers_block_uniform(_REJOINED_EDGE_PATH)
+    assert_ordered(_REJOINED_EDGE_PATH, accesses=2)
+    unordered = _REJOINED_EDGE_PATH.replace("\tbar.sync \t0;\n\tld.global", "\tld.global")
+    with pytest.raises(AssertionError):
+        assert_ordered(unordered, accesses=1)
