@@ -76,32 +76,36 @@ def sweep_rope_qk(args, torch, spin, kernels_mod):
 
             res = []
             rows = bsz * seq
-            for hqt in (8, 16, 32):
-                for warps in (1, 2, 4):
-                    kern = ex.rope_qk_rows.with_options(num_warps=warps)
-                    for blocks in sorted({min(rows * (hq // hqt), 65536), 132 * 16, 132 * 32}):
-                        def f(q, k, qo, ko, kern=kern, blocks=blocks, hqt=hqt):
-                            kern(ex._rows_of_heads(q), ex._rows_of_heads(k),
-                                 ex._per_head(cos, hq), ex._per_head(sin, hq),
-                                 ex._per_head(cos, hk), ex._per_head(sin, hk),
-                                 nt.partition(ex._rows_of_heads(qo), (1, hqt, d // 2),
-                                              blocks=blocks),
-                                 nt.partition(ex._rows_of_heads(ko), (1, hk, d // 2),
-                                              blocks=blocks),
-                                 seq, hqt, hk, d // 2, _dt_name(dname))
-                        q, k, qo, ko = sets[0]
-                        qo.fill_(float("nan"))
-                        ko.fill_(float("nan"))
-                        f(q, k, qo, ko)
-                        torch.cuda.synchronize()
-                        err = max(((o.double() - rot(i)).abs().max() / rot(i).abs().max()).item()
-                                  for o, i in ((qo, q), (ko, k)))
-                        ms = _norms.time_ms(f, sets, args, spin, torch)
-                        res.append((nbytes / ms / 1e6 / triton_gbs, hqt, warps, blocks, err))
+            # (query heads a tile, warps, min_blocks_per_sm): the bound caps the registers so
+            # that that many blocks fit an SM
+            for hqt, warps, minb in ((8, 1, None), (16, 1, None), (16, 2, None), (32, 1, None),
+                                     (32, 1, 12), (32, 1, 16), (32, 2, None), (32, 2, 8),
+                                     (32, 4, None), (16, 2, 16)):
+                kern = ex.rope_qk_rows.with_options(num_warps=warps, min_blocks_per_sm=minb)
+                for blocks in sorted({min(rows * (hq // hqt), 65536), 132 * 16}):
+                    def f(q, k, qo, ko, kern=kern, blocks=blocks, hqt=hqt):
+                        kern(ex._rows_of_heads(q), ex._rows_of_heads(k),
+                             ex._per_head(cos, hq), ex._per_head(sin, hq),
+                             ex._per_head(cos, hk), ex._per_head(sin, hk),
+                             nt.partition(ex._rows_of_heads(qo), (1, hqt, d // 2),
+                                          blocks=blocks),
+                             nt.partition(ex._rows_of_heads(ko), (1, hk, d // 2),
+                                          blocks=blocks),
+                             seq, hqt, hk, d // 2, _dt_name(dname))
+                    q, k, qo, ko = sets[0]
+                    qo.fill_(float("nan"))
+                    ko.fill_(float("nan"))
+                    f(q, k, qo, ko)
+                    torch.cuda.synchronize()
+                    err = max(((o.double() - rot(i)).abs().max() / rot(i).abs().max()).item()
+                              for o, i in ((qo, q), (ko, k)))
+                    ms = _norms.time_ms(f, sets, args, spin, torch)
+                    res.append((nbytes / ms / 1e6 / triton_gbs, hqt, warps, minb or 0,
+                                blocks, err))
             res.sort(reverse=True)
             print(f"rope_qk {dname} {bsz}x{seq} (Triton {triton_gbs:.0f} GB/s): " + " | ".join(
-                f"{g:.3f} {h} heads x {w} warps, {b} blocks (err {e:.1e})"
-                for g, h, w, b, e in res[:6]), flush=True)
+                f"{g:.3f} {h} heads x {w} warps (min {mb} blocks/SM), {b} blocks (err {e:.1e})"
+                for g, h, w, mb, b, e in res[:8]), flush=True)
 
 
 def sweep_layernorm_backward(args, torch, spin, kernels_mod):
@@ -166,10 +170,11 @@ def sweep_cross_entropy(args, torch, spin, kernels_mod):
             res = []
             # (columns, warps, min_blocks_per_sm): the last bounds the registers so that
             # that many blocks fit an SM (1024 rows in one wave of 8 blocks of 4 warps)
-            for bc, warps, minb in ((1024, 2, None), (2048, 2, None), (2048, 4, None),
-                                    (2048, 4, 8), (4096, 4, None), (4096, 8, None),
-                                    (4096, 8, 4), (8192, 16, None), (16384, 32, None),
-                                    (32768, 32, None)):
+            for bc, warps, minb in ((1024, 2, None), (1024, 2, 16), (2048, 2, None),
+                                    (2048, 4, None), (2048, 4, 7), (2048, 4, 8),
+                                    (4096, 4, None), (4096, 4, 4), (4096, 8, None),
+                                    (4096, 8, 3), (4096, 8, 4), (8192, 8, 2), (8192, 16, None),
+                                    (16384, 32, None)):
                 kern = nt.jit(num_warps=warps, min_blocks_per_sm=minb)(ex.cross_entropy_rows)
                 for blocks in sorted({m, 264}):
                     def f(x, t, loss, kern=kern, bc=bc, blocks=blocks):

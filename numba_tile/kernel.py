@@ -115,6 +115,10 @@ def _arg_error(message: str) -> TileArgumentError:
     return TileArgumentError(message, filename=site[0], lineno=site[1])
 
 
+#: ``with_options``' default: the option as the kernel has it
+_UNCHANGED = object()
+
+
 def _vec16(a) -> bool:
     """16-byte vector accesses are legal for this array (see lowering/memory.py)."""
     if a.size == 0 or a.ndim == 0:
@@ -256,9 +260,10 @@ class Kernel:
         return f"<numba_tile kernel {self.__qualname__} num_warps={self.num_warps}>"
 
     def with_options(self, *, num_warps: int | None = None,
-                     num_stages: int | None = None) -> "Kernel":
-        """This kernel with other ``num_warps`` / ``num_stages`` (the autotuner's variants):
-        the same function and parameters, its own compiled specializations.
+                     num_stages: int | None = None, min_blocks_per_sm=_UNCHANGED) -> "Kernel":
+        """This kernel with other ``num_warps`` / ``num_stages`` / ``min_blocks_per_sm`` (the
+        autotuner's variants; ``min_blocks_per_sm=None`` drops the bound, leaving it out keeps
+        this kernel's): the same function and parameters, its own compiled specializations.
 
         Raises:
             TileArgumentError: an option out of range (as :func:`jit`).
@@ -266,9 +271,10 @@ class Kernel:
         import copy
         nw = self.num_warps if num_warps is None else num_warps
         ns = self.num_stages if num_stages is None else num_stages
-        _check_options(nw, self.interpret, self.unchecked, self.min_blocks_per_sm, ns)
+        mb = self.min_blocks_per_sm if min_blocks_per_sm is _UNCHANGED else min_blocks_per_sm
+        _check_options(nw, self.interpret, self.unchecked, mb, ns)
         k = copy.copy(self)
-        k.num_warps, k.num_stages = nw, ns
+        k.num_warps, k.num_stages, k.min_blocks_per_sm = nw, ns, mb
         k._compiled, k._checked, k._snapshots = {}, set(), {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
         k._groups = {}

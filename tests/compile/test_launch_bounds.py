@@ -31,3 +31,15 @@ def test_launch_bounds_in_ptx(num_warps, blocks):
 def test_bad_min_blocks_per_sm(bad):
     with pytest.raises(TileArgumentError, match="min_blocks_per_sm"):
         nt.jit(min_blocks_per_sm=bad)(double)
+
+
+def test_with_options_sets_keeps_or_drops_the_bound():
+    """``with_options(min_blocks_per_sm=n)`` gives a variant with the bound, leaving it out
+    keeps the kernel's, ``None`` drops it; the original is unchanged; a bad value is refused."""
+    base = nt.jit(num_warps=4, min_blocks_per_sm=2)(double)
+    assert ".minnctapersm 2" in _ptx(base.with_options(num_warps=8))
+    assert ".minnctapersm 6" in _ptx(base.with_options(min_blocks_per_sm=6))
+    assert ".minnctapersm" not in _ptx(base.with_options(min_blocks_per_sm=None))
+    assert ".minnctapersm 2" in _ptx(base)
+    with pytest.raises(TileArgumentError, match="min_blocks_per_sm"):
+        base.with_options(min_blocks_per_sm=0)
