@@ -37,14 +37,16 @@ FLOOR = -3.0e38
 
 
 def config(n_cols: int, itemsize: int) -> tuple:
-    """``(columns per tile, num_warps, num_stages)``, the fastest of a sweep on the H200
-    (``benchmarks/sweeps.py cross_entropy``, ``docs/performance.md``, 2026-12-02, tenth
-    session, the per-lane online softmax: tiles of 2048-32768 columns over 4-32 warps, one
-    block per row or 132 and 264 persistent blocks, at 4096 x 32000 and 1024 x 128256):
-    float32 4096 columns over 8 warps, 16-bit 2048 over 4, one block per row. (A pass over a
-    read-only copy in a pipelined range loop, ``num_stages`` 3-4, was slower: it loses the L2
-    hits of the gradient pass.)"""
-    return (4096, 8, 1) if itemsize == 4 else (2048, 4, 1)
+    """``(columns per tile, num_warps, num_stages, min_blocks_per_sm)``, the fastest of a sweep
+    on the H200 (``benchmarks/sweeps.py cross_entropy``, ``docs/performance.md``, thirteenth
+    session, 2026-12-02: tiles of 1024-16384 columns over 2-32 warps, with and without a
+    register bound, one block per row or 264 persistent blocks, at 4096 x 32000 and 1024 x
+    128256): float32 8192 columns over 8 warps at 2 blocks a multiprocessor (0.98x and
+    0.96x Triton), 16-bit 4096 over 8 warps at 3 (1.16x and 0.81x), one block per row.
+    The bound caps the registers (128 and 85) so that the blocks fit: without it ptxas
+    took 175 and more. (A pass over a read-only copy in a pipelined range loop, ``num_stages``
+    3-4, was slower: it loses the L2 hits of the gradient pass; tenth session.)"""
+    return (8192, 8, 1, 2) if itemsize == 4 else (4096, 8, 1, 3)
 
 
 def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1, 1)],
@@ -103,10 +105,11 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
 _KERNELS: dict = {}
 
 
-def _kernel(warps: int, stages: int):
-    key = (warps, stages)
+def _kernel(warps: int, stages: int, min_blocks: int | None = None):
+    key = (warps, stages, min_blocks)
     if key not in _KERNELS:
-        _KERNELS[key] = nt.jit(num_warps=warps, num_stages=stages)(cross_entropy_rows)
+        _KERNELS[key] = nt.jit(num_warps=warps, num_stages=stages,
+                               min_blocks_per_sm=min_blocks)(cross_entropy_rows)
     return _KERNELS[key]
 
 
@@ -141,10 +144,10 @@ def cross_entropy(logits, target, loss, n_valid: int, *, ignore_index: int = -10
                          f"{tuple(loss.shape)} {dtype_name(loss)}")
     if n_valid < 1:
         raise ValueError(f"cross_entropy: n_valid: expected at least 1, got {n_valid}")
-    bc, warps, stages = config(v, 4 if dt == "float32" else 2)
+    bc, warps, stages, min_blocks = config(v, 4 if dt == "float32" else 2)
     bc = min(bc, 1 << max(0, (v - 1).bit_length()))
     blocks = max(1, m)
-    return _kernel(warps, stages)(
+    return _kernel(warps, stages, min_blocks)(
         nt.partition(logits, (1, bc), blocks=blocks), target,
         nt.partition(loss, (1, 1), blocks=blocks), float(n_valid), int(ignore_index), bc, dt,
         stream=stream, interpret=interpret)

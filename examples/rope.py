@@ -7,8 +7,8 @@ repeated, as HF's ``rotate_half`` convention builds them),
     out[..., D/2:] = q[..., D/2:] * cos[s, D/2:] + q[..., :D/2] * sin[s, D/2:]
 
 The output, viewed as ``(batch * seq, heads, D)``, is partitioned into ``(1, HB, D/2)`` tiles:
-half rows of up to ``HB`` heads of one position (all of them for LLaMA's 32 and 8 heads at
-D = 128); a block owns whole rows (``nt.strips``: the strip of ``(row, head block)`` is those
+half rows of up to ``HB`` heads of one position (``rope``: all of them for LLaMA's 32 and 8
+heads at D = 128; ``rope_qk``: 16 query heads a tile, ``qk_config``); a block owns whole rows (``nt.strips``: the strip of ``(row, head block)`` is those
 heads' two halves), so it can read both halves of ``q`` and store both halves of ``out``.
 ``cos`` and ``sin`` are read through views that repeat each row for every head (stride 0), so
 every operand of the rotation is a tile of one shape and layout. ``D`` is a power of two
@@ -39,9 +39,10 @@ def rotate_heads(x, cos, sin, out, row, r, s, hb, H, H2, DT):
     the tiles of ``out``'s strip ``row`` (its two halves): a helper of both kernels.
 
     The loads are padded (``padding=0.0``): a padded tile carries no valid extents through
-    the arithmetic, and the stores are masked at the array's edges all the same (2,504 SASS
-    instructions per row against 3,000 for the bfloat16 ``rope_qk_rows`` at 1 warp, ptxas
-    13.0)."""
+    the arithmetic, and the stores are masked at the array's edges all the same. A tile
+    wholly inside the array is read and written without masks, and the tables' stride-0
+    head axis makes one read of each table chunk serve every head
+    (``lowering/memory.py``)."""
     x1 = nt.astype(nt.load(x, (r, hb, 0), (1, H, H2), padding=0.0), nt.float32)
     x2 = nt.astype(nt.load(x, (r, hb, 1), (1, H, H2), padding=0.0), nt.float32)
     c1 = nt.astype(nt.load(cos, (s, hb, 0), (1, H, H2), padding=0.0), nt.float32)
@@ -177,21 +178,25 @@ def _heads_tile(heads: int, d: int, cap: int | None = None) -> int:
 
 
 def qk_config(itemsize: int) -> tuple:
-    """``(elements of a half row of query heads per tile at most, num_warps)`` of
-    :func:`rope_qk`: the fastest of a sweep on the H200 (``docs/performance.md``, 2026-12-02:
-    8, 16, 32 query heads per tile x 1, 2, 4 warps x three grids, LLaMA-3 8B heads): 16-bit
-    all the heads of a position (2048 elements at 32 heads of D = 128) over one warp, float32
-    at most 1024 elements over two warps."""
-    return (MAX_HALF_ROW, 1) if itemsize == 2 else (1024, 2)
+    """``(elements of a half row of query heads per tile at most, num_warps,
+    min_blocks_per_sm)`` of :func:`rope_qk`: the fastest of a sweep on the H200
+    (``benchmarks/sweeps.py rope_qk``, ``docs/performance.md``, thirteenth session,
+    2026-12-02: 8, 16, 32 query heads per tile x 1, 2, 4 warps, with and without a register
+    bound, two grids, LLaMA-3 8B heads): in both dtypes 1024 elements (16 heads of D = 128)
+    over two warps, with registers bounded so that 16 blocks fit a multiprocessor (bfloat16
+    0.90x and 0.99x Triton at 1 x 2048 and 4 x 8192, float32 0.93x and 0.98x)."""
+    return (1024, 2, 16)
 
 
 _QK_KERNELS: dict = {}
 
 
-def _qk_kernel(warps: int):
-    if warps not in _QK_KERNELS:
-        _QK_KERNELS[warps] = rope_qk_rows.with_options(num_warps=warps)
-    return _QK_KERNELS[warps]
+def _qk_kernel(warps: int, min_blocks: int | None = None):
+    key = (warps, min_blocks)
+    if key not in _QK_KERNELS:
+        _QK_KERNELS[key] = rope_qk_rows.with_options(num_warps=warps,
+                                                     min_blocks_per_sm=min_blocks)
+    return _QK_KERNELS[key]
 
 
 def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret=False):
@@ -225,7 +230,7 @@ def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret
     hk = k.shape[2]
     _check(q, cos, sin, q_out, "rope_qk")
     _check(k, cos, sin, k_out, "rope_qk")
-    cap, warps = qk_config(4 if dtype_name(q) == "float32" else 2)
+    cap, warps, min_blocks = qk_config(4 if dtype_name(q) == "float32" else 2)
     # the key heads of a position in one tile (the strips of q_out, one per group of query
     # heads, reach k_out's tiles at their coordinates: k_out's one group is the first's)
     hbq, hbk = _heads_tile(hq, d, cap), _heads_tile(hk, d)
@@ -234,7 +239,7 @@ def rope_qk(q, k, cos, sin, q_out, k_out, *, blocks=None, stream=None, interpret
         return rope(k, cos, sin, k_out, blocks=blocks, stream=stream, interpret=interpret)
     strips = bsz * seq * -(-hq // hbq)
     b = max(1, min(strips, 65536)) if blocks is None else blocks
-    return _qk_kernel(warps)(
+    return _qk_kernel(warps, min_blocks)(
         _rows_of_heads(q), _rows_of_heads(k), _per_head(cos, hq), _per_head(sin, hq),
         _per_head(cos, hk), _per_head(sin, hk),
         nt.partition(_rows_of_heads(q_out), (1, hbq, d // 2), blocks=b),

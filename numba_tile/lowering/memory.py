@@ -10,6 +10,13 @@ integers, masks them against the array's extents, and reads either
   strides and the last extent multiples of 16 bytes), one predicate per access; or
 * element by element with a predicate each, for any strided or unaligned view.
 
+Each load and store first asks one uniform question of the tile (``full_tile``: does it lie
+wholly inside the array?). A tile inside, every tile but the edges', is accessed without
+masks, each chunk at the thread's one base offset plus a constant of the repetition; an edge
+tile takes the masked path below. Axes of stride 0 in the specialization (a broadcast view:
+``kernel._zero_axes``) use the constant 0, so the chunks that differ only along them are one
+access (a ``(seq, heads, D)`` table repeated over heads is read once per row, not per head).
+
 A tile index built by hand (a runtime integer, not the block's own tile nor one minted by
 ``tiles()``) is first compared with the tile grid, ``0 <= index < ceil(extent / tile)``
 along each axis, before it is multiplied by the tile's extent: ``index * tile`` wraps
@@ -54,7 +61,8 @@ from .layouts import barrier
 #: masks alone are exact for it
 _NO_WRAP = 2 ** 62
 
-#: a load whose fragment holds more bytes a thread than this takes the masked path alone:
+#: a load or store whose fragment holds more bytes a thread than this takes the masked path
+#: alone:
 #: both paths' values are live where they merge, and ptxas spilled with two paths where it
 #: did not with one: 236 bytes at a (64, 128) int64 gather over 4 warps (512 bytes a
 #: thread), 24 bytes at a (64, 128) float32 load beside it (256 bytes a thread);
@@ -241,7 +249,7 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
     invariant = isinstance(view.ty, TensorType) and not view.ty.writable
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
     pad_storage = _reg_to_storage(builder, pad, dt, view.storage_llvm)
-    if layout.elems_per_thread * view.itemsize > _TWO_PATH_BYTES:
+    if not _two_paths(layout, view):
         elems = _load_masked(builder, view, index, tile, pad_storage, lanes, invariant,
                              _grid_mask(in_grid), unpack=True)
         extents = load_extents(builder, view, index, tile.shape, in_grid) if tile.masked else None
@@ -278,6 +286,12 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
         elems += _unpack_chunk(builder, view, raws, lanes, dt)
     extents = load_extents(builder, view, index, tile.shape, in_grid) if tile.masked else None
     return make_fragment(builder, tile, elems, extents)
+
+
+def _two_paths(layout, view) -> bool:
+    """Whether an access of this layout takes a path for a tile inside the array beside the
+    masked one (:data:`_TWO_PATH_BYTES`)."""
+    return layout.elems_per_thread * view.itemsize <= _TWO_PATH_BYTES
 
 
 def full_tile(builder, view: ArrayView, index, tile_shape):
@@ -512,12 +526,14 @@ def emit_store(context, builder, view: ArrayView, index, tile: TileType, frag_el
     if isinstance(layout, MmaLayout):          # a wgmma accumulator (_registry._argument_type)
         return _emit_store_mma(builder, view, index, tile, frag_elems, extents, in_grid)
     lanes = min(layout.vec, 16 // view.itemsize) if view.ty.vec16 else 1
+    owner = is_storing_thread(builder, layout)
+    if not _two_paths(layout, view):
+        return _store_masked(builder, view, index, tile, frag_elems, extents, in_grid, owner)
     full = full_tile(builder, view, index, tile.shape)
     if extents is not None:
         full = _and_all(builder, [full] + [builder.icmp_signed("==", extents[d],
                                                                const_i64(tile.shape[d]))
                                            for d in range(view.ty.ndim)])
-    owner = is_storing_thread(builder, layout)
     with builder.if_else(full, likely=True) as (whole, edge):
         with whole:
             offs = _chunk_offsets(builder, view, index, tile.shape, layout)

@@ -23,8 +23,8 @@ def _name(dt):
 @pytest.mark.parametrize("dt", DTS, ids=_name)
 def test_cross_entropy_and_softmax_chunked(dt, cc):
     x = np.zeros((45, 20000), dt)
-    bc, w, s = ce.config(20000, np.dtype(dt).itemsize)
-    p = ce._kernel(w, s).ptx(nt.partition(x, (1, bc), blocks=45), np.zeros(45, np.int64),
+    bc, w, s, mb = ce.config(20000, np.dtype(dt).itemsize)
+    p = ce._kernel(w, s, mb).ptx(nt.partition(x, (1, bc), blocks=45), np.zeros(45, np.int64),
                              nt.partition(np.zeros((45, 1), np.float32), (1, 1), blocks=45),
                              1.0, -100, bc, _name(dt), cc=cc)
     assert ".local" not in p
