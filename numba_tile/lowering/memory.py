@@ -10,10 +10,12 @@ integers, masks them against the array's extents, and reads either
   strides and the last extent multiples of 16 bytes), one predicate per access; or
 * element by element with a predicate each, for any strided or unaligned view.
 
-Each load and store first asks one uniform question of the tile (``full_tile``: does it lie
-wholly inside the array?). A tile inside, every tile but the edges', is accessed without
-masks, each chunk at the thread's one base offset plus a constant of the repetition; an edge
-tile takes the masked path below. Axes of stride 0 in the specialization (a broadcast view:
+A load or store at a tile from ``tiles()``, a strip or a hand-built index first asks one
+uniform question of the tile (``full_tile``: does it lie wholly inside the array?). A tile
+inside, every tile but the edges', is accessed without masks, each chunk at the thread's one
+base offset plus a constant of the repetition; an edge tile takes the masked path below, as
+does every access at a block's own tile and any fragment above 128 bytes a thread
+(``_two_paths`` says what was measured). Axes of stride 0 in the specialization (a broadcast view:
 ``kernel._zero_axes``) use the constant 0, so the chunks that differ only along them are one
 access (a ``(seq, heads, D)`` table repeated over heads is read once per row, not per head).
 
@@ -236,7 +238,8 @@ def emit_load(context, builder, view: ArrayView, index, tile: TileType, pad, in_
     without masks, each chunk at the thread's one base offset plus a constant of the
     repetition (:func:`_chunk_offsets`); an edge tile, or one at an index outside the grid,
     chunk by chunk, each access masked. The branch is uniform: the index is one value for
-    the block.
+    the block. Where :func:`_two_paths` says no (a block's own tile, a large fragment), the
+    masked path alone.
 
     Args:
         pad: the padding as a register element of the tile's dtype.
