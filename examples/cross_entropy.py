@@ -93,7 +93,10 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
             scale = 1.0 / n_valid
             for idx in nt.tiles(loss, row):
                 nt.store(loss, (lse - xt) * scale, idx)
-            for idx in nt.tiles(X, row):
+            # the gradient pass walks the row from its last tile: those the first pass read
+            # last are the likeliest still in L2 (nt.tiles' reverse; at 1024 x 128,256
+            # bfloat16 the rows in flight outgrow L2, and a forward walk misses on most)
+            for idx in nt.tiles(X, row, reverse=True):
                 x = nt.astype(nt.load(X, idx, padding=-float("inf")), nt.float32)
                 g = nt.exp2((x - lse) * LOG2E) * scale
                 if idx[1] == t_tile:

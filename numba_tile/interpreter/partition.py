@@ -53,16 +53,23 @@ def interp_strips(z):
 
 
 @interp_rule("tiles")
-def interp_tiles(z, strip=None):
+def interp_tiles(z, strip=None, reverse=False):
+    if not isinstance(reverse, (bool, np.bool_)):
+        from ..errors import TileTypingError
+        raise TileTypingError(f'Invalid argument "reverse" of tiles(): expected a static bool '
+                              f'(True/False written in the kernel, or a Constant parameter), '
+                              f'got {reverse!r}')
     blk = current_block()
     grid = tuple(-(-s // t) for s, t in zip(z.array.shape, z.tile_shape))
     if strip is not None:
-        for j in range(grid[-1]):
+        cols = range(grid[-1])
+        for j in (reversed(cols) if reverse else cols):
             yield InterpIndex(z.name, tuple(strip.coords) + (j,))
         return
     total = math.prod(grid)
     nblocks = math.prod(blk.grid)
-    for lin in range(blk.linear, total, nblocks):
+    lins = range(blk.linear, total, nblocks)
+    for lin in (reversed(lins) if reverse else lins):
         yield InterpIndex(z.name, tile_coords(lin, grid, z.order))
 
 

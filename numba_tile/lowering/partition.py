@@ -129,10 +129,20 @@ def _block_strided(context, builder, sig, args, leading_only: bool):
     it = cgutils.create_struct_proxy(sig.return_type)(context, builder)
     it.part = iterable.part
     nxt = cgutils.alloca_once(builder, I64)
-    builder.store(block_index(builder), nxt)
+    bid = block_index(builder)
+    step = builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
+    if getattr(iterable_ty, "reverse", False):
+        # the block's last number, bid + floor((total - 1 - bid) / step) * step, and down by
+        # step to bid; -1 (nothing) where the block has none
+        has = builder.icmp_signed("<", bid, total)
+        last = builder.add(bid, builder.mul(
+            builder.udiv(builder.sub(builder.sub(total, ir.Constant(I64, 1)), bid), step), step))
+        builder.store(builder.select(has, last, ir.Constant(I64, -1)), nxt)
+    else:
+        builder.store(bid, nxt)
     it.next = nxt
     it.stop = total
-    it.step = builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
+    it.step = step
     return impl_ret_untracked(context, builder, sig.return_type, it._getvalue())
 
 
@@ -148,7 +158,9 @@ def _next_block_strided(context, builder, sig, args, result, index_type, coords_
     (it_ty,) = sig.args
     it = cgutils.create_struct_proxy(it_ty)(context, builder, value=args[0])
     cur = builder.load(it.next)
-    valid = builder.icmp_signed("<", cur, it.stop)
+    reverse = getattr(it_ty, "reverse", False)
+    valid = builder.icmp_signed(">=", cur, ir.Constant(I64, 0)) if reverse else \
+        builder.icmp_signed("<", cur, it.stop)
     result.set_valid(valid)
     with builder.if_then(valid):
         ptype = it_ty.ptype
@@ -158,7 +170,7 @@ def _next_block_strided(context, builder, sig, args, result, index_type, coords_
         idx.coords = context.make_tuple(builder, _coords_type(index_type.ndim), coords)
         idx.valid = ir.Constant(ir.IntType(1), 1)
         result.yield_(idx._getvalue())
-        builder.store(builder.add(cur, it.step), it.next)
+        builder.store((builder.sub if reverse else builder.add)(cur, it.step), it.next)
 
 
 @registry.lower("iternext", StripsIterator)
@@ -182,9 +194,12 @@ def getiter_strip_tiles(context, builder, sig, args):
     it.part = iterable.part
     it.strip = iterable.strip
     nxt = cgutils.alloca_once(builder, I64)
-    builder.store(ir.Constant(I64, 0), nxt)
+    n = tile_grid(builder, view, ptype.tile_shape)[-1]
+    # reverse: from n - 1 down to 0
+    builder.store(builder.sub(n, ir.Constant(I64, 1)) if iterable_ty.reverse
+                  else ir.Constant(I64, 0), nxt)
     it.next = nxt
-    it.stop = tile_grid(builder, view, ptype.tile_shape)[-1]
+    it.stop = n
     return impl_ret_untracked(context, builder, sig.return_type, it._getvalue())
 
 
@@ -197,7 +212,8 @@ def iternext_strip_tiles(context, builder, sig, args, result):
     sty = StripIndexType(ptype.param, ptype.ndim - 1)
     strip = cgutils.create_struct_proxy(sty)(context, builder, value=it.strip)
     cur = builder.load(it.next)
-    valid = builder.icmp_signed("<", cur, it.stop)
+    valid = builder.icmp_signed(">=", cur, ir.Constant(I64, 0)) if it_ty.reverse else \
+        builder.icmp_signed("<", cur, it.stop)
     result.set_valid(valid)
     with builder.if_then(valid):
         lead = cgutils.unpack_tuple(builder, strip.coords, ptype.ndim - 1)
@@ -207,7 +223,7 @@ def iternext_strip_tiles(context, builder, sig, args, result):
         # a strip variable no strips() loop assigned is not valid: nor are its tiles
         idx.valid = strip.valid
         result.yield_(idx._getvalue())
-        builder.store(builder.add(cur, ir.Constant(I64, 1)), it.next)
+        builder.store(builder.add(cur, ir.Constant(I64, -1 if it_ty.reverse else 1)), it.next)
 
 
 @registry.lower("getiter", TilesIterable)

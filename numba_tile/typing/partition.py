@@ -10,13 +10,23 @@ from .types import (PartitionIndexType, PartitionType, StripIndexType, StripsIte
                     StripTilesIterable, TilesIterable)
 
 
+def _reverse_value(reverse) -> bool:
+    if isinstance(reverse, types.Omitted):
+        return bool(reverse.value)
+    if isinstance(reverse, types.BooleanLiteral):
+        return bool(reverse.literal_value)
+    raise fail("tiles", "reverse", "a static bool (True/False written in the kernel, or a "
+               "Constant parameter)", f"a run-time value of type {reverse}")
+
+
 @typing_rule("tiles")
-def type_tiles(z, strip):
+def type_tiles(z, strip, reverse):
     if not isinstance(z, PartitionType):
         raise fail("tiles", "z", "a partition parameter (indices are minted only for arrays "
                    "the kernel may write)", z)
+    rev = _reverse_value(reverse)
     if isinstance(strip, (types.Omitted, types.NoneType)):
-        return TilesIterable(z)
+        return TilesIterable(z, rev)
     if not isinstance(strip, StripIndexType):
         raise fail("tiles", "strip", f"a strip of '{z.param}' from strips({z.param})", strip)
     if strip.ndim != z.ndim - 1:
@@ -33,7 +43,7 @@ def type_tiles(z, strip):
         raise fail("tiles", "z", f"a partition mapped onto blocks for its strips (a partition "
                    f"with one tile per block has each block own a tile, not a row)",
                    "an unmapped partition")
-    return StripTilesIterable(z)
+    return StripTilesIterable(z, rev)
 
 
 @typing_rule("strips")

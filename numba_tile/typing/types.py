@@ -155,33 +155,40 @@ class StripsIterator(types.SimpleIteratorType):
                          StripIndexType(ptype.param, ptype.ndim - 1))
 
 
-class StripTilesIterable(types.SimpleIterableType):
-    """``tiles(z, strip)``: the tiles of one strip of ``z``, in order along the last axis."""
+def _rev(reverse: bool) -> str:
+    return ", reverse" if reverse else ""
 
-    def __init__(self, ptype: PartitionType):
-        self.ptype = ptype
-        super().__init__(f"StripTiles[{ptype.name}]", StripTilesIterator(ptype))
+
+class StripTilesIterable(types.SimpleIterableType):
+    """``tiles(z, strip)``: the tiles of one strip of ``z``, in order along the last axis
+    (``reverse``: from the last)."""
+
+    def __init__(self, ptype: PartitionType, reverse: bool = False):
+        self.ptype, self.reverse = ptype, bool(reverse)
+        super().__init__(f"StripTiles[{ptype.name}{_rev(reverse)}]",
+                         StripTilesIterator(ptype, reverse))
 
 
 class StripTilesIterator(types.SimpleIteratorType):
-    def __init__(self, ptype: PartitionType):
-        self.ptype = ptype
-        super().__init__(f"StripTilesIterator[{ptype.name}]",
+    def __init__(self, ptype: PartitionType, reverse: bool = False):
+        self.ptype, self.reverse = ptype, bool(reverse)
+        super().__init__(f"StripTilesIterator[{ptype.name}{_rev(reverse)}]",
                          StripTileIndexType(ptype.param, ptype.ndim))
 
 
 class TilesIterable(types.SimpleIterableType):
-    """``tiles(z)``: the tiles of partition ``z`` this block owns."""
+    """``tiles(z)``: the tiles of partition ``z`` this block owns (``reverse``: the same
+    tiles, from the last)."""
 
-    def __init__(self, ptype: PartitionType):
-        self.ptype = ptype
-        super().__init__(f"Tiles[{ptype.name}]", TilesIterator(ptype))
+    def __init__(self, ptype: PartitionType, reverse: bool = False):
+        self.ptype, self.reverse = ptype, bool(reverse)
+        super().__init__(f"Tiles[{ptype.name}{_rev(reverse)}]", TilesIterator(ptype, reverse))
 
 
 class TilesIterator(types.SimpleIteratorType):
-    def __init__(self, ptype: PartitionType):
-        self.ptype = ptype
-        super().__init__(f"TilesIterator[{ptype.name}]",
+    def __init__(self, ptype: PartitionType, reverse: bool = False):
+        self.ptype, self.reverse = ptype, bool(reverse)
+        super().__init__(f"TilesIterator[{ptype.name}{_rev(reverse)}]",
                          PartitionIndexType(ptype.param, ptype.ndim))
 
 
