@@ -25,7 +25,7 @@ from numba.cuda.cudaimpl import registry as cudaimpl_registry
 
 from .common import (broadcast_extents, const_i64, convert, convert_elements, fragment_elements, from_compute, make_fragment,
                      result_extents, scalar_to, tile_extents, to_compute, valid_bits)
-from .layouts import convert_layout, dst_slots, linear_of, remap, same_distribution
+from .layouts import convert_layout, dst_slots, linear_of, local_slots, remap, same_distribution
 
 
 class Operand:
@@ -80,6 +80,9 @@ def move(builder, ty, elems, layout, shape):
         return list(elems)
     if math.prod(ty.shape) == math.prod(shape) and same_distribution(ty.layout, layout):
         return list(elems)               # only axes of extent 1 added in front
+    local = local_slots(ty.layout, layout, broadcast=True)
+    if local is not None:                # each thread holds the values it repeats
+        return [elems[j] for j in local]
     lead = len(shape) - ty.ndim
 
     def source(coords, linear):

@@ -23,7 +23,7 @@ from ..layout import SliceLayout
 from .common import (I1, chunk_coords, const_i64, convert, fragment_elements, from_compute,
                      is_storing_thread, make_fragment, thread_index, tile_extents, to_compute,
                      umin)
-from .layouts import barrier, dst_slots, linear_of, stage
+from .layouts import barrier, dst_slots, linear_of, local_lines, stage
 
 
 def _identity(name, ct, unsigned=False):
@@ -255,6 +255,24 @@ def _lowering(name):
             return make_fragment(builder, res, _last_axis_tree(context, builder, name, xty, res,
                                                                elems, ct_ll, valid_cols),
                                  extents)
+        lines = local_lines(xty.layout, res.layout, axis, keep)
+        if lines is not None:
+            # every thread holds the lines of its result elements: its own registers
+            elems = fragment_elements(builder, args[0], xty.layout.elems_per_thread)
+            bound = _axis_bound(builder, xty, args[0], axis) if xty.masked else None
+            out = []
+            for line in lines:
+                acc = _identity(name, ct_ll, uns)
+                for k, j in enumerate(line):
+                    e = elems[j]
+                    v = to_compute(context, builder, convert(context, builder, e, xty.dtype,
+                                                             res.dtype)
+                                   if name in ("sum", "prod") else e, res.dtype)
+                    new = _combine(builder, name, acc, v, uns)
+                    acc = new if bound is None else builder.select(
+                        builder.icmp_unsigned("<", const_i64(k), bound), new, acc)
+                out.append(from_compute(context, builder, acc, res.dtype))
+            return make_fragment(builder, res, out, extents)
         read = stage(builder, xty.dtype, xty.layout, fragment_elements(
             builder, args[0], xty.layout.elems_per_thread))
         stride = math.prod(xty.shape[axis + 1:])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._registry import lowering_rule
 from .common import (broadcast_extents, const_i64, fragment_elements, make_fragment,
                      tile_extents, to_compute)
-from .layouts import convert_layout, linear_of, remap, same_distribution, stage
+from .layouts import convert_layout, linear_of, local_slots, remap, same_distribution, stage
 
 
 def _elems(builder, ty, value):
@@ -47,6 +47,9 @@ def _same_linear(context, builder, sig, args):
     extents = _unit_axes_extents(builder, xty, args[0], res)
     if same_distribution(xty.layout, res.layout):
         return make_fragment(builder, res, elems, extents)
+    local = local_slots(xty.layout, res.layout)
+    if local is not None:
+        return make_fragment(builder, res, [elems[j] for j in local], extents)
     return make_fragment(builder, res, remap(builder, xty.dtype, xty.layout, elems, res.layout,
                                              lambda coords, linear: linear), extents)
 

@@ -73,9 +73,25 @@ def _rule(name):
             parent = x.layout if isinstance(x.layout, BlockedLayout) \
                 else make_tile(x.dtype, x.shape).layout
             return TileType(dt, shape, SliceLayout(parent, a), x.masked)
-        return make_tile(dt, shape, masked=x.masked, align=_kept_align(x, a, keep, shape))
+        out = make_tile(dt, shape, masked=x.masked, align=_kept_align(x, a, keep, shape))
+        return _in_thread(x, a, keep, out) or out
 
     return rule
+
+
+def _in_thread(x, axis, keep, out):
+    """``out`` in the blocked layout of x's chunks (``x.layout.max_vec``) when each thread
+    then holds the whole lines of its result elements (``lowering/layouts.local_lines``):
+    the reduction along a leading axis is then the thread's own arithmetic, with no shared
+    memory (``max(reshape(x, (R, BC // R)), 0)``, ``x`` a float32 tile of a 16-bit load
+    folded along its repetitions: ``examples/cross_entropy.py``). None otherwise."""
+    if not isinstance(x.layout, BlockedLayout) or axis == x.ndim - 1:
+        return None
+    from ..lowering.layouts import local_lines
+    lay = BlockedLayout(out.shape, x.layout.num_threads, x.layout.max_vec)
+    if local_lines(x.layout, lay, axis, keep) is None:
+        return None
+    return TileType(out.dtype, out.shape, lay, out.masked, out.align)
 
 
 for _n in ("sum", "prod", "max", "min"):

@@ -42,7 +42,17 @@ def type_reshape(x, shape):
                    "of extent 1 (the valid elements of a masked tile, one loaded without "
                    "padding=, are a box that a general reshape does not keep; use "
                    "filled(x, value) first)", f"a masked {x.shape} tile")
-    return make_tile(x.dtype, sh, masked=x.masked)
+    out = make_tile(x.dtype, sh, masked=x.masked)
+    from ..layout import BlockedLayout
+    from ..lowering.layouts import same_distribution
+    if isinstance(x.layout, BlockedLayout) and x.layout.max_vec != out.layout.max_vec:
+        # a tile that kept a narrower load's chunks (a float32 tile of a bfloat16 load) keeps
+        # them where the new shape cuts the same chunks in the same threads: the reshape then
+        # moves nothing, where the dtype's own chunks would go through shared memory
+        keep = BlockedLayout(sh, x.layout.num_threads, x.layout.max_vec)
+        if same_distribution(keep, x.layout):
+            return TileType(x.dtype, sh, keep, x.masked, out.align)
+    return out
 
 
 @typing_rule("expand_dims")
