@@ -169,18 +169,18 @@ def sweep_cross_entropy(args, torch, spin, kernels_mod):
             triton_gbs = nbytes / ms / 1e6
             res = []
             # (columns, warps, min_blocks_per_sm): the last bounds the registers so that
-            # that many blocks fit an SM (1024 rows in one wave of 8 blocks of 4 warps)
-            for bc, warps, minb in ((1024, 2, None), (1024, 2, 16), (2048, 2, None),
-                                    (2048, 4, None), (2048, 4, 7), (2048, 4, 8),
-                                    (4096, 4, None), (4096, 4, 4), (4096, 8, None),
-                                    (4096, 8, 3), (4096, 8, 4), (8192, 8, 2), (8192, 16, None),
-                                    (16384, 32, None)):
+            # that many blocks fit an SM; the fold is the chunks a thread holds
+            for bc, warps, minb in ((2048, 2, 8), (2048, 2, 10), (2048, 4, 8), (4096, 2, 4),
+                                    (4096, 4, 3), (4096, 4, 4), (4096, 4, 5), (4096, 4, 6),
+                                    (4096, 8, 4), (8192, 4, 2), (8192, 8, 2), (8192, 8, 3),
+                                    (16384, 8, 1), (16384, 16, 1)):
                 kern = nt.jit(num_warps=warps, min_blocks_per_sm=minb)(ex.cross_entropy_rows)
+                fold = ex.fold_of(bc, warps, dt.itemsize)
                 for blocks in sorted({m, 264}):
-                    def f(x, t, loss, kern=kern, bc=bc, blocks=blocks):
+                    def f(x, t, loss, kern=kern, bc=bc, blocks=blocks, fold=fold):
                         kern(nt.partition(x, (1, bc), blocks=blocks), t,
                              nt.partition(loss, (1, 1), blocks=blocks), 1.0, -100, bc,
-                             _dt_name(dname))
+                             _dt_name(dname), fold)
                     ms = _norms.time_ms(f, sets, args, spin, torch)
                     res.append((nbytes / ms / 1e6 / triton_gbs, bc, warps, minb or 0, blocks))
             res.sort(reverse=True)

@@ -8,9 +8,11 @@ For each row ``r`` of the logits ``X`` (``(tokens, vocabulary)``) with target ``
 ``n_valid`` counts the rows whose target is not ``ignore_index``; a row whose target is
 ``ignore_index`` gets loss 0 and gradient 0. The vocabulary does not fit a tile: each block owns
 whole rows (``nt.strips``), makes one online pass over the row's ``(1, BC)`` tiles (a running
-maximum and rescaled sum per lane of the tile, combined across the block once at the row's end,
-and, in the one tile that holds it, the target's logit picked out by its column), then a second
-pass that overwrites each tile with its gradient. The target is a scalar read from a read-only
+maximum and rescaled sum per column of the tile's ``(FOLD, BC // FOLD)`` view, which each
+thread folds in its own registers, combined across the block once at the row's end, and, in
+the one tile that holds it, the target's logit picked out by its column), then a second pass,
+from the row's last tile back (``nt.tiles(X, row, reverse=True)``: those tiles are still in
+L2), that overwrites each tile with its gradient. The target is a scalar read from a read-only
 tensor (``target[r]``), and ``if t == ignore_index`` is a branch the whole block takes
 together. ``loss`` is an ``(M, 1)`` array reached by the same row (``nt.tiles(loss, row)``). A
 safe kernel: a block reads and writes only its own rows of ``X`` and ``loss``.
@@ -37,20 +39,39 @@ FLOOR = -3.0e38
 
 
 def config(n_cols: int, itemsize: int) -> tuple:
-    """``(columns per tile, num_warps, num_stages, min_blocks_per_sm)``, the fastest of a sweep
-    on the H200 (``benchmarks/sweeps.py cross_entropy``, ``docs/performance.md``, thirteenth
-    session, 2026-12-02: tiles of 1024-16384 columns over 2-32 warps, with and without a
-    register bound, one block per row or 264 persistent blocks, at 4096 x 32000 and 1024 x
-    128256): float32 8192 columns over 8 warps at 2 blocks a multiprocessor (0.98x and
-    0.96x Triton), 16-bit 4096 over 8 warps at 3 (1.16x and 0.81x), one block per row.
-    The bound caps the registers (128 and 85) so that the blocks fit: without it ptxas
-    took 175 and more. (A pass over a read-only copy in a pipelined range loop, ``num_stages``
-    3-4, was slower: it loses the L2 hits of the gradient pass; tenth session.)"""
-    return (8192, 8, 1, 2) if itemsize == 4 else (4096, 8, 1, 3)
+    """``(columns per tile, num_warps, num_stages, min_blocks_per_sm, fold)``, the fastest of
+    a sweep on the H200 (fourteenth session, 2026-12-02, ``docs/performance.md``: tiles of
+    2048-16384 columns over 2-16 warps at 1-10 blocks a multiprocessor, at 4096 x 32000 and
+    1024 x 128256; ``.visit``-style probe, then ``benchmarks/sweeps.py cross_entropy``).
+
+    * 16-bit, rows over 65,536 columns: 2048 columns over 2 warps at 8 blocks (0.97x Triton
+      at 128,256); shorter rows: 4096 over 4 warps at 5 (1.18x at 32,000; 0.93x at 128,256).
+    * float32, rows over 65,536 columns: 16384 over 16 warps at 1 (1.07x); shorter: 8192
+      over 8 warps at 2 (1.00x at 32,000).
+
+    ``fold``: the rows of the tile's ``(fold, columns / fold)`` view, one per chunk a thread
+    holds (columns / (32 * warps) elements a thread, 16 bytes a chunk), so that the running
+    state is reduced along the fold in each thread's own registers (any fold is correct:
+    another one moves data through shared memory). The bound caps the registers so that the
+    blocks fit."""
+    long = n_cols > 65536
+    if itemsize == 4:
+        bc, warps, min_blocks = (16384, 16, 1) if long else (8192, 8, 2)
+    else:
+        bc, warps, min_blocks = (2048, 2, 8) if long else (4096, 4, 5)
+    return bc, warps, 1, min_blocks, fold_of(bc, warps, itemsize)
+
+
+def fold_of(bc: int, warps: int, itemsize: int) -> int:
+    """Chunks a thread holds of a ``(1, bc)`` tile of a load of ``itemsize``-byte elements
+    over ``warps`` warps (``layout.BlockedLayout``: 16-byte chunks, at least one)."""
+    per_thread = max(1, bc // (32 * warps))
+    return max(1, per_thread // max(1, 16 // itemsize))
 
 
 def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1, 1)],
-                       n_valid, ignore_index, BC: nt.Constant, DT: nt.Constant):
+                       n_valid, ignore_index, BC: nt.Constant, DT: nt.Constant,
+                       FOLD: nt.Constant):
     """Loss and in-place gradient of every row of X this block owns."""
     for row in nt.strips(X):
         t = target[row[0]]
@@ -60,17 +81,16 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
             for idx in nt.tiles(loss, row):
                 nt.store(loss, nt.zeros((1, 1), nt.float32), idx)
         else:
-            # an online softmax per lane: each element position of the (1, BC) tile keeps
-            # its own running max m and sum d of exp(x - m) over the row's tiles, so the pass
-            # over the row needs no reduction across the block; the lanes are combined once,
-            # after it. One exp2 per element: with diff = x - m, a new max (diff > 0) rescales
-            # d by exp(-diff) and adds 1, else d gains exp(diff). The max starts at FLOOR,
-            # not -inf: a lane of masked (-inf) logits then keeps d = 0 and never forms
-            # -inf - -inf (NaN; Liger-Kernel's kernel has that NaN for a first tile of them).
-            # (the state takes the register layout of the loaded tiles that update it: a
-            # float32 tile of a 16-bit load keeps that load's layout, TileType.unify)
-            m = nt.full((1, BC), FLOOR, nt.float32)
-            d = nt.zeros((1, BC), nt.float32)
+            # an online softmax over the row's tiles, its state (running max m and sum d of
+            # exp(x - m)) one pair per column of the tile's (FOLD, BC // FOLD) view: each
+            # tile is folded onto it along the view's rows, which a thread holds in its own
+            # registers (FOLD = the chunks a thread holds), so the pass over the row needs
+            # no exchange between threads; the state is combined across the block once,
+            # after it. The max starts at FLOOR, not -inf: a column of masked (-inf) logits
+            # then keeps d = 0 and never forms -inf - -inf (NaN; Liger-Kernel's kernel has
+            # that NaN for a first tile of them).
+            m = nt.full((1, BC // FOLD), FLOOR, nt.float32)
+            d = nt.zeros((1, BC // FOLD), nt.float32)
             xt = nt.zeros((1, 1), nt.float32)
             t_tile = t // BC                   # the tile holding the target's logit
             for idx in nt.tiles(X, row):
@@ -81,21 +101,21 @@ def cross_entropy_rows(X: nt.Partition[(1, "BC")], target, loss: nt.Partition[(1
                     # 2048 columns x 4 warps; ptxas 13.5)
                     col = nt.reshape(nt.arange(BC), (1, BC))
                     xt = nt.sum(nt.where(col == t - idx[1] * BC, x, 0.0), 1, keepdims=True)
-                diff = x - m
-                e = nt.exp2(-nt.abs(diff) * LOG2E)
-                up = diff > 0.0
-                d = nt.where(up, d * e + 1.0, d + e)
-                m = nt.where(up, x, m)
+                xf = nt.reshape(x, (FOLD, BC // FOLD))
+                mn = nt.maximum(m, nt.max(xf, 0, keepdims=True))
+                d = d * nt.exp2((m - mn) * LOG2E) + nt.sum(nt.exp2((xf - mn) * LOG2E), 0,
+                                                            keepdims=True)
+                m = mn
             mx = nt.max(m, 1, keepdims=True)
             d = nt.sum(d * nt.exp2((m - mx) * LOG2E), 1, keepdims=True)
-            m = mx
-            lse = m + nt.log(d)
+            lse = mx + nt.log(d)
             scale = 1.0 / n_valid
             for idx in nt.tiles(loss, row):
                 nt.store(loss, (lse - xt) * scale, idx)
             # the gradient pass walks the row from its last tile: those the first pass read
             # last are the likeliest still in L2 (nt.tiles' reverse; at 1024 x 128,256
-            # bfloat16 the rows in flight outgrow L2, and a forward walk misses on most)
+            # bfloat16 the rows in flight outgrow L2: 0.85x Triton forward, 0.89x reversed, with
+            # 8192 columns over 8 warps)
             for idx in nt.tiles(X, row, reverse=True):
                 x = nt.astype(nt.load(X, idx, padding=-float("inf")), nt.float32)
                 g = nt.exp2((x - lse) * LOG2E) * scale
@@ -147,13 +167,14 @@ def cross_entropy(logits, target, loss, n_valid: int, *, ignore_index: int = -10
                          f"{tuple(loss.shape)} {dtype_name(loss)}")
     if n_valid < 1:
         raise ValueError(f"cross_entropy: n_valid: expected at least 1, got {n_valid}")
-    bc, warps, stages, min_blocks = config(v, 4 if dt == "float32" else 2)
+    itemsize = 4 if dt == "float32" else 2
+    bc, warps, stages, min_blocks, _fold = config(v, itemsize)
     bc = min(bc, 1 << max(0, (v - 1).bit_length()))
     blocks = max(1, m)
     return _kernel(warps, stages, min_blocks)(
         nt.partition(logits, (1, bc), blocks=blocks), target,
         nt.partition(loss, (1, 1), blocks=blocks), float(n_valid), int(ignore_index), bc, dt,
-        stream=stream, interpret=interpret)
+        fold_of(bc, warps, itemsize), stream=stream, interpret=interpret)
 
 
 def reference(logits, target, ignore_index=-100):
