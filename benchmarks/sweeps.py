@@ -16,9 +16,11 @@ entropy: the examples' own checks run in the tests).
   and 4 x 8192 tokens.
 * ``layernorm_backward``: 132-1056 phase-1 blocks x 4, 8, 16 warps at 4096 rows of 1024,
   4096 and 8192 columns.
-* ``cross_entropy``: column tiles of 2048-32768 over 4-32 warps, one block per row or
-  132 and 264 persistent blocks (rows b, b + N, ...: fewer rows in flight, so the gradient pass
-  may find its row still in the L2), at 4096 x 32000 and 1024 x 128256.
+* ``cross_entropy``: column tiles of 2048-16384 over 2-16 warps at 1-10 blocks a
+  multiprocessor (``min_blocks_per_sm``), the fold the chunks a thread holds
+  (``examples/cross_entropy.fold_of``), one block per row or 264 persistent blocks (rows b,
+  b + N, ...: fewer rows in flight, so the gradient pass may find its row still in the L2),
+  at 4096 x 32000 and 1024 x 128256.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ elements (replication): they load and compute like the others but never store.
 :class:`MmaLayout` is the layout of ``mma``'s accumulator and result (the ``mma.sync``
 ``m16n8`` C fragment, tiled over the block's warps); :class:`MmaOperandLayout` describes
 the A and B fragments ``ldmatrix`` puts in registers inside ``mma``'s lowering. Ops
-between tiles of different layouts convert through shared memory.
+between tiles of different layouts convert through shared memory, except where each thread
+already holds the elements it needs in the same slots whatever the thread
+(``lowering/layouts.local_slots``, ``local_lines``): then the move, or a reduction along a
+leading axis, is a choice of the thread's own registers.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Layout conversion between register layouts, through shared memory.
+"""Layout conversion between register layouts, through shared memory (or, where every thread
+already holds the elements it needs, a choice of its registers: :func:`local_slots`,
+:func:`local_lines`).
 
 Two tiles of one shape can sit in different layouts (a float16 tile holds 8 elements
 per chunk, a float32 tile 4). Before an elementwise op the right operand is moved

@@ -3,9 +3,11 @@
 Along the last axis (rows: softmax, norms) the reduction is a tree: each thread combines
 its own elements of a row in registers, the lanes holding one row combine with butterfly
 ``shfl.sync`` shuffles, and the warps holding one row combine through a small shared-memory
-buffer (``_last_axis_tree``). Along any other axis (and for argmax, argmin, cumsum) a
-first, serial version stages the tile in shared memory (:func:`layouts.stage`) and each
-thread reduces its output elements in a loop. Both accumulate in the compute type (float32
+buffer (``_last_axis_tree``). Along any other axis, where each thread holds the whole lines
+of its result elements (``layouts.local_lines``: a tile folded along its repetitions), each
+thread combines its own registers; otherwise (and for argmax, argmin, cumsum) a first,
+serial version stages the tile in shared memory (:func:`layouts.stage`) and each thread
+reduces its output elements in a loop. Both accumulate in the compute type (float32
 for 16-bit floats) and follow NumPy's NaN rules.
 """
 

@@ -23,11 +23,23 @@ def _name(dt):
 @pytest.mark.parametrize("dt", DTS, ids=_name)
 def test_cross_entropy_and_softmax_chunked(dt, cc):
     x = np.zeros((45, 20000), dt)
-    bc, w, s, mb = ce.config(20000, np.dtype(dt).itemsize)
-    p = ce._kernel(w, s, mb).ptx(nt.partition(x, (1, bc), blocks=45), np.zeros(45, np.int64),
-                             nt.partition(np.zeros((45, 1), np.float32), (1, 1), blocks=45),
-                             1.0, -100, bc, _name(dt), cc=cc)
-    assert ".local" not in p
+    for v in (20000, 130000):      # both branches of config: rows under and over 65,536
+        bc, w, s, mb, fold = ce.config(v, np.dtype(dt).itemsize)
+        xv = np.zeros((45, v), dt)
+        p = ce._kernel(w, s, mb).ptx(
+            nt.partition(xv, (1, bc), blocks=45), np.zeros(45, np.int64),
+            nt.partition(np.zeros((45, 1), np.float32), (1, 1), blocks=45), 1.0, -100, bc,
+            _name(dt), fold, cc=cc)
+        assert ".local" not in p
+        # the fold is the chunks a thread holds: the pass over the row moves nothing
+        # through shared memory (the barriers left are the row's end's, the target tile's
+        # and the ignored rows'); twice that fold spans threads, and its reshape and
+        # reductions go through shared memory with barriers of their own
+        q = ce._kernel(w, s, mb).ptx(
+            nt.partition(xv, (1, bc), blocks=45), np.zeros(45, np.int64),
+            nt.partition(np.zeros((45, 1), np.float32), (1, 1), blocks=45), 1.0, -100, bc,
+            _name(dt), 2 * fold, cc=cc)
+        assert p.count("bar.sync") < q.count("bar.sync")
     bc, w, s = sc.config(20000, np.dtype(dt).itemsize)
     p = sc._kernel(w, s).ptx(x, nt.partition(x.copy(), (1, bc), blocks=45), bc, _name(dt), cc=cc)
     assert ".local" not in p
