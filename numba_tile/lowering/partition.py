@@ -134,9 +134,13 @@ def _block_strided(context, builder, sig, args, leading_only: bool):
     if getattr(iterable_ty, "reverse", False):
         # the block's last number, bid + floor((total - 1 - bid) / step) * step, and down by
         # step to bid; -1 (nothing) where the block has none
+        # (total - 1 - bid < total: below 2**32 for tiles of SMALL_TILE_ELEMS or more, so a
+        # 32-bit division, as tile_coords': no call to ptxas' 64-bit emulation, C7509)
         has = builder.icmp_signed("<", bid, total)
-        last = builder.add(bid, builder.mul(
-            builder.udiv(builder.sub(builder.sub(total, ir.Constant(I64, 1)), bid), step), step))
+        small = math.prod(ptype.tile_shape) >= SMALL_TILE_ELEMS
+        q, _r = _divrem(builder, builder.sub(builder.sub(total, ir.Constant(I64, 1)), bid),
+                        step, small)
+        last = builder.add(bid, builder.mul(q, step))
         builder.store(builder.select(has, last, ir.Constant(I64, -1)), nxt)
     else:
         builder.store(bid, nxt)

@@ -464,8 +464,7 @@ def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blo
     from ..lowering.partition import SMALL_TILE_ELEMS
     if not (isinstance(it_ty, TilesIterable) and not it_ty.reverse and it_ty.ptype.ndim == 2
             and it_ty.ptype.tile_shape[0] * it_ty.ptype.tile_shape[1] >= SMALL_TILE_ELEMS
-            and isinstance(call, ir.Expr) and call.op == "call" and len(call.args) == 1
-            and not call.kws):
+            and isinstance(call, ir.Expr) and call.op == "call" and call.args):
         return None
     pair = nexts[0].target.name
     idx = {st.target.name for lb in tl.body for st in blocks[lb].body
