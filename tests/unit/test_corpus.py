@@ -4263,6 +4263,71 @@ def v77_a_rank3_strip_names_another_partitions_tiles():
     return launch, check
 
 
+# ------------------------------------------------- session 14: reversed walks (tiles(reverse=True))
+
+
+@nt.jit
+def g_reversed_foreign_store(x: nt.Partition[1, 32], y: nt.Partition[1, 32]):
+    for row in nt.strips(x):
+        for idx in nt.tiles(x, row, reverse=True):
+            nt.store(y, nt.load(x, idx, padding=0.0), idx)  # C93
+
+
+@refused("C93", errors.ForeignTileStoreError, "'y'")
+def c93_a_reversed_index_of_x_stored_into_y():
+    # a reversed walk mints the same branded indices as the forward one: x's, not y's
+    x, y = randn(6, 100), randn(6, 100)
+    parts = (nt.partition(x, (1, 32), blocks=2), nt.partition(y, (1, 32), blocks=2))
+    return compiled(g_reversed_foreign_store, [x, y], *parts)
+
+
+@nt.jit
+def g_reversed_then_strips(x, y: nt.Partition[4, 32]):
+    for idx in nt.tiles(y, reverse=True):
+        nt.store(y, nt.load(x, idx, (4, 32), padding=0.0), idx)
+    for row in nt.strips(y):  # C94
+        for idx in nt.tiles(y, row, reverse=True):
+            nt.store(y, nt.load(x, idx, (4, 32), padding=0.0) * 2.0, idx)
+
+
+@refused("C94", errors.ForeignTileStoreError, "both tiles(y) and strips(y)")
+def c94_reversed_tiles_and_strips_of_one_partition():
+    # reversed or not, tiles(y) gives block b tiles b, b + B, ... and strips(y) rows b, b + B:
+    # one scheme per partition
+    x, y = randn(20, 100), randn(20, 100)
+    return compiled(g_reversed_then_strips, [x, y], x, nt.partition(y, (4, 32), blocks=3))
+
+
+@nt.jit
+def g_reversed_suffix_through_strips(x, w: nt.Partition[1, 32], y: nt.Partition[1, 32]):
+    for row in nt.strips(w):
+        acc = nt.zeros((1, 32), nt.float32)
+        for idx in nt.tiles(y, row, reverse=True):
+            acc = acc + nt.load(x, idx, (1, 32), padding=0.0)
+            nt.store(y, acc, idx)
+        for idx in nt.tiles(w, row):
+            nt.store(w, nt.load(x, idx, (1, 32), padding=0.0), idx)
+
+
+@valid("V78")
+def v78_a_reversed_walk_of_another_partitions_strip_tiles():
+    """Suffix sums of y's tiles along each row, walked from the last tile through w's strips
+    (y has fewer rows: w's strips past them store nothing in y)."""
+    x, w, y = randn(7, 100), nans(7, 100), nans(5, 100)
+
+    def launch():
+        g_reversed_suffix_through_strips(x, nt.partition(w, (1, 32), blocks=3),
+                                         nt.partition(y, (1, 32), blocks=3), interpret=True)
+
+    def check():
+        close(w, f64(x))
+        xp = np.zeros((5, 128))
+        xp[:, :100] = f64(x[:5])
+        tiles = xp.reshape(5, 4, 32)
+        close(y, np.cumsum(tiles[:, ::-1], axis=1)[:, ::-1].reshape(5, 128)[:, :100])
+    return launch, check
+
+
 # ============================================================================= tests
 
 
