@@ -552,12 +552,12 @@ def _specialize(kern, argv, interpret):
     kernel are the ones the launch then finds in the kernel's caches (``Kernel.__call__``,
     ``Kernel._launch``)."""
     from .kernel import INTERPRETER_CC
-    from .runtime.launch_checks import BoundArray, bind_arrays
+    from .runtime.launch_checks import BoundArray, bind_arrays, launch_device
     values = kern._bind(argv, {})
     bound = bind_arrays(kern.__qualname__, kern._specs(values), values,
                         allow_host=bool(interpret), call_site=None)
     spec = kern._signature(bound)
-    device = next((b.array.device for b in bound if b.__class__ is BoundArray), None) or 0
+    device = launch_device([b for b in bound if b.__class__ is BoundArray]) or 0
     if interpret:
         cc = INTERPRETER_CC
     else:

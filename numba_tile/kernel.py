@@ -40,7 +40,8 @@ from .errors import TileArgumentError, shown
 from .layout import is_pow2
 from .runtime import driver, inflight, launcher
 from .runtime.defaults import current as _current_defaults
-from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
+from .runtime.launch_checks import (BoundArray, ParamSpec, bind_arrays, launch_device,
+                                    launch_grid)
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
 from .runtime.partition import Partition  # noqa: F401 - re-exported
@@ -722,7 +723,8 @@ class Kernel:
         return (grid,)
 
     def _launch(self, spec, bound, grid, stream, on_conflict="wait", plan_for=None):
-        flat, positions, arrays, writes, objs, streams, device = [], [], [], [], [], [], None
+        flat, positions, arrays, writes, objs, streams = [], [], [], [], [], []
+        devices = set()
         for p, b in zip(self.params, bound):
             if b.__class__ is BoundArray:
                 a = b.array
@@ -730,8 +732,8 @@ class Kernel:
                 streams.append(a.stream)
                 if b.mutable:
                     writes.append(a)
-                if device is None:
-                    device = a.device
+                if a.size:
+                    devices.add(a.device)
                 objs.append(a.obj)
                 positions.append(len(flat))
                 flat.append(a.ptr)
@@ -748,11 +750,15 @@ class Kernel:
         nblocks = math.prod(grid) if grid else 0
         if nblocks == 0:
             return CompletedLaunch(objs, stream)  # case E3: nothing reaches the driver
-        device = device or 0
+        # the device of the mutable arrays (launch_checks.launch_device); read-only arrays
+        # may live on peers of it, checked by bind_arrays on every such call
+        device = launch_device([b for b in bound if b.__class__ is BoundArray]) or 0
         # the arrays' device current for the launch, the thread's previous context restored
         # after it (as PyTorch's device guards do): a launch on device 1's arrays leaves a
         # thread whose current device is 0 on device 0
         with driver.device_context(device):
+            if stream not in (0, 1, 2):
+                self._check_stream_device(stream, device)
             loaded = spec.loaded.get(device)
             if loaded is None:
                 loaded = self._load(spec, device, stream)
@@ -766,10 +772,29 @@ class Kernel:
             handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes,
                                       objs, streams, on_conflict, device,
                                       self._conflict_raiser(arrays, names))
-            if plan_for is not None:
+            if plan_for is not None and len(devices) < 2:
+                # no plan for a launch reading a peer's memory: a plan is keyed on layouts,
+                # and the access the launch device has is a property of each allocation
                 self._store_plan(plan_for, loaded, nblocks, bound, positions, flat, device,
                                  arrays, names)
         return handle
+
+    def _check_stream_device(self, stream, device):
+        """A stream belongs to the context it was made in: a launch on ``device`` takes only
+        a stream of ``device``'s primary context (the one numba_tile, PyTorch, CuPy and Numba
+        share). Asked on the slow path; a plan's runner leaves it to the driver, which refuses
+        a stream of another context."""
+        try:
+            ctx, owner = driver.stream_owner(stream)
+        except driver.CudaDriverError as e:
+            raise _arg_error(f"kernel '{self.__qualname__}': stream: the driver does not know "
+                             f"stream handle {stream:#x} ({e.name}); was it destroyed?") from None
+        if ctx != driver._context_ints.get(device):
+            whose = (f"CUDA device {owner}" if owner != device else
+                     f"a context of CUDA device {device} other than its primary one")
+            raise _arg_error(f"kernel '{self.__qualname__}': stream: stream handle {stream:#x} "
+                             f"belongs to {whose}, and the launch runs on CUDA device {device}, "
+                             f"the device of its arrays: use a stream of device {device}")
 
     def _load(self, spec, device, stream, cluster=None):
         """Compiles (or reads from the caches) and loads the specialization on ``device``; under

@@ -26,6 +26,10 @@ __all__ = [
     "compute_capability",
     "current_device",
     "pointer_device",
+    "can_access_peer",
+    "enable_peer_access",
+    "pointer_access",
+    "stream_owner",
     "load_module",
     "get_function",
     "set_cluster_width",
@@ -210,6 +214,18 @@ def ensure_context(device: int):
         if current is not None and int(current) == _context_ints[device]:
             return ctx
     if ctx is None:
+        ctx = _primary_context(device)
+    current = _check("cuCtxGetCurrent", cu.cuCtxGetCurrent())
+    if current is None or int(current) != int(ctx):
+        _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(ctx))
+    return ctx
+
+
+def _primary_context(device: int):
+    """The primary context of ``device``, retained once and cached; not made current."""
+    ctx = _contexts.get(device)
+    if ctx is None:
+        cu = _mod or _cu()
         _init()
         with _lock:
             ctx = _contexts.get(device)
@@ -218,10 +234,55 @@ def ensure_context(device: int):
                 ctx = _check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(dev))
                 _context_ints[device] = int(ctx)
                 _contexts[device] = ctx
-    current = _check("cuCtxGetCurrent", cu.cuCtxGetCurrent())
-    if current is None or int(current) != int(ctx):
-        _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(ctx))
     return ctx
+
+
+_peer_possible: dict[tuple[int, int], bool] = {}
+_peer_enabled: set[tuple[int, int]] = set()
+
+
+def can_access_peer(device: int, peer: int) -> bool:
+    """Whether kernels on ``device`` can read memory of ``peer`` once peer access is enabled
+    (``cuDeviceCanAccessPeer``: NVLink or PCIe peer-to-peer between the two). Cached: the
+    answer is a property of the machine. True for ``device == peer``.
+
+    Raises:
+        CudaDriverError: no driver, or an invalid ordinal.
+    """
+    if device == peer:
+        return True
+    key = (device, peer)
+    ok = _peer_possible.get(key)
+    if ok is None:
+        cu = _mod or _cu()
+        _init()
+        dev = _check("cuDeviceGet", cu.cuDeviceGet(device))
+        other = _check("cuDeviceGet", cu.cuDeviceGet(peer))
+        ok = _peer_possible[key] = bool(_check("cuDeviceCanAccessPeer",
+                                               cu.cuDeviceCanAccessPeer(dev, other)))
+    return ok
+
+
+def enable_peer_access(device: int, peer: int) -> None:
+    """Lets kernels in ``device``'s primary context read allocations of ``peer``'s primary
+    context (``cuCtxEnablePeerAccess``), once per pair and process. Access enabled already
+    (by PyTorch, CuPy or an earlier call) counts as enabled. The calling thread's current
+    context is given back afterwards. Peer access is one-way and lasts for the context's life.
+
+    Raises:
+        CudaDriverError: the driver refused (``CUDA_ERROR_PEER_ACCESS_UNSUPPORTED``,
+            ``CUDA_ERROR_TOO_MANY_PEERS``, ...).
+    """
+    key = (device, peer)
+    if device == peer or key in _peer_enabled:
+        return
+    cu = _mod or _cu()
+    target = _primary_context(peer)
+    with device_context(device):
+        err = cu.cuCtxEnablePeerAccess(target, 0)[0]
+    if err and err != cu.CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
+        _raise("cuCtxEnablePeerAccess", err)
+    _peer_enabled.add(key)
 
 
 _capabilities: dict[int, tuple[int, int]] = {}
@@ -273,6 +334,58 @@ def pointer_device(ptr: int) -> int | None:
     _init()
     err, value = cu.cuPointerGetAttribute(
         cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    if err:
+        if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:
+            return None
+        _raise("cuPointerGetAttribute", err)
+    return int(value)
+
+
+def stream_owner(stream: int) -> tuple[int, int | None]:
+    """``(context, device)`` of a stream that is not one of the default streams (handles 0, 1,
+    2, which name a stream of whichever context is current): the context it was created in
+    (``cuStreamGetCtx``, as an int) and that context's device ordinal (``cuStreamGetDevice``;
+    None where the driver predates that call).
+
+    Raises:
+        CudaDriverError: the driver does not know the handle (e.g. a destroyed stream).
+    """
+    cu = _mod or _cu()
+    _init()
+    ctx = _check("cuStreamGetCtx", cu.cuStreamGetCtx(stream))
+    try:
+        getter = cu.cuStreamGetDevice
+    except AttributeError:
+        return int(ctx), None
+    try:
+        err, dev = getter(stream)
+    except RuntimeError:            # the binding exists, the driver's entry point does not
+        return int(ctx), None
+    return int(ctx), (None if err else int(dev))
+
+
+#: ``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_ACCESS_FLAGS)`` bit for read access
+ACCESS_READ = 1
+
+
+def pointer_access(ptr: int, device: int) -> int | None:
+    """The access ``device`` has to the memory at ``ptr``: the ``CUmemAccess_flags`` bits
+    (0: none, 1: read, 3: read and write) that ``cuPointerGetAttribute`` reports for
+    ``CU_POINTER_ATTRIBUTE_ACCESS_FLAGS`` with ``device``'s primary context current. It covers
+    every kind of allocation: ``cuMemAlloc`` memory of a peer (reachable once peer access is
+    enabled), memory pools (``cuMemPoolSetAccess``) and virtual-memory mappings
+    (``cuMemSetAccess``). The thread's current context is given back afterwards.
+
+    Returns:
+        int | None: the flags, or None when the driver does not know the pointer.
+
+    Raises:
+        CudaDriverError: any other driver failure.
+    """
+    cu = _mod or _cu()
+    with device_context(device):
+        err, value = cu.cuPointerGetAttribute(
+            cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, ptr)
     if err:
         if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:
             return None

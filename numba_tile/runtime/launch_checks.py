@@ -7,7 +7,8 @@ for each kernel parameter and between parameters:
   (:class:`MissingPartitionError`), a read-only (``'tensor'``) one does not
   (:class:`UnexpectedPartitionError`);
 * host arrays only in interpreter mode and device arrays only on the GPU path
-  (:class:`HostArrayError`, :class:`TileArgumentError`), all device arrays on one device;
+  (:class:`HostArrayError`, :class:`TileArgumentError`); every mutable device array on the
+  launch's device, read-only ones on it or on a peer GPU it can read (:func:`launch_device`);
 * a mutable array does not overlap itself (:class:`SelfOverlapError`) and was not marked read-only
   by its producer (:class:`ReadOnlyProducerError`);
 * a partition's tile shape has the array's rank and the kernel's declared shape
@@ -48,7 +49,8 @@ from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
 from numba_tile.runtime.partition import ROW, Partition, launch_fields
 
-__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_site", "PARAM_KINDS"]
+__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_device", "launch_grid", "user_call_site",
+           "PARAM_KINDS"]
 
 #: parameter kinds: array kinds first ('mutable': a whole array an unchecked kernel may write).
 PARAM_KINDS = ("tensor", "partition", "mutable", "constant", "scalar")
@@ -333,7 +335,7 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         values: the user's arguments, in the same order (arrays, :class:`Partition` objects,
             constants, scalars).
         allow_host: True in interpreter mode (arrays must then be host arrays), False on the GPU
-            path (arrays must be device arrays, all on one device), None to accept host and device
+            path (arrays must be device arrays, mutable ones all on the launch's device), None to accept host and device
             arrays alike (inspection, e.g. compiling for given arguments; never for a launch).
         call_site: ``(filename, lineno)`` of the user's launch line, or None to find it on the stack
             (:func:`user_call_site`) when an error is raised.
@@ -347,8 +349,10 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
         TileArgumentError: wrong argument count, an unsupported argument or dtype, a malformed
             array interface (0-d, too many axes, bad extents or strides, a null, misaligned or
             wrapping pointer, CAI stream 0: ``arrays.as_array_arg``), a partition whose fields
-            were changed after it was made, a device array in interpreter mode, arrays on
-            different devices, a partition given to a constant or scalar.
+            were changed after it was made, a device array in interpreter mode, mutable arrays
+            on two devices, a read-only array on a device the launch's cannot read (no
+            peer-to-peer path, or memory its owner did not open to it), a partition given to a
+            constant or scalar.
         HostArrayError: a host (NumPy) array on the GPU path (case I1).
         MissingPartitionError: a mutable parameter given a plain array.
         UnexpectedPartitionError: a read-only parameter given a partition.
@@ -370,6 +374,7 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
     out = []
     arrays = []
     key = [allow_host]
+    devices = None
     for spec, value in zip(specs, values):
         b = _bind_one(spec, value, err, allow_host, stream)
         out.append(b)
@@ -378,8 +383,15 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
             a = b.array
             key.append((b.spec.kind, b.tile_shape, b.blocks, a.ptr, a.shape, a.strides,
                         a.dtype.itemsize, a.device))
+            if devices is None:
+                devices = a.device
+            elif devices != a.device:
+                devices = False
     if len(arrays) < 2:
         return out
+    if devices is False and allow_host is False:
+        # every call: what a peer grants may change between two calls with the same pointers
+        _check_devices(arrays, err)
     key = tuple(key)
     if key in _VERIFIED:
         return out
@@ -390,21 +402,82 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
     return out
 
 
-def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Raiser) -> None:
-    """Devices, aliasing and grids: the checks between arguments."""
-    if allow_host is False:
-        first = None
-        for b in arrays:
-            if b.array.size == 0:
-                continue
+def launch_device(arrays: Sequence[BoundArray]) -> int | None:
+    """The device a launch runs on: that of its first non-empty mutable array, else of its
+    first non-empty array, else of its first array (None: no array, or host arrays).
+
+    A launch writes on one device, the one its mutable arguments live on; read-only arguments
+    may live on a peer of it (:func:`_check_devices`)."""
+    return _launch_owner(arrays).array.device if arrays else None
+
+
+def _launch_owner(arrays: Sequence[BoundArray]) -> BoundArray:
+    first = None
+    for b in arrays:
+        if b.array.size:
+            if b.mutable:
+                return b
             if first is None:
                 first = b
-            elif b.array.device != first.array.device:
-                raise err(TileArgumentError,
-                          f"arguments '{first.spec.name}' (CUDA device {first.array.device}) and "
-                          f"'{b.spec.name}' (CUDA device {b.array.device}) are on different "
-                          f"devices")
+    return first if first is not None else arrays[0]
 
+
+def _check_devices(arrays: list[BoundArray], err: _Raiser) -> None:
+    """Arrays on more than one device: every non-empty mutable array on the launch device
+    (:func:`launch_device`); every non-empty read-only array on it or on a peer whose memory
+    the launch device can read. Peer access is enabled on first use (``cuCtxEnablePeerAccess``,
+    what PyTorch does for a copy between two GPUs) and the access the launch device has to each
+    peer array's first and last byte is asked of the driver, so memory of a pool or a
+    virtual-memory mapping that its owner did not open to the launch device is refused before
+    the kernel could fault on it. Empty arrays are never read: their device does not matter."""
+    from numba_tile.runtime import driver
+    owner = _launch_owner(arrays)
+    dev = owner.array.device
+    role = "mutable argument" if owner.mutable else "argument"
+    for b in arrays:
+        a = b.array
+        if a.device == dev or a.size == 0:
+            continue
+        if b.mutable:
+            raise err(TileArgumentError,
+                      f"mutable arguments '{owner.spec.name}' (CUDA device {dev}) and "
+                      f"'{b.spec.name}' (CUDA device {a.device}) are on different devices: a "
+                      f"launch writes on one device; only read-only arguments may live on a "
+                      f"peer GPU")
+        where = (f"read-only argument '{b.spec.name}' (CUDA device {a.device}) and {role} "
+                 f"'{owner.spec.name}' (CUDA device {dev}, the launch's) are on different "
+                 f"devices")
+        try:
+            possible = driver.can_access_peer(dev, a.device)
+        except driver.CudaDriverError as e:
+            raise err(TileArgumentError, f"{where}, and the driver could not tell whether device "
+                      f"{dev} can read device {a.device}'s memory ({e})") from None
+        if not possible:
+            raise err(TileArgumentError,
+                      f"{where}, and device {dev} cannot read device {a.device}'s memory "
+                      f"(cuDeviceCanAccessPeer: no peer-to-peer path between them): copy "
+                      f"'{b.spec.name}' to device {dev} first")
+        try:
+            driver.enable_peer_access(dev, a.device)
+            lo, hi = a.byte_bounds
+            flags = [driver.pointer_access(p, dev) for p in (lo, hi - 1)]
+        except driver.CudaDriverError as e:
+            raise err(TileArgumentError, f"{where}, and peer access from device {dev} to device "
+                      f"{a.device} could not be set up ({e})") from None
+        if any(f is None or not f & driver.ACCESS_READ for f in flags):
+            raise err(TileArgumentError,
+                      f"{where}, and device {dev} has no read access to '{b.spec.name}''s memory "
+                      f"(access flags {flags} at its first and last byte): memory from a pool or "
+                      f"a virtual-memory mapping must be opened to device {dev} by its owner "
+                      f"(cuMemPoolSetAccess, cuMemSetAccess), or copied to device {dev}")
+
+
+def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Raiser) -> None:
+    """Aliasing and grids: the checks between arguments (devices: :func:`_check_devices`).
+
+    Overlap is decided on addresses whichever devices the arrays are on: with unified
+    addressing (every 64-bit CUDA process) no two allocations of one process share an
+    address, on one device or several, and a peer's memory is read at its own address."""
     for i, b in enumerate(arrays):
         if not b.mutable:
             continue

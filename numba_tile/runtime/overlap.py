@@ -143,11 +143,14 @@ def overlap_verdict(a: ArrayArg, b: ArrayArg) -> bool | None:
 
     Returns:
         bool | None: True iff some element of ``a`` and some element of ``b`` share a byte, False
-        iff none do, None when NumPy's solver could not decide within :data:`MAX_WORK`. Arguments
-        on different devices (or one on the host and one on a device) never overlap; zero-size
-        arguments never overlap.
+        iff none do, None when NumPy's solver could not decide within :data:`MAX_WORK`.
+        Zero-size arguments never overlap. Devices are not compared: with unified addressing
+        (every 64-bit CUDA process) no two allocations share an address, whichever devices
+        (or the host) they are on, so two ranges that meet are one memory, whatever device its
+        producers name (pinned host memory is read at its host address on the device, and a
+        producer may misname a device).
     """
-    if a.device != b.device or a.size == 0 or b.size == 0:
+    if a.size == 0 or b.size == 0:
         return False
     lo1, hi1 = a.byte_bounds
     lo2, hi2 = b.byte_bounds

@@ -65,6 +65,7 @@ class FakeDriver:
         self.retained = []
         self.events_recorded = 0
         self.calls_in_capture = []
+        self.stream_devices = {}
         fd = self
         monkeypatch.setattr(driver, "_available", True)
         for name, fn in {
@@ -81,6 +82,9 @@ class FakeDriver:
             "event_destroy": lambda e: None,
             "event_synchronize": lambda e: None,
             "pointer_device": lambda p: 0,
+            # every stream is device 0's unless a test files it under another device
+            "stream_owner": lambda s: (driver._context_ints.get(fd.stream_devices.get(s, 0)),
+                                       fd.stream_devices.get(s, 0)),
             "current_device": lambda: 0,
             "stream_capture_status": lambda s: fd.status_of(s),
             "stream_capture_info": lambda s: (fd.capture_status, 77, "graph"),

@@ -293,6 +293,7 @@ def test_a_device_id_whose_ne_lies_does_not_take_another_devices_plan(fake, numb
     host0, host1 = np.ones(256), np.ones(256)
     on_one = {host1.ctypes.data}
     monkeypatch.setattr(driver, "pointer_device", lambda p: 1 if p in on_one else 0)
+    monkeypatch.setattr(driver, "can_access_peer", lambda d, p: False)   # no peer path
     k = _kernel_xz()
     x, z = _numba(np.ones(256)), _numba(host0)
     k(x, nt.partition(z, 256), B=256)
@@ -314,6 +315,7 @@ def test_a_numba_array_on_another_device_is_refused_by_the_slow_path(fake, numba
     host0, host1 = np.ones(256), np.ones(256)
     on_one = {host1.ctypes.data}
     monkeypatch.setattr(driver, "pointer_device", lambda p: 1 if p in on_one else 0)
+    monkeypatch.setattr(driver, "can_access_peer", lambda d, p: False)   # no peer path
     k = _kernel_xz()
     x, z = _numba(np.ones(256)), _numba(host0)
     k(x, nt.partition(z, 256), B=256)

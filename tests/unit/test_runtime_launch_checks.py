@@ -185,6 +185,10 @@ def test_device_array_in_interpreter_mode_refused():
 
 
 def test_arrays_on_different_devices_refused(monkeypatch):
+    """A read-only array on a device the launch's cannot read (here: no peer-to-peer path)
+    is refused naming both; tests/unit/test_peer_devices.py has the rest of the rules."""
+    from numba_tile.runtime import driver
+    monkeypatch.setattr(driver, "can_access_peer", lambda d, p: False)
     dev1 = np.zeros(4, np.float32)
     dev0 = np.zeros(4, np.float32)
     monkeypatch.setattr(arrays, "_pointer_device",

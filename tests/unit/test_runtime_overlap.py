@@ -131,13 +131,17 @@ def test_named_cases():
     assert _brute_internal(bcast)
 
 
-def test_different_devices_never_overlap():
+def test_devices_are_not_compared_addresses_are():
+    """Unified addressing: two ranges that meet are one memory whatever device its producers
+    name (a peer's memory is read at its own address; pinned host memory at its host one)."""
     a = _arg(4096, (8,), (4,), device=0)
     b = _arg(4096, (8,), (4,), device=1)
     h = _arg(4096, (8,), (4,), device=None)
+    far = _arg(4096 + 32, (8,), (4,), device=1)
     assert shares_memory(a, a)
-    assert not shares_memory(a, b)
-    assert not shares_memory(a, h)
+    assert shares_memory(a, b)
+    assert shares_memory(a, h)
+    assert not shares_memory(a, far)
 
 
 def test_zero_size_never_overlaps():
