@@ -783,9 +783,15 @@ class Kernel:
         """A stream belongs to the context it was made in: a launch on ``device`` takes only
         a stream of ``device``'s primary context (the one numba_tile, PyTorch, CuPy and Numba
         share). Asked on the slow path; a plan's runner leaves it to the driver, which refuses
-        a stream of another context."""
+        a stream of another context. Not asked of a stream being captured into a graph (the
+        query would invalidate the capture): that stream's device is the capture's, and a
+        capture's launch on another context's stream fails in the driver."""
+        if driver.stream_capture_status(stream):
+            return
+        from .runtime.capture import relaxed
         try:
-            ctx, owner = driver.stream_owner(stream)
+            with relaxed():      # another stream's capture in global mode stays valid
+                ctx, owner = driver.stream_owner(stream)
         except driver.CudaDriverError as e:
             raise _arg_error(f"kernel '{self.__qualname__}': stream: the driver does not know "
                              f"stream handle {stream:#x} ({e.name}); was it destroyed?") from None

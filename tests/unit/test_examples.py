@@ -33,7 +33,7 @@ def run_example(path) -> subprocess.CompletedProcess:
                                   "scatter_add.py", "gemm.py", "gemm_persistent.py",
                                   "softmax_chunked.py", "swiglu.py", "cross_entropy.py",
                                   "dropout.py", "layernorm_backward.py", "rope.py",
-                                  "grouped_gemm.py", "gemm_fp8.py"])
+                                  "grouped_gemm.py", "gemm_fp8.py", "peer_reduce.py"])
 def test_numerical_example(name):
     proc = run_example(ROOT / "examples" / name)
     assert proc.returncode == 0, proc.stdout + proc.stderr

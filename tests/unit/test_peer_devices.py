@@ -371,3 +371,24 @@ def test_pointer_access_reads_flags_with_the_launch_device_current(bindings):
     assert driver.pointer_access(0x2000, 1) == 0
     assert driver.pointer_access(0x3000, 0) is None      # a pointer the driver does not know
     assert bindings.made_current == [1, 1, 0]
+
+
+def test_a_capturing_stream_is_not_asked_its_owner(peers, fake, monkeypatch):
+    """Asking a capturing stream's context would invalidate the capture: its device is the
+    capture's, left to the driver."""
+    def never(s):
+        raise AssertionError("a capturing stream was asked its owner")
+    monkeypatch.setattr(driver, "stream_owner", never)
+    fake.capturing_stream, fake.capture_status = 0x74, 1
+    # a size no other test launches axpy with: the slow path
+    axpy(_dev(320), _dev(320), nt.partition(_dev(320), 256), 256, stream=0x74)
+    assert fake.launches[-1][2] == 0x74
+
+
+def test_the_owner_query_runs_with_the_capture_mode_relaxed(peers, fake, monkeypatch):
+    modes = []
+    monkeypatch.setattr(driver, "capture_mode_exchange", lambda m: modes.append(m) or 7)
+    fake.stream_devices[0x75] = 1
+    x, out, w = _on(peers, 1, 330), _on(peers, 1, 330), _on(peers, 1, 330)
+    axpy(w, x, nt.partition(out, 256), 256, stream=0x75)
+    assert len(modes) == 2 and modes[1] == 7           # relaxed, then the old mode back
