@@ -180,6 +180,31 @@ def test_a_stream_of_another_context_is_refused_and_the_context_stays_usable():
         cu.cuCtxDestroy(other)
 
 
+def test_a_plans_runner_given_another_contexts_stream_is_refused_by_the_driver():
+    """The fast path does not ask a stream's owner: the driver refuses the launch (the
+    function belongs to the primary context's module), and the context stays usable."""
+    cu = _cu()
+    h, x = _rand(6000, "cuda:0")
+    out = torch.full((6000,), float("nan"), device="cuda:0")
+    for _ in range(2):                                        # the slow path, then a plan
+        scale_add(x, x, nt.partition(out, 1024), 1024).sync()
+    assert scale_add._last_plan is not None
+    driver.ensure_context(0)
+    other = _ok(cu.cuCtxCreate(None, 0, 0))
+    stream = _ok(cu.cuStreamCreate(1))
+    _ok(cu.cuCtxPopCurrent())
+    try:
+        out.fill_(float("nan"))
+        with pytest.raises((driver.CudaDriverError, TileArgumentError)):
+            scale_add(x, x, nt.partition(out, 1024), 1024, stream=int(stream))
+        torch.cuda.synchronize(0)
+        scale_add(x, x, nt.partition(out, 1024), 1024).sync()
+        np.testing.assert_allclose(out.cpu().numpy(), 3.0 * h.astype(np.float64), rtol=1e-6)
+    finally:
+        cu.cuStreamDestroy(stream)
+        cu.cuCtxDestroy(other)
+
+
 def test_a_torch_stream_of_the_device_is_accepted():
     h, x = _rand(3000, "cuda:0")
     out = torch.empty(3000, device="cuda:0")
