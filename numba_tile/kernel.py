@@ -756,9 +756,19 @@ class Kernel:
         # the arrays' device current for the launch, the thread's previous context restored
         # after it (as PyTorch's device guards do): a launch on device 1's arrays leaves a
         # thread whose current device is 0 on device 0
+        key = None
         with driver.device_context(device):
             if stream not in (0, 1, 2):
                 self._check_stream_device(stream, device)
+            if len(devices) > 1:
+                # a peer read: filed apart from the default streams' batches (one per device,
+                # one handle), and after the work queued on each peer array's producer stream,
+                # a stream of the peer's (streams.producer_streams compares handles only)
+                key = inflight.peer_key(stream, device)
+                for i, a in enumerate(arrays):
+                    if a.device != device and a.stream is not None and a.size:
+                        driver.wait_for_peer_stream(stream, a.stream, a.device)
+                        streams[i] = None
             loaded = spec.loaded.get(device)
             if loaded is None:
                 loaded = self._load(spec, device, stream)
@@ -771,7 +781,7 @@ class Kernel:
             names = [b.spec.name for b in bound if b.__class__ is BoundArray]
             handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes,
                                       objs, streams, on_conflict, device,
-                                      self._conflict_raiser(arrays, names))
+                                      self._conflict_raiser(arrays, names), key)
             if plan_for is not None and len(devices) < 2:
                 # no plan for a launch reading a peer's memory: a plan is keyed on layouts,
                 # and the access the launch device has is a property of each allocation

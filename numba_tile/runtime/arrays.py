@@ -289,6 +289,28 @@ def _pointer_device(ptr: int) -> int:
     return 0 if current is None else current
 
 
+def _owner_device(ptr: int, claimed: int) -> int:
+    """The device a producer names for ``ptr``, or the driver's answer where the process sees
+    several devices and the driver knows the pointer: a producer's device may be wrong (a
+    numba-cuda array names the context it was wrapped in; a DLPack capsule any id), and the
+    launch-device and peer rules (``launch_checks._check_devices``) must rest on where the
+    memory is. One ``cuPointerGetAttribute`` per non-empty array on the slow path, only with
+    more than one device; with one, every device array is on it."""
+    global _driver
+    if _driver is None:
+        from numba_tile.runtime import driver
+
+        _driver = driver
+    count = _driver.device_count()
+    if count is None or count < 2:
+        return claimed
+    try:
+        real = _driver.pointer_device(ptr)
+    except Exception:  # noqa: BLE001 - a driver that cannot tell: the producer's word
+        return claimed
+    return claimed if real is None else real
+
+
 # -- validation ------------------------------------------------------------------------------------
 
 def _ints(values: object, what: str, name: str) -> tuple[int, ...]:
@@ -464,6 +486,8 @@ def _validated(name: str, obj: object, owner: object, ptr: object, shape: object
                 f"argument '{name}': device: expected a CUDA device ordinal (an int >= 0), got "
                 f"{shown(device, with_type=True)}")
         device = operator.index(device)
+    if device is not None and size and ptr:
+        device = _owner_device(ptr, device)
     arg = ArrayArg(obj, owner, ptr, shape, strides, dtype, readonly, device, stream)
     if odd and size:
         # Last, so that the refusal can carry an otherwise valid description: the launch checks

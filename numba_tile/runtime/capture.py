@@ -388,7 +388,7 @@ class Graph:
                     registry.wait_entry(handle, entry, "Graph.replay()")
             producers = producer_streams(self._producers, handle)
             if producers:
-                registry.wait_for_streams(handle, producers)
+                registry.wait_for_streams(handle, producers, self._device)
             driver.graph_launch(self._exec, handle)
             return registry.register(handle, tuple(self._arrays) + (self,), writes=self._writes,
                                      device=self._device,

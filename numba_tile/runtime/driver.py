@@ -29,6 +29,7 @@ __all__ = [
     "can_access_peer",
     "enable_peer_access",
     "pointer_access",
+    "range_access",
     "stream_owner",
     "load_module",
     "get_function",
@@ -42,6 +43,7 @@ __all__ = [
     "event_synchronize",
     "event_destroy",
     "stream_wait_event",
+    "wait_for_peer_stream",
     "synchronize_stream",
 ]
 
@@ -341,6 +343,51 @@ def pointer_device(ptr: int) -> int | None:
     return int(value)
 
 
+#: most allocation ranges :func:`range_access` walks before it gives up (an array spanning
+#: more is refused as a peer array: 4096 ranges of PyTorch's 20 MiB expandable segments are
+#: 80 GiB)
+MAX_RANGES = 4096
+
+
+def range_access(lo: int, hi: int, device: int) -> list[int | None]:
+    """The access flags ``device`` has to each allocation range that ``[lo, hi)`` meets, in
+    address order (:func:`pointer_access` at the range's first byte within ``[lo, hi)``; the
+    next range starts where ``CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`` and ``RANGE_SIZE`` say
+    this one ends). A byte no allocation holds ends the walk with None; so does passing
+    :data:`MAX_RANGES`. A range whose owner opened only part of a virtual-memory reservation
+    to ``device`` thus shows its closed part.
+
+    Raises:
+        CudaDriverError: any driver failure but an unknown pointer.
+    """
+    cu = _mod or _cu()
+    attr = cu.CUpointer_attribute
+    out: list[int | None] = []
+    p = lo
+    with device_context(device):
+        while p < hi:
+            if len(out) >= MAX_RANGES:
+                out.append(None)
+                break
+            err, flags = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, p)
+            if not err:
+                err, start = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)
+            if not err:
+                err, size = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)
+            if err:
+                if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:
+                    out.append(None)
+                    break
+                _raise("cuPointerGetAttribute", err)
+            out.append(int(flags))
+            end = int(start) + int(size)
+            if end <= p:                      # a range that does not advance: stop, unknown
+                out.append(None)
+                break
+            p = end
+    return out
+
+
 def stream_owner(stream: int) -> tuple[int, int | None]:
     """``(context, device)`` of a stream that is not one of the default streams (handles 0, 1,
     2, which name a stream of whichever context is current): the context it was created in
@@ -513,6 +560,25 @@ def event_synchronize(event) -> None:
 def event_destroy(event) -> None:
     """Destroys ``event`` (safe while work it captured is still pending)."""
     _check("cuEventDestroy", _cu().cuEventDestroy(event))
+
+
+def wait_for_peer_stream(stream: int, producer: int, producer_device: int) -> None:
+    """Makes ``stream`` (of the current context) wait for the work queued so far on
+    ``producer``, a stream of ``producer_device`` (handles 0, 1 and 2 name that device's
+    default streams): an event made and recorded with that device's context current, waited
+    on here (``cuStreamWaitEvent`` takes an event of another device) and destroyed at once
+    (the wait has captured its state; the driver frees it when the wait is done)."""
+    with device_context(producer_device):
+        event = event_create()
+        try:
+            event_record(event, producer)
+        except BaseException:
+            event_destroy(event)
+            raise
+    try:
+        stream_wait_event(stream, event)
+    finally:
+        event_destroy(event)
 
 
 def stream_wait_event(stream: int, event) -> None:

@@ -52,6 +52,15 @@ def _c_contiguous(shape, strides) -> bool:
     return True
 
 
+def _pointer_owner(ptr: int):
+    """``driver.pointer_device``, None where the driver cannot tell (the slow path decides)."""
+    from numba_tile.runtime import driver
+    try:
+        return driver.pointer_device(ptr)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
     """The guard's statements, its namespace, the names of its variables (pointers, scalars,
     arrays, producer streams, the call's objects) and those of the stream variables that may
@@ -204,6 +213,12 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
                 body.append(f"{s} = got[2]")
             else:
                 return None
+            if not one_device:
+                # several devices: the pointer's device asked of the driver (a producer's
+                # may be wrong), as the slow path does (arrays._owner_device)
+                env["PDEV"] = _pointer_owner
+                env[f"DEV{k}"] = fields[3]
+                body.append(f"if {p} and PDEV({p}) != DEV{k}: return None")
             span = plan.spans[k]
             if span is not None:
                 env[f"L{k}"], env[f"H{k}"] = span

@@ -201,6 +201,18 @@ def _first_touch(theirs: Sequence[ArrayArg], ours: Sequence[ArrayArg]) -> ArrayA
 _thread = threading.local()
 
 
+def peer_key(stream: int, device: int):
+    """The queue of a launch on ``device`` that reads a peer GPU's memory, on a default stream
+    (handles 0, 1, 2 name a stream of the current context: one per device). Such a launch is
+    filed apart from the default stream's other launches, with an event of its own, so that
+    launches of other devices on their own default streams (which the registry files under
+    the same handle) see it as another stream's launch and order themselves after it, and it
+    after them. Other handles name one stream of one device already."""
+    if stream in (0, 1, 2):
+        return ("peer launch", device, queue_key(stream))
+    return stream
+
+
 def queue_key(stream: int):
     """The registry's key of a stream handle: the handle itself, except ``CU_STREAM_PER_THREAD``
     (2), which names the calling thread's own per-thread default stream: two threads' launches
@@ -233,7 +245,10 @@ class InflightRegistry:
         # instructions of a repeated 8-array launch at 8, 800 at 32 (callgrind, fake driver)
         self._collect_every = collect_every
         self._since_collect = 0
-        self._pool: list = []
+        # completed events for reuse, per device: an event is recorded only on a stream of the
+        # context it was made in (a launch's device; None: unknown, a one-device backend)
+        self._pools: dict[object, list] = {}
+        self._event_device: dict[int, object] = {}     # id(event) -> its device
         # launches on the legacy stream filed without an event: the newest entries of its queue,
         # all of one device (_unflushed_device)
         self._unflushed = 0
@@ -252,6 +267,25 @@ class InflightRegistry:
         self._lock = threading.RLock()
 
     @property
+    def _pool(self) -> list:
+        """The pool of events of an unknown device (a one-device backend's)."""
+        return self._pools.setdefault(None, [])
+
+    def _take_event_locked(self, device):
+        """A completed event of ``device`` from its pool, or a new one (made with ``device``'s
+        context current: the caller's)."""
+        pool = self._pools.get(device)
+        if pool:
+            return pool.pop()
+        event = (self._backend or self.backend).create()
+        self._event_device[id(event)] = device
+        return event
+
+    def _pool_event_locked(self, event) -> None:
+        """Back to its device's pool, at once (a wait captured its state already)."""
+        self._pools.setdefault(self._event_device.get(id(event)), []).append(event)
+
+    @property
     def backend(self) -> EventBackend:
         if self._backend is None:
             self._backend = DriverEventBackend()
@@ -265,7 +299,8 @@ class InflightRegistry:
     # -- registration ----------------------------------------------------------------------------
 
     def register(self, stream: int, refs: tuple, *, writes: Sequence[ArrayArg] = (),
-                 arrays: tuple | None = None, device: int | None = None) -> LaunchHandle:
+                 arrays: tuple | None = None, device: int | None = None,
+                 key: object = None) -> LaunchHandle:
         """Records an event after the kernel on ``stream``; holds ``refs`` until it completes.
 
         Call right after the launch, before anything else is queued on ``stream``.
@@ -281,6 +316,8 @@ class InflightRegistry:
             device: the device whose context is current (the launch's); None: unknown, and a
                 legacy-stream launch then gets an event of its own (unless the backend has
                 one device: no ``in_device``).
+            key: the queue to file the launch in, instead of the stream's (:func:`peer_key`:
+                a launch that reads a peer GPU's memory); it gets an event of its own.
 
         Returns:
             LaunchHandle: the handle; dropping it releases nothing.
@@ -292,10 +329,10 @@ class InflightRegistry:
             if arrays is None:
                 arrays = [r.obj if type(r) is ArrayArg else r for r in refs]
             return self.file_locked(stream, tuple(refs), tuple(writes), tuple(arrays),
-                                    device=device)
+                                    device=device, key=key)
 
     def file_locked(self, stream: int, keep: tuple, writes: tuple, arrays: tuple,
-                    lazy=None, device: int | None = None) -> LaunchHandle:
+                    lazy=None, device: int | None = None, key: object = None) -> LaunchHandle:
         """The registration step of :meth:`register`, with the lock held by the caller (the
         launch path holds it around the conflict check, the launch and this): polls completed
         launches every ``collect_every`` calls, records a pooled event on ``stream`` and queues
@@ -313,7 +350,7 @@ class InflightRegistry:
         if queues:
             self._since_collect += 1
             collect_now = self._since_collect >= self._collect_every
-        lazy_ok = stream == 0 and (device is not None or not hasattr(
+        lazy_ok = stream == 0 and key is None and (device is not None or not hasattr(
             self._backend or self.backend, "in_device"))
         if lazy_ok and self._unflushed and self._unflushed_device != device:
             # a batch holds one device's launches: the other device's pending batch first (a
@@ -340,20 +377,20 @@ class InflightRegistry:
         if collect_now:
             self._collect_locked()             # first: completed events go back to the pool
         backend = self._backend or self.backend
-        pool = self._pool
         try:
-            event = pool.pop() if pool else backend.create()
+            event = self._take_event_locked(device)
         except BaseException:
             self._orphans.append(keep)         # the kernel is queued: never release its refs
             raise
         try:
             backend.record(event, stream)
         except BaseException:
-            pool.append(event)
+            self._pool_event_locked(event)
             self._orphans.append(keep)
             raise
         entry = LaunchHandle(self, event, stream, keep, writes, arrays, lazy)
-        key = queue_key(stream)
+        if key is None:
+            key = queue_key(stream)
         queue = queues.get(key)
         if queue is None:
             queue = queues[key] = collections.deque()
@@ -406,12 +443,11 @@ class InflightRegistry:
         scope = in_device(self._unflushed_device) if in_device is not None \
             and self._unflushed_device is not None else contextlib.nullcontext()
         with scope:
-            pool = self._pool
-            event = pool.pop() if pool else backend.create()
+            event = self._take_event_locked(self._unflushed_device)
             try:
                 backend.record(event, 0)
             except BaseException:
-                pool.append(event)
+                self._pool_event_locked(event)
                 raise
         # the entries without an event, newest first (a legacy launch of unknown device, with
         # an event of its own, may sit among them)
@@ -480,9 +516,11 @@ class InflightRegistry:
         self._retire_locked(event)
 
     def _retire_locked(self, event) -> None:
-        if len(self._pool) < self._pool_size:
-            self._pool.append(event)
+        pool = self._pools.setdefault(self._event_device.get(id(event)), [])
+        if len(pool) < self._pool_size:
+            pool.append(event)
         else:
+            self._event_device.pop(id(event), None)
             self.backend.destroy(event)
 
     def _collect_locked(self) -> int:
@@ -607,7 +645,7 @@ class InflightRegistry:
     # -- cross-stream ordering -------------------------------------------------------------------
 
     def conflicts(self, stream: int, args: Sequence[ArrayArg],
-                  writes: Sequence[ArrayArg]) -> list:
+                  writes: Sequence[ArrayArg], key: object = None) -> list:
         """In-flight launches on other streams that a launch on ``stream`` would race with.
 
         A conflict is an in-flight launch on another stream that writes memory of any of
@@ -618,13 +656,15 @@ class InflightRegistry:
             stream: handle of the stream of the launch about to be queued.
             args: every array argument of that launch.
             writes: its mutable array arguments (a subset of ``args``).
+            key: the queue the launch will be filed in, if not its stream's (:func:`peer_key`).
 
         Returns:
             list: ``(entry, arg)`` per conflicting stream: its newest conflicting launch (which
             covers all earlier ones on that stream) and the first argument it touches.
         """
         with self._lock:
-            key = queue_key(stream)
+            if key is None:
+                key = queue_key(stream)
             if not self._streams or (len(self._streams) == 1 and key in self._streams):
                 return []
             self._collect_locked()
@@ -653,22 +693,24 @@ class InflightRegistry:
             self.wait_entry(stream, entry)
         return len(found)
 
-    def wait_for_streams(self, stream: int, producers: Iterable[int]) -> None:
+    def wait_for_streams(self, stream: int, producers: Iterable[int],
+                         device: int | None = None) -> None:
         """Makes ``stream`` wait for the work queued so far on each producer stream.
 
         Used for the CUDA Array Interface v3 ``stream`` field (see
         :func:`numba_tile.runtime.streams.producer_streams`). Each wait uses a pooled event, which
         may be reused right away: a stream wait captures the event's state at the time of the call.
+        ``device``: the device whose context is current (the streams'; None: unknown).
         """
         backend = self.backend
         with self._lock:
             for producer in producers:
-                event = self._pool.pop() if self._pool else backend.create()
+                event = self._take_event_locked(device)
                 try:
                     backend.record(event, producer)
                     backend.wait(stream, event)
                 finally:
-                    self._pool.append(event)
+                    self._pool_event_locked(event)
 
 
 _default: InflightRegistry | None = None

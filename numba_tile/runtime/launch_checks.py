@@ -389,16 +389,16 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
                 devices = False
     if len(arrays) < 2:
         return out
-    if devices is False and allow_host is False:
-        # every call: what a peer grants may change between two calls with the same pointers
-        _check_devices(arrays, err)
     key = tuple(key)
-    if key in _VERIFIED:
-        return out
-    _check_between(arrays, allow_host, err)
-    if len(_VERIFIED) >= _CACHE_SIZE:
-        _VERIFIED.clear()
-    _VERIFIED[key] = None
+    if key not in _VERIFIED:
+        _check_between(arrays, allow_host, err)
+        if len(_VERIFIED) >= _CACHE_SIZE:
+            _VERIFIED.clear()
+        _VERIFIED[key] = None
+    if devices is False and allow_host is False:
+        # every call (what a peer grants may change between two calls with the same
+        # pointers), and last: a launch refused for aliasing enables no peer access
+        _check_devices(arrays, err)
     return out
 
 
@@ -427,7 +427,7 @@ def _check_devices(arrays: list[BoundArray], err: _Raiser) -> None:
     (:func:`launch_device`); every non-empty read-only array on it or on a peer whose memory
     the launch device can read. Peer access is enabled on first use (``cuCtxEnablePeerAccess``,
     what PyTorch does for a copy between two GPUs) and the access the launch device has to each
-    peer array's first and last byte is asked of the driver, so memory of a pool or a
+    allocation range a peer array spans is asked of the driver (``driver.range_access``), so memory of a pool or a
     virtual-memory mapping that its owner did not open to the launch device is refused before
     the kernel could fault on it. Empty arrays are never read: their device does not matter."""
     from numba_tile.runtime import driver
@@ -460,14 +460,15 @@ def _check_devices(arrays: list[BoundArray], err: _Raiser) -> None:
         try:
             driver.enable_peer_access(dev, a.device)
             lo, hi = a.byte_bounds
-            flags = [driver.pointer_access(p, dev) for p in (lo, hi - 1)]
+            flags = driver.range_access(lo, hi, dev)
         except driver.CudaDriverError as e:
             raise err(TileArgumentError, f"{where}, and peer access from device {dev} to device "
                       f"{a.device} could not be set up ({e})") from None
         if any(f is None or not f & driver.ACCESS_READ for f in flags):
             raise err(TileArgumentError,
-                      f"{where}, and device {dev} has no read access to '{b.spec.name}''s memory "
-                      f"(access flags {flags} at its first and last byte): memory from a pool or "
+                      f"{where}, and device {dev} has no read access to all of "
+                      f"'{b.spec.name}''s memory (access flags {flags} of the allocation ranges "
+                      f"it spans, in address order; None: no allocation): memory from a pool or "
                       f"a virtual-memory mapping must be opened to device {dev} by its owner "
                       f"(cuMemPoolSetAccess, cuMemSetAccess), or copied to device {dev}")
 

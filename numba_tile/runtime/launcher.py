@@ -343,7 +343,7 @@ class Plan:
     __slots__ = ("loaded", "nblocks", "template", "ptr_slots", "scalar_slots", "layouts",
                  "spans", "pairs", "writes", "device", "names", "grid3", "block3", "params",
                  "ptr_setters", "scalar_setters", "map_setters", "func_address", "torch_arrays",
-                 "pack", "run")
+                 "pack", "run", "owners")
 
     def __init__(self, loaded, nblocks, template, ptr_slots, scalar_slots, bound_arrays, writes,
                  device, maps=()):
@@ -402,6 +402,12 @@ class Plan:
             else:
                 lo, hi = a.byte_bounds
                 self.spans.append((lo - a.ptr, hi - a.ptr))
+        # several devices in the process: each non-empty array's pointer must be on the device
+        # the checked launch found (the driver's answer, arrays._owner_device), whatever its
+        # producer names; with one device every device array is on it
+        count = driver.device_count()
+        self.owners = None if count is None or count < 2 else tuple(
+            (k, a.device) for k, a in enumerate(bound_arrays) if a.size)
         n = len(bound_arrays)
         self.pairs = tuple((i, j) for i in range(n) if self.writes[i] for j in range(n)
                            if j != i and not (self.writes[j] and j < i)
@@ -420,8 +426,14 @@ class Plan:
 
     def admits(self, ptrs) -> bool:
         """The pointer-dependent rules (module docstring): every byte range in the address
-        space, no mutable array's range intersecting another argument's. False: take the slow
+        space, no mutable array's range intersecting another argument's, and (several devices)
+        each non-empty array's pointer on the device the checked launch found. False: take the slow
         path, whose checks decide (and word the refusal)."""
+        if self.owners is not None:
+            from numba_tile.runtime.guards import _pointer_owner
+            for k, device in self.owners:
+                if _pointer_owner(ptrs[k]) != device:
+                    return False
         ranges = []
         for span, ptr in zip(self.spans, ptrs):
             if span is None:
@@ -483,9 +495,10 @@ def make_plan(loaded, nblocks, params, bound, positions, flat, device) -> Plan:
 # ----------------------------------------------------------------------------- queueing
 
 def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs, streams,
-            on_conflict: str, device: int, raise_conflict):
+            on_conflict: str, device: int, raise_conflict, key=None):
     """Queues one launch whose checks have passed (see the module docstring) and returns its
-    handle.
+    handle. ``key``: the registry queue of a launch that reads a peer GPU's memory
+    (``inflight.peer_key``), None for the stream's.
 
     Raises:
         CaptureError: a legacy-stream launch while a blocking stream of the device captures.
@@ -501,7 +514,7 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
     # lock: a launch on another thread and stream cannot check in between and miss this one
     with registry._lock:
         if registry._streams:
-            found = registry.conflicts(stream, arrays, writes)
+            found = registry.conflicts(stream, arrays, writes, key)
             if found:
                 if on_conflict == "raise":
                     raise_conflict(found, stream)
@@ -509,13 +522,13 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
                     registry.wait_entry(stream, entry, f"kernel '{kernel.__qualname__}'")
         producers = producer_streams(streams, stream)
         if producers:
-            registry.wait_for_streams(stream, producers)
+            registry.wait_for_streams(stream, producers, device)
         with kernel._lock:
             ptr = params.pack(flat)
             driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
         arrays.append(kernel)
         return registry.register(stream, tuple(arrays), writes=writes, arrays=objs,
-                                 device=device)
+                                 device=device, key=key)
 
 
 def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat, arrays,
@@ -682,7 +695,7 @@ def enqueue_plan(kernel, plan: Plan, stream: int, ptrs, scalars, arrays, streams
                     registry.wait_entry(stream, entry, f"kernel '{kernel.__qualname__}'")
         producers = producer_streams(streams, stream)
         if producers:
-            registry.wait_for_streams(stream, producers)
+            registry.wait_for_streams(stream, producers, plan.device)
         own = plan.params
         buf = own._buf
         fast_launch = _fast_launch if _fast_launch is not None else _find_fast_launch()

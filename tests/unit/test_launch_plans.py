@@ -589,7 +589,7 @@ def test_numba_arrays_are_read_inline_by_the_guard_as_the_reader_reads_them(fake
     # a producer stream other than the launch's: the ordering path, not the inline launch
     waits = []
     monkeypatch.setattr(inflight.default_registry(), "wait_for_streams",
-                        lambda s, producers: waits.append((s, tuple(producers))))
+                        lambda s, producers, device=None: waits.append((s, tuple(producers))))
     on_stream = dev(3000, stream=0x55)
     add(on_stream, y2, nt.partition(z2, 1024), B=1024)
     add(on_stream, y2, nt.partition(z2, 1024), B=1024)

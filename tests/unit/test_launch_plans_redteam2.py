@@ -217,7 +217,7 @@ def test_cupys_stream_is_read_when_the_slow_path_reads_it(fake, fake_cupy, monke
         hooked.hook = use_stream            # on every read
     waits = []
     monkeypatch.setattr(inflight.default_registry(), "wait_for_streams",
-                        lambda s, producers: waits.append((s, tuple(producers))))
+                        lambda s, producers, device=None: waits.append((s, tuple(producers))))
     for i in range(3):
         cuda.current = type(cuda.current)(ptr=0)
         hooked.hook = use_stream

@@ -46,13 +46,17 @@ def peers(two_devices, monkeypatch):
     def enable(d, p):
         state["enabled"].append((d, p))
 
-    def access(ptr, d):
-        state["asked"].append((ptr, d))
-        return state["access"].get(ptr, 3)
+    def ranges(lo, hi, d):
+        # the "allocation ranges" of an array: its first byte's, one per entry of
+        # state["access"] strictly inside, its last byte's
+        state["asked"].extend([(lo, d), (hi - 1, d)])
+        inside = [f for p, f in sorted(state["access"].items()) if lo < p < hi - 1]
+        return [state["access"].get(lo, 3), *inside, state["access"].get(hi - 1, 3)]
 
+    monkeypatch.setattr(driver, "device_count", lambda: 2)
     monkeypatch.setattr(driver, "can_access_peer", can)
     monkeypatch.setattr(driver, "enable_peer_access", enable)
-    monkeypatch.setattr(driver, "pointer_access", access)
+    monkeypatch.setattr(driver, "range_access", ranges)
     return state
 
 
@@ -176,7 +180,7 @@ def test_memory_not_opened_to_the_launch_device_is_refused(peers, fake, first, l
     lo, hi = _ends(w)
     state["access"].update({lo: first, hi: last})
     x, out = _on(state, 1, 700), _on(state, 1, 700)
-    with pytest.raises(TileArgumentError, match=r"'w'.*no read access.*cuMemPoolSetAccess"):
+    with pytest.raises(TileArgumentError, match=r"no read access to all of 'w'.*cuMemPoolSetAccess"):
         axpy(w, x, nt.partition(out, 256), 256)
     assert fake.launches == []
 
@@ -379,6 +383,9 @@ def test_a_capturing_stream_is_not_asked_its_owner(peers, fake, monkeypatch):
     def never(s):
         raise AssertionError("a capturing stream was asked its owner")
     monkeypatch.setattr(driver, "stream_owner", never)
+    from numba_tile.runtime import capture
+    monkeypatch.setattr(capture, "_by_capture", {})     # this test's capture holds: its own
+    monkeypatch.setattr(capture, "_held", [])
     fake.capturing_stream, fake.capture_status = 0x74, 1
     # a size no other test launches axpy with: the slow path
     axpy(_dev(320), _dev(320), nt.partition(_dev(320), 256), 256, stream=0x74)

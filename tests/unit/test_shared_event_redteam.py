@@ -337,8 +337,9 @@ def test_random_interleavings_of_streams_never_release_early_or_reuse_a_live_eve
         reg.synchronize_all()
         assert reg.pending() == 0 and reg._users == {} and reg._unflushed == 0
         # every event went back to the pool or was destroyed, exactly once
-        live = {id(e) for e in reg._pool} | {id(e) for e in gpu.destroyed}
-        assert len(reg._pool) + len(gpu.destroyed) == len(gpu.created) == len(live)
+        pooled = [e for pool in reg._pools.values() for e in pool]   # every device's pool
+        live = {id(e) for e in pooled} | {id(e) for e in gpu.destroyed}
+        assert len(pooled) + len(gpu.destroyed) == len(gpu.created) == len(live)
 
 
 def test_conflicting_launches_wait_for_an_event_recorded_after_the_launch_they_conflict_with():
@@ -904,7 +905,7 @@ def test_runner_with_cupy_on_another_stream_orders_after_it_once(fake, fake_cupy
     cadd(x, y, nt.partition(z, 1024), B=1024)
     waits = []
     monkeypatch.setattr(inflight.default_registry(), "wait_for_streams",
-                        lambda s, producers: waits.append((s, tuple(producers))))
+                        lambda s, producers, device=None: waits.append((s, tuple(producers))))
     cp.state.current = types.SimpleNamespace(ptr=0x77)
     cadd(x, y, nt.partition(z, 1024), B=1024)        # launch on 0, producers on 0x77
     assert waits == [(0, (0x77,))]
