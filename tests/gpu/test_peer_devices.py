@@ -161,6 +161,45 @@ def test_access_flags_of_each_kind_of_allocation_on_its_own_device():
     assert driver.pointer_access(16, 0) is None        # no allocation
 
 
+def test_range_access_walks_every_mapping_of_a_reservation():
+    """Two physical chunks mapped side by side in one reservation, the second opened to no
+    device: the walk reports each chunk's flags, so an array spanning both is seen closed in
+    its middle; the device of each kind of allocation is its owner's."""
+    cu = _cu()
+    driver.ensure_context(0)
+    prop = cu.CUmemAllocationProp()
+    prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+    prop.location = _location(cu, 0)
+    gran = _ok(cu.cuMemGetAllocationGranularity(
+        prop, cu.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM))
+    base = _ok(cu.cuMemAddressReserve(3 * gran, 0, 0, 0))
+    handles = [_ok(cu.cuMemCreate(gran, prop, 0)) for _ in range(3)]
+    try:
+        for i, h in enumerate(handles):
+            _ok(cu.cuMemMap(int(base) + i * gran, gran, 0, h, 0))
+        _ok(cu.cuMemSetAccess(int(base), gran, [_access_desc(cu, 0)], 1))
+        _ok(cu.cuMemSetAccess(int(base) + 2 * gran, gran, [_access_desc(cu, 0)], 1))
+        lo = int(base)
+        assert driver.range_access(lo, lo + 3 * gran, 0) == [3, 0, 3]
+        assert driver.range_access(lo + 8, lo + gran, 0) == [3]
+        assert driver.range_access(lo + gran - 4, lo + gran + 4, 0) == [3, 0]
+        assert driver.pointer_device(lo) == 0 and driver.pointer_device(lo + gran) == 0
+    finally:
+        for i, h in enumerate(handles):
+            cu.cuMemUnmap(int(base) + i * gran, gran)
+            cu.cuMemRelease(h)
+        cu.cuMemAddressFree(base, 3 * gran)
+    t = torch.empty(1 << 20, device="cuda:0")
+    assert driver.range_access(t.data_ptr(), t.data_ptr() + 4 * t.numel(), 0) == [3]
+    pool = _PoolAlloc(0, [])
+    try:
+        assert driver.pointer_device(int(pool.ptr)) == 0
+        assert driver.range_access(int(pool.ptr), int(pool.ptr) + 1024, 0) == [3]
+    finally:
+        pool.close()
+    assert driver.range_access(16, 32, 0) == [None]
+
+
 def test_a_stream_of_another_context_is_refused_and_the_context_stays_usable():
     cu = _cu()
     driver.ensure_context(0)
