@@ -343,45 +343,89 @@ def pointer_device(ptr: int) -> int | None:
     return int(value)
 
 
-#: most allocation ranges :func:`range_access` walks before it gives up (an array spanning
-#: more is refused as a peer array: 4096 ranges of PyTorch's 20 MiB expandable segments are
-#: 80 GiB)
-MAX_RANGES = 4096
+#: most access queries :func:`range_access` makes for one array before it gives up (the
+#: array is then refused as a peer array): 65,536 granules of 2 MiB are 128 GiB of mappings
+MAX_QUERIES = 65536
+
+_granularity: dict[int, int] = {}
+
+
+def _mapping_granularity(device: int) -> int:
+    """The minimum granularity of virtual-memory mappings of ``device``'s memory (2 MiB on
+    an H200): no mapping starts or ends between two multiples of it."""
+    g = _granularity.get(device)
+    if g is None:
+        cu = _mod or _cu()
+        prop = cu.CUmemAllocationProp()
+        prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = device
+        g = _granularity[device] = int(_check("cuMemGetAllocationGranularity",
+                                              cu.cuMemGetAllocationGranularity(
+            prop, cu.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM)))
+    return g
 
 
 def range_access(lo: int, hi: int, device: int) -> list[int | None]:
-    """The access flags ``device`` has to each allocation range that ``[lo, hi)`` meets, in
-    address order (:func:`pointer_access` at the range's first byte within ``[lo, hi)``; the
-    next range starts where ``CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`` and ``RANGE_SIZE`` say
-    this one ends). A byte no allocation holds ends the walk with None; so does passing
-    :data:`MAX_RANGES`. A range whose owner opened only part of a virtual-memory reservation
-    to ``device`` thus shows its closed part.
+    """The access flags ``device`` has to the memory ``[lo, hi)``, per piece that may differ,
+    in address order (:func:`pointer_access` with ``device``'s context current).
+
+    The address range holding ``lo`` (``CU_POINTER_ATTRIBUTE_RANGE_START_ADDR``,
+    ``RANGE_SIZE``) is one allocation with one access setting when it is ``cuMemAlloc`` memory
+    (``IS_LEGACY_CUDA_IPC_CAPABLE``) or a memory pool's (``MEMPOOL_HANDLE``): one query. Else
+    it is a virtual-memory reservation, whose mappings may each have their own access (measured
+    on an H200: the range reported is the whole reservation): one query per mapping
+    granularity step (:func:`_mapping_granularity`). The walk goes on at the range's end. A
+    byte no allocation holds ends it with None; so does passing :data:`MAX_QUERIES`.
 
     Raises:
         CudaDriverError: any driver failure but an unknown pointer.
     """
     cu = _mod or _cu()
     attr = cu.CUpointer_attribute
+    get = cu.cuPointerGetAttribute
     out: list[int | None] = []
     p = lo
     with device_context(device):
         while p < hi:
-            if len(out) >= MAX_RANGES:
-                out.append(None)
-                break
-            err, flags = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, p)
+            err, flags = get(attr.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, p)
             if not err:
-                err, start = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)
+                err, start = get(attr.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)
             if not err:
-                err, size = cu.cuPointerGetAttribute(attr.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)
+                err, size = get(attr.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)
+            if not err:
+                err, ipc = get(attr.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p)
+            if not err:
+                err, pool = get(attr.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p)
             if err:
                 if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:
                     out.append(None)
                     break
                 _raise("cuPointerGetAttribute", err)
             out.append(int(flags))
-            end = int(start) + int(size)
-            if end <= p:                      # a range that does not advance: stop, unknown
+            end = min(int(start) + int(size), hi)
+            if end <= p:                      # a range that does not advance: unknown
+                out.append(None)
+                break
+            if not ipc and not int(pool):     # a reservation: each mapping's own access
+                err, owner = get(attr.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p)
+                if err:
+                    _raise("cuPointerGetAttribute", err)
+                step = _mapping_granularity(int(owner))
+                q = (p // step + 1) * step
+                while q < end:
+                    if len(out) >= MAX_QUERIES:
+                        out.append(None)
+                        return out
+                    err, flags = get(attr.CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, q)
+                    if err:
+                        if err == cu.CUresult.CUDA_ERROR_INVALID_VALUE:
+                            out.append(None)
+                            return out
+                        _raise("cuPointerGetAttribute", err)
+                    out.append(int(flags))
+                    q += step
+            if len(out) >= MAX_QUERIES:
                 out.append(None)
                 break
             p = end

@@ -399,3 +399,61 @@ def test_the_owner_query_runs_with_the_capture_mode_relaxed(peers, fake, monkeyp
     x, out, w = _on(peers, 1, 330), _on(peers, 1, 330), _on(peers, 1, 330)
     axpy(w, x, nt.partition(out, 256), 256, stream=0x75)
     assert len(modes) == 2 and modes[1] == 7           # relaxed, then the old mode back
+
+
+class _Ranges(_Bindings):
+    """Address ranges as the driver reports them: (start, size, ipc capable, pool, flags of
+    each 16-byte granule)."""
+
+    class CUpointer_attribute:
+        CU_POINTER_ATTRIBUTE_ACCESS_FLAGS = "flags"
+        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = "start"
+        CU_POINTER_ATTRIBUTE_RANGE_SIZE = "size"
+        CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = "ipc"
+        CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = "pool"
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = "device"
+
+    def __init__(self, regions):
+        super().__init__()
+        self.regions = regions
+        self.asked = []
+
+    def cuPointerGetAttribute(self, attr, ptr):
+        for start, size, ipc, pool, flags in self.regions:
+            if start <= ptr < start + size:
+                if attr == "flags":
+                    self.asked.append(ptr)
+                value = {"flags": flags[(ptr - start) // 16], "start": start, "size": size,
+                         "ipc": ipc, "pool": pool, "device": 0}[attr]
+                return 0, value
+        return self.CUresult.CUDA_ERROR_INVALID_VALUE, None
+
+
+def _ranges(bindings, monkeypatch, regions):
+    r = _Ranges(regions)
+    r.made_current = bindings.made_current
+    monkeypatch.setattr(driver, "_mod", r)
+    monkeypatch.setattr(driver, "_granularity", {0: 16})
+    return r
+
+
+def test_range_access_asks_each_granule_of_a_reservation_once_per_allocation_else(
+        bindings, monkeypatch):
+    r = _ranges(bindings, monkeypatch, [
+        (1024, 64, 1, 0, [3, 0, 0, 0]),       # cuMemAlloc: one access for the allocation
+        (1088, 32, 0, 7, [3, 0]),             # a pool's: one too
+        (1120, 64, 0, 0, [3, 0, 3, 1]),       # a reservation: per mapping granule
+    ])
+    assert driver.range_access(1030, 1184, 2) == [3, 3, 3, 0, 3, 1]
+    assert r.asked == [1030, 1088, 1120, 1136, 1152, 1168]
+    assert driver.range_access(1121, 1136, 2) == [3]          # inside one granule
+    assert driver.range_access(1135, 1137, 2) == [3, 0]       # across a granule's edge
+    assert driver.range_access(1180, 1200, 2) == [1, None]    # past the last allocation
+    assert set(bindings.made_current) == {2}
+
+
+def test_range_access_gives_up_past_its_query_bound(bindings, monkeypatch):
+    _ranges(bindings, monkeypatch, [(0x10000, 16 * 100, 0, 0, [3] * 100)])
+    monkeypatch.setattr(driver, "MAX_QUERIES", 10)
+    got = driver.range_access(0x10000, 0x10000 + 16 * 100, 0)
+    assert got[-1] is None and len(got) == 11
