@@ -761,6 +761,15 @@ class Kernel:
             if stream not in (0, 1, 2):
                 self._check_stream_device(stream, device)
             if len(devices) > 1:
+                if driver.stream_capture_status(stream):
+                    from .errors import CaptureError
+                    raise CaptureError(
+                        f"kernel '{self.__qualname__}': a launch that reads another GPU's memory "
+                        f"(arguments on CUDA devices {sorted(devices)}, the launch on device "
+                        f"{device}) cannot be captured into a CUDA graph: its peer access and "
+                        f"its ordering after the peers' streams are checked at each call, and a "
+                        f"replay would skip them; copy the peer's data to device {device} first, "
+                        f"or launch it outside the capture")
                 # a peer read: filed apart from the default streams' batches (one per device,
                 # one handle), and after the work queued on each peer array's producer stream,
                 # a stream of the peer's (streams.producer_streams compares handles only)

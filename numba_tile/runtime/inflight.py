@@ -95,6 +95,7 @@ class DriverEventBackend:
         self.synchronize = driver.event_synchronize
         self.wait = driver.stream_wait_event
         self.destroy = driver.event_destroy
+        self.current_device = driver.current_device
 
     @staticmethod
     def capturing(stream: int) -> bool:
@@ -119,10 +120,10 @@ class LaunchHandle:
     """
 
     __slots__ = ("event", "stream", "refs", "writes", "finished", "lazy", "_registry",
-                 "_arrays", "__weakref__")
+                 "_arrays", "device", "__weakref__")
 
     def __init__(self, registry: "InflightRegistry", event: object, stream: int, refs: tuple,
-                 writes: tuple, arrays: tuple, lazy=None):
+                 writes: tuple, arrays: tuple, lazy=None, device=None):
         self._registry = registry
         # the event that covers the launch; None until the legacy stream's shared event is
         # recorded (see the module docstring), and again once the entry is released
@@ -136,6 +137,9 @@ class LaunchHandle:
         # when another stream's launch asks what it touches (refs holds the arrays meanwhile)
         self.lazy = lazy
         self._arrays = arrays
+        #: the launch's device (None: unknown): default-stream handles name one stream per
+        #: device, and their queues hold the launches of every device
+        self.device = device
 
     @property
     def _entry(self) -> "LaunchHandle":
@@ -222,8 +226,11 @@ def queue_key(stream: int):
         return stream
     key = getattr(_thread, "key", None)
     if key is None:
-        key = _thread.key = ("per-thread default stream", object())
+        key = _thread.key = (_PER_THREAD, object())
     return key
+
+
+_PER_THREAD = "per-thread default stream"
 
 
 class InflightRegistry:
@@ -273,7 +280,13 @@ class InflightRegistry:
 
     def _take_event_locked(self, device):
         """A completed event of ``device`` from its pool, or a new one (made with ``device``'s
-        context current: the caller's)."""
+        context current: the caller's). An unknown device (None) on a backend of several
+        devices is the current context's."""
+        if device is None:
+            backend = self._backend or self.backend
+            current = getattr(backend, "current_device", None)
+            if current is not None:
+                device = current()
         pool = self._pools.get(device)
         if pool:
             return pool.pop()
@@ -361,7 +374,7 @@ class InflightRegistry:
                 lazy_ok = False
         if lazy_ok:
             # the legacy stream's launches share an event (the module docstring)
-            entry = LaunchHandle(self, None, 0, keep, writes, arrays, lazy)
+            entry = LaunchHandle(self, None, 0, keep, writes, arrays, lazy, device)
             queue = queues.get(0)
             if queue is None:
                 queue = queues[0] = collections.deque()
@@ -388,7 +401,7 @@ class InflightRegistry:
             self._pool_event_locked(event)
             self._orphans.append(keep)
             raise
-        entry = LaunchHandle(self, event, stream, keep, writes, arrays, lazy)
+        entry = LaunchHandle(self, event, stream, keep, writes, arrays, lazy, device)
         if key is None:
             key = queue_key(stream)
         queue = queues.get(key)
@@ -417,7 +430,7 @@ class InflightRegistry:
         "        n_unflushed = reg._unflushed + 1",
         "        n_since = reg._since_collect + 1",
         "        if n_unflushed < reg._collect_every and n_since < reg._collect_every:",
-        "            {result} = LH(reg, None, 0, keep, (), objs, {lazy})",
+        "            {result} = LH(reg, None, 0, keep, (), objs, {lazy}, DEV)",
         "            q0.append({result})",
         "            reg._unflushed = n_unflushed",
         "            reg._unflushed_device = DEV",
@@ -672,8 +685,16 @@ class InflightRegistry:
             for other, queue in self._streams.items():
                 if same_stream(other, key):     # keys: handles, and per-thread stream keys
                     continue
+                # a default stream's queue holds the launches of every device (one stream per
+                # device under one handle): there the newest conflicting launch covers the
+                # earlier ones of its own device only
+                mixed = other in (0, 1) or (type(other) is tuple
+                                            and other[0] == _PER_THREAD)
+                covered = set()
                 for entry in reversed(queue):
                     if entry.finished:
+                        continue
+                    if mixed and entry.device in covered:
                         continue
                     if entry.lazy is not None:
                         entry.materialize()
@@ -681,7 +702,9 @@ class InflightRegistry:
                     hit = _first_touch(entry.writes, args) or _first_touch(reads, writes)
                     if hit is not None:
                         found.append((entry, hit))
-                        break
+                        if not mixed:
+                            break
+                        covered.add(entry.device)
             return found
 
     def order_after_conflicts(self, stream: int, args: Sequence[ArrayArg],

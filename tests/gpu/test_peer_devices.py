@@ -353,3 +353,22 @@ def test_a_write_on_the_peer_waits_for_the_launch_reading_it():
     scale_add(y, y, nt.partition(x, 1024), 1024)      # x is mutable here: it waits
     nt.synchronize()
     np.testing.assert_array_equal(copy.cpu().numpy(), hx)
+
+
+@two_gpus
+def test_a_peer_read_waits_for_a_write_on_the_peers_default_stream():
+    """Device 1 writes y on its default stream in a long kernel, device 0 writes x on its own;
+    a launch on device 0 reading x and (through peer access) y waits for both: the registry
+    keeps the newest conflicting launch of each device of a default stream's queue."""
+    n = 1 << 22
+    hy, y_src = _rand(n, "cuda:1")
+    hx, x_src = _rand(n, "cuda:0")
+    y = torch.empty(n, device="cuda:1")
+    x = torch.empty(n, device="cuda:0")
+    torch.cuda.synchronize(0)
+    torch.cuda.synchronize(1)
+    slow_copy(y_src, nt.partition(y, 1024), 1024, 2000)          # device 1, legacy stream
+    slow_copy(x_src, nt.partition(x, 1024), 1024, 10)            # device 0, legacy stream
+    out = torch.empty(n, device="cuda:0")
+    scale_add(y, x, nt.partition(out, 1024), 1024).sync()       # reads y on the peer
+    np.testing.assert_allclose(out.cpu().numpy(), 2.0 * hy.astype(np.float64) + hx, rtol=1e-6)
