@@ -368,31 +368,35 @@ class Graph:
         if stream is None:
             stream = current().stream
         handle = stream_handle(stream)
-        driver.ensure_context(self._device)
-        st = status(handle)
-        if st != driver.CAPTURE_NONE:
-            raise CaptureError(f"Graph.replay(): stream {handle:#x} is capturing (or the legacy "
-                               f"stream while another stream captures); replay outside capture")
-        registry = inflight.default_registry()
-        # the conflict check, the launch and its registration as one step (as a kernel's
-        # launch: launcher.enqueue)
-        with registry._lock:
-            found = registry.conflicts(handle, self._arrays, self._writes)
-            if found:
-                if on_conflict == "raise":
-                    entry, _ = found[0]
-                    raise StreamConflictError(
-                        f"Graph.replay(): an array of the graph is in use by a launch in flight "
-                        f"on stream {entry.stream:#x}; synchronize or use on_conflict='wait'")
-                for entry, _arg in found:
-                    registry.wait_entry(handle, entry, "Graph.replay()")
-            producers = producer_streams(self._producers, handle)
-            if producers:
-                registry.wait_for_streams(handle, producers, self._device)
-            driver.graph_launch(self._exec, handle)
-            return registry.register(handle, tuple(self._arrays) + (self,), writes=self._writes,
-                                     device=self._device,
-                                     arrays=())
+        # the graph's device current for the replay, the thread's previous context given back
+        # after it (as a kernel launch: driver.device_context)
+        with driver.device_context(self._device):
+            st = status(handle)
+            if st != driver.CAPTURE_NONE:
+                raise CaptureError(f"Graph.replay(): stream {handle:#x} is capturing (or the "
+                                   f"legacy stream while another stream captures); replay "
+                                   f"outside capture")
+            registry = inflight.default_registry()
+            # the conflict check, the launch and its registration as one step (as a kernel's
+            # launch: launcher.enqueue)
+            with registry._lock:
+                found = registry.conflicts(handle, self._arrays, self._writes)
+                if found:
+                    if on_conflict == "raise":
+                        entry, _ = found[0]
+                        raise StreamConflictError(
+                            f"Graph.replay(): an array of the graph is in use by a launch in "
+                            f"flight on stream {entry.stream:#x}; synchronize or use "
+                            f"on_conflict='wait'")
+                    for entry, _arg in found:
+                        registry.wait_entry(handle, entry, "Graph.replay()")
+                producers = producer_streams(self._producers, handle)
+                if producers:
+                    registry.wait_for_streams(handle, producers, self._device)
+                driver.graph_launch(self._exec, handle)
+                return registry.register(handle, tuple(self._arrays) + (self,), writes=self._writes,
+                                         device=self._device,
+                                         arrays=())
 
     def close(self) -> None:
         """Destroys the graph (CUDA keeps it until replays in flight complete; the arguments are

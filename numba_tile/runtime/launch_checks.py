@@ -49,8 +49,8 @@ from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
 from numba_tile.runtime.partition import ROW, Partition, launch_fields
 
-__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_device", "launch_grid", "user_call_site",
-           "PARAM_KINDS"]
+__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_device", "launch_grid",
+           "user_call_site", "PARAM_KINDS"]
 
 #: parameter kinds: array kinds first ('mutable': a whole array an unchecked kernel may write).
 PARAM_KINDS = ("tensor", "partition", "mutable", "constant", "scalar")
@@ -426,10 +426,10 @@ def _check_devices(arrays: list[BoundArray], err: _Raiser) -> None:
     """Arrays on more than one device: every non-empty mutable array on the launch device
     (:func:`launch_device`); every non-empty read-only array on it or on a peer whose memory
     the launch device can read. Peer access is enabled on first use (``cuCtxEnablePeerAccess``,
-    what PyTorch does for a copy between two GPUs) and the access the launch device has to each
-    allocation range a peer array spans is asked of the driver (``driver.range_access``), so memory of a pool or a
-    virtual-memory mapping that its owner did not open to the launch device is refused before
-    the kernel could fault on it. Empty arrays are never read: their device does not matter."""
+    what PyTorch does for a copy between two GPUs) and the access the launch device has to all
+    the memory a peer array spans is asked of the driver (``driver.range_access``), so memory
+    of a pool or a virtual-memory mapping that its owner did not open to the launch device is
+    refused before the kernel could fault on it. Empty arrays are never read: their device does not matter."""
     from numba_tile.runtime import driver
     owner = _launch_owner(arrays)
     dev = owner.array.device

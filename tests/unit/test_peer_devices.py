@@ -180,7 +180,8 @@ def test_memory_not_opened_to_the_launch_device_is_refused(peers, fake, first, l
     lo, hi = _ends(w)
     state["access"].update({lo: first, hi: last})
     x, out = _on(state, 1, 700), _on(state, 1, 700)
-    with pytest.raises(TileArgumentError, match=r"no read access to all of 'w'.*cuMemPoolSetAccess"):
+    with pytest.raises(TileArgumentError,
+                       match=r"no read access to all of 'w'.*cuMemPoolSetAccess"):
         axpy(w, x, nt.partition(out, 256), 256)
     assert fake.launches == []
 

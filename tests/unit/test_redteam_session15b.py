@@ -278,3 +278,22 @@ def test_held_range_access_at_granule_edges(bindings, monkeypatch):
     assert driver.range_access(1121, 1152, 0) == [3, 0] and r.asked == [1121, 1136]
     r.asked.clear()
     assert driver.range_access(1136, 1184, 0) == [0, 3, 1] and r.asked == [1136, 1152, 1168]
+
+
+def test_closed_a_graph_replay_gives_the_threads_context_back(peers, fake, monkeypatch, fresh):
+    """Graph.replay makes the graph's device current for the replay and gives the thread's
+    context back after it, as a kernel launch does (it made the graph's current for good)."""
+    state = peers
+    _graph_driver(fake, monkeypatch)
+    fake.stream_devices[0x51] = 1
+    g = nt.Graph()
+    with g.capture(device=1):
+        axpy(_on(state, 1, 1000), _on(state, 1, 1000), nt.partition(_on(state, 1, 1000), 256),
+             256)
+    try:
+        state["current"] = CTX[0]
+        g.replay().sync()
+        assert state["current"] == CTX[0]
+    finally:
+        g.close()
+        fake.post_all()
