@@ -552,7 +552,8 @@ def _specialize(kern, argv, interpret):
     kernel are the ones the launch then finds in the kernel's caches (``Kernel.__call__``,
     ``Kernel._launch``)."""
     from .kernel import INTERPRETER_CC
-    from .runtime.launch_checks import BoundArray, bind_arrays, launch_device
+    from .runtime.devices import launch_device
+    from .runtime.launch_checks import BoundArray, bind_arrays
     values = kern._bind(argv, {})
     bound = bind_arrays(kern.__qualname__, kern._specs(values), values,
                         allow_host=bool(interpret), call_site=None)

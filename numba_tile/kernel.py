@@ -38,10 +38,11 @@ from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
 from .errors import TileArgumentError, shown
 from .layout import is_pow2
+from .runtime import devices as devices_mod
 from .runtime import driver, inflight, launcher
 from .runtime.defaults import current as _current_defaults
-from .runtime.launch_checks import (BoundArray, ParamSpec, bind_arrays, launch_device,
-                                    launch_grid)
+from .runtime.devices import launch_device
+from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
 from .runtime.partition import Partition  # noqa: F401 - re-exported
@@ -750,7 +751,7 @@ class Kernel:
         nblocks = math.prod(grid) if grid else 0
         if nblocks == 0:
             return CompletedLaunch(objs, stream)  # case E3: nothing reaches the driver
-        # the device of the mutable arrays (launch_checks.launch_device); read-only arrays
+        # the device of the mutable arrays (devices.launch_device); read-only arrays
         # may live on peers of it, checked by bind_arrays on every such call
         device = launch_device([b for b in bound if b.__class__ is BoundArray]) or 0
         # the arrays' device current for the launch, the thread's previous context restored
@@ -759,25 +760,10 @@ class Kernel:
         key = None
         with driver.device_context(device):
             if stream not in (0, 1, 2):
-                self._check_stream_device(stream, device)
+                devices_mod.check_stream_device(self.__qualname__, stream, device)
             if len(devices) > 1:
-                if driver.stream_capture_status(stream):
-                    from .errors import CaptureError
-                    raise CaptureError(
-                        f"kernel '{self.__qualname__}': a launch that reads another GPU's memory "
-                        f"(arguments on CUDA devices {sorted(devices)}, the launch on device "
-                        f"{device}) cannot be captured into a CUDA graph: its peer access and "
-                        f"its ordering after the peers' streams are checked at each call, and a "
-                        f"replay would skip them; copy the peer's data to device {device} first, "
-                        f"or launch it outside the capture")
-                # a peer read: filed apart from the default streams' batches (one per device,
-                # one handle), and after the work queued on each peer array's producer stream,
-                # a stream of the peer's (streams.producer_streams compares handles only)
-                key = inflight.peer_key(stream, device)
-                for i, a in enumerate(arrays):
-                    if a.device != device and a.stream is not None and a.size:
-                        driver.wait_for_peer_stream(stream, a.stream, a.device)
-                        streams[i] = None
+                key = devices_mod.prepare_peer_launch(self.__qualname__, stream, device,
+                                                      devices, arrays, streams)
             loaded = spec.loaded.get(device)
             if loaded is None:
                 loaded = self._load(spec, device, stream)
@@ -797,29 +783,6 @@ class Kernel:
                 self._store_plan(plan_for, loaded, nblocks, bound, positions, flat, device,
                                  arrays, names)
         return handle
-
-    def _check_stream_device(self, stream, device):
-        """A stream belongs to the context it was made in: a launch on ``device`` takes only
-        a stream of ``device``'s primary context (the one numba_tile, PyTorch, CuPy and Numba
-        share). Asked on the slow path; a plan's runner leaves it to the driver, which refuses
-        a stream of another context. Not asked of a stream being captured into a graph (the
-        query would invalidate the capture): that stream's device is the capture's, and a
-        capture's launch on another context's stream fails in the driver."""
-        if driver.stream_capture_status(stream):
-            return
-        from .runtime.capture import relaxed
-        try:
-            with relaxed():      # another stream's capture in global mode stays valid
-                ctx, owner = driver.stream_owner(stream)
-        except driver.CudaDriverError as e:
-            raise _arg_error(f"kernel '{self.__qualname__}': stream: the driver does not know "
-                             f"stream handle {stream:#x} ({e.name}); was it destroyed?") from None
-        if ctx != driver._context_ints.get(device):
-            whose = (f"CUDA device {owner}" if owner != device else
-                     f"a context of CUDA device {device} other than its primary one")
-            raise _arg_error(f"kernel '{self.__qualname__}': stream: stream handle {stream:#x} "
-                             f"belongs to {whose}, and the launch runs on CUDA device {device}, "
-                             f"the device of its arrays: use a stream of device {device}")
 
     def _load(self, spec, device, stream, cluster=None):
         """Compiles (or reads from the caches) and loads the specialization on ``device``; under

@@ -293,7 +293,7 @@ def _owner_device(ptr: int, claimed: int) -> int:
     """The device a producer names for ``ptr``, or the driver's answer where the process sees
     several devices and the driver knows the pointer: a producer's device may be wrong (a
     numba-cuda array names the context it was wrapped in; a DLPack capsule any id), and the
-    launch-device and peer rules (``launch_checks._check_devices``) must rest on where the
+    launch-device and peer rules (``devices.check_devices``) must rest on where the
     memory is. One ``cuPointerGetAttribute`` per non-empty array on the slow path, only with
     more than one device; with one, every device array is on it."""
     global _driver

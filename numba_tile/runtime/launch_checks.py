@@ -8,7 +8,7 @@ for each kernel parameter and between parameters:
   (:class:`UnexpectedPartitionError`);
 * host arrays only in interpreter mode and device arrays only on the GPU path
   (:class:`HostArrayError`, :class:`TileArgumentError`); every mutable device array on the
-  launch's device, read-only ones on it or on a peer GPU it can read (:func:`launch_device`);
+  launch's device, read-only ones on it or on a peer GPU it can read (``runtime/devices.py``);
 * a mutable array does not overlap itself (:class:`SelfOverlapError`) and was not marked read-only
   by its producer (:class:`ReadOnlyProducerError`);
 * a partition's tile shape has the array's rank and the kernel's declared shape
@@ -47,10 +47,11 @@ from numba_tile.errors import (
 )
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
+from numba_tile.runtime.devices import check_devices
 from numba_tile.runtime.partition import ROW, Partition, launch_fields
 
-__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_device", "launch_grid",
-           "user_call_site", "PARAM_KINDS"]
+__all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_site",
+           "PARAM_KINDS"]
 
 #: parameter kinds: array kinds first ('mutable': a whole array an unchecked kernel may write).
 PARAM_KINDS = ("tensor", "partition", "mutable", "constant", "scalar")
@@ -398,83 +399,12 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
     if devices is False and allow_host is False:
         # every call (what a peer grants may change between two calls with the same
         # pointers), and last: a launch refused for aliasing enables no peer access
-        _check_devices(arrays, err)
+        check_devices(arrays, err)
     return out
 
 
-def launch_device(arrays: Sequence[BoundArray]) -> int | None:
-    """The device a launch runs on: that of its first non-empty mutable array, else of its
-    first non-empty array, else of its first array (None: no array, or host arrays).
-
-    A launch writes on one device, the one its mutable arguments live on; read-only arguments
-    may live on a peer of it (:func:`_check_devices`)."""
-    return _launch_owner(arrays).array.device if arrays else None
-
-
-def _launch_owner(arrays: Sequence[BoundArray]) -> BoundArray:
-    first = None
-    for b in arrays:
-        if b.array.size:
-            if b.mutable:
-                return b
-            if first is None:
-                first = b
-    return first if first is not None else arrays[0]
-
-
-def _check_devices(arrays: list[BoundArray], err: _Raiser) -> None:
-    """Arrays on more than one device: every non-empty mutable array on the launch device
-    (:func:`launch_device`); every non-empty read-only array on it or on a peer whose memory
-    the launch device can read. Peer access is enabled on first use (``cuCtxEnablePeerAccess``,
-    what PyTorch does for a copy between two GPUs) and the access the launch device has to all
-    the memory a peer array spans is asked of the driver (``driver.range_access``), so memory
-    of a pool or a virtual-memory mapping that its owner did not open to the launch device is
-    refused before the kernel could fault on it. Empty arrays are never read: their device does not matter."""
-    from numba_tile.runtime import driver
-    owner = _launch_owner(arrays)
-    dev = owner.array.device
-    role = "mutable argument" if owner.mutable else "argument"
-    for b in arrays:
-        a = b.array
-        if a.device == dev or a.size == 0:
-            continue
-        if b.mutable:
-            raise err(TileArgumentError,
-                      f"mutable arguments '{owner.spec.name}' (CUDA device {dev}) and "
-                      f"'{b.spec.name}' (CUDA device {a.device}) are on different devices: a "
-                      f"launch writes on one device; only read-only arguments may live on a "
-                      f"peer GPU")
-        where = (f"read-only argument '{b.spec.name}' (CUDA device {a.device}) and {role} "
-                 f"'{owner.spec.name}' (CUDA device {dev}, the launch's) are on different "
-                 f"devices")
-        try:
-            possible = driver.can_access_peer(dev, a.device)
-        except driver.CudaDriverError as e:
-            raise err(TileArgumentError, f"{where}, and the driver could not tell whether device "
-                      f"{dev} can read device {a.device}'s memory ({e})") from None
-        if not possible:
-            raise err(TileArgumentError,
-                      f"{where}, and device {dev} cannot read device {a.device}'s memory "
-                      f"(cuDeviceCanAccessPeer: no peer-to-peer path between them): copy "
-                      f"'{b.spec.name}' to device {dev} first")
-        try:
-            driver.enable_peer_access(dev, a.device)
-            lo, hi = a.byte_bounds
-            flags = driver.range_access(lo, hi, dev)
-        except driver.CudaDriverError as e:
-            raise err(TileArgumentError, f"{where}, and peer access from device {dev} to device "
-                      f"{a.device} could not be set up ({e})") from None
-        if any(f is None or not f & driver.ACCESS_READ for f in flags):
-            raise err(TileArgumentError,
-                      f"{where}, and device {dev} has no read access to all of "
-                      f"'{b.spec.name}''s memory (access flags {flags} of the allocation ranges "
-                      f"it spans, in address order; None: no allocation): memory from a pool or "
-                      f"a virtual-memory mapping must be opened to device {dev} by its owner "
-                      f"(cuMemPoolSetAccess, cuMemSetAccess), or copied to device {dev}")
-
-
 def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Raiser) -> None:
-    """Aliasing and grids: the checks between arguments (devices: :func:`_check_devices`).
+    """Aliasing and grids: the checks between arguments (devices: ``devices.check_devices``).
 
     Overlap is decided on addresses whichever devices the arrays are on: with unified
     addressing (every 64-bit CUDA process) no two allocations of one process share an
@@ -518,3 +448,4 @@ def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Rais
                       f"{grid_owner.tile_shape}, grid {g1}) and '{b.spec.name}' (shape "
                       f"{b.array.shape}, tiles {b.tile_shape}, grid {g2}) imply different launch "
                       f"grids")
+

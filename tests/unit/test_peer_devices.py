@@ -15,7 +15,8 @@ import pytest
 import numba_tile as nt
 from numba_tile.errors import AliasingError, TileArgumentError
 from numba_tile.runtime import driver
-from numba_tile.runtime.launch_checks import ParamSpec, bind_arrays, launch_device
+from numba_tile.runtime.devices import launch_device
+from numba_tile.runtime.launch_checks import ParamSpec, bind_arrays
 from tests.unit.test_device_restore import CTX, two_devices  # noqa: F401 - fixture
 from tests.unit.test_launch_plans import _dev, _ptr, fake  # noqa: F401 - fixture
 

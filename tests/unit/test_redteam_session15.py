@@ -1,5 +1,5 @@
 """Red-team session 15: read-only tensors on a peer GPU (HEAD~1, HEAD: launch_device,
-_check_devices, the plan's device, streams of another device, overlap on addresses).
+check_devices, the plan's device, streams of another device, overlap on addresses).
 
 On the tests' recording driver with two fake devices (``peers`` of test_peer_devices.py).
 Tests named ``test_closed_*`` assert the safe behaviour: they failed on the code as reviewed
@@ -175,7 +175,7 @@ def test_closed_a_plans_guard_takes_the_producers_device_for_the_pointers(peers,
 def test_closed_a_dlpack_producer_naming_the_launch_device_skips_the_peer_checks(peers, fake):
     """The slow path takes a DLPack (or CuPy, or PyTorch) producer's device id as given. Memory
     that the driver places on device 0, exported as 'CUDA device 1', beside arrays on device 1:
-    no _check_devices at all (every array 'on one device'), so neither cuDeviceCanAccessPeer nor
+    no check_devices at all (every array 'on one device'), so neither cuDeviceCanAccessPeer nor
     the access flags are asked. overlap.py already assumes producers may misname devices."""
     state = peers
     state["possible"] = False                        # no peer path between the devices
