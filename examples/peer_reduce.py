@@ -13,9 +13,10 @@ shard it reads, or an output on another device, is refused as on one GPU (docs/s
     python examples/peer_reduce.py              # one shard per GPU (at least two shards)
     python examples/peer_reduce.py --shards 5   # five shards spread over the GPUs
 
-On a machine with one GPU every shard is on it (the same kernel, no peer reads); without a
-GPU the interpreter runs it (and says so). Each output is checked against NumPy's float64 sum;
-prints ``peer_reduce: OK``.
+The shards and the outputs are float32 arrays of ``n`` elements (PyTorch tensors on the GPUs:
+PyTorch is needed on a GPU machine). On a machine with one GPU every shard is on it (the same
+kernel, no peer reads); without a GPU the interpreter runs it on NumPy arrays (and says so).
+Each output is checked against NumPy's float64 sum; prints ``peer_reduce: OK``.
 """
 
 from __future__ import annotations

@@ -61,10 +61,12 @@ calling with the same key waits for the first one's choice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -417,9 +419,11 @@ class Autotuned:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         if not interpret:
+            from .runtime import driver
             for b in builds:
                 if b.error is None:
-                    b.error = _install(b)
+                    with driver.device_context(b.device):   # the thread's context given back
+                        b.error = _install(b)
         return builds
 
     def _assembler(self, interpret):
@@ -435,9 +439,14 @@ class Autotuned:
         for b in self._build(args, kwargs, interpret):
             c, t = b.config, Trial(b.config, error=b.error)
             if t.error is None:
+                # the scratch copies made on the launch device (a producer's copy() allocates
+                # on the current one), the thread's context given back after the trials
+                scope = contextlib.nullcontext() if interpret or b.device is None \
+                    else _device_scope(b.device)
                 try:
-                    argv = self._bind(c, args, kwargs, scratch=True)
-                    t.ms = self._time(b.kern, argv, launch_kw, interpret)
+                    with scope:
+                        argv = self._bind(c, args, kwargs, scratch=True)
+                        t.ms = self._time(b.kern, argv, launch_kw, interpret)
                 except _CONFIG_ERRORS as exc:
                     t.error = _reason(exc)
             trials.append(t)
@@ -502,6 +511,9 @@ class Autotuned:
         interp = (self.kernel.interpret or current().interpret is True) if interpret is None \
             else interpret
         device = "interpreter" if interp else _device_name()
+        if "+" in device:
+            # GPUs of several kinds: the tuning is the launch device's kind's
+            device = self._launch_device_name(args, kwargs)
         key = self.tuning_key(args, kwargs)
         best = self._best.get((key, device))
         if best is None:
@@ -518,6 +530,21 @@ class Autotuned:
                         self._store(key, device, best)
                     self._best[(key, device)] = best
         return best
+
+    def _launch_device_name(self, args, kwargs) -> str:
+        """The compute capability of the device a call would launch on (its arguments bound
+        and checked as the launch binds them), for a process with GPUs of several kinds."""
+        from .runtime import driver
+        from .runtime.devices import launch_device
+        from .runtime.launch_checks import BoundArray, bind_arrays
+        c = self.configs[0]
+        kern = self._variant(c)
+        values = kern._bind(self._bind(c, args, kwargs, scratch=False), {})
+        bound = bind_arrays(kern.__qualname__, kern._specs(values), values, allow_host=False,
+                            call_site=None)
+        cc = driver.compute_capability(
+            launch_device([b for b in bound if b.__class__ is BoundArray]) or 0)
+        return f"cc{cc[0]}.{cc[1]}"
 
     def __call__(self, *args, stream=None, interpret=None, unchecked=False, on_conflict="wait",
                  grid=None, **kwargs):
@@ -563,7 +590,6 @@ def _specialize(kern, argv, interpret):
         cc = INTERPRETER_CC
     else:
         from .runtime import driver
-        driver.ensure_context(device)
         cc = driver.compute_capability(device)
     ck = kern.compile(spec.key, spec.argtypes, spec.grid_param, cc)
     return spec, ck, device, cc
@@ -606,12 +632,34 @@ def _install(b: _Build) -> str | None:
     return None
 
 
+def _device_scope(device: int):
+    """``device``'s context current for a block, the thread's given back after it; PyTorch's
+    current device too where PyTorch is loaded (its ``clone()`` allocates on the tensor's
+    device, CuPy's ``copy()`` on the current one)."""
+    from .runtime import driver
+    scopes = contextlib.ExitStack()
+    scopes.enter_context(driver.device_context(device))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            scopes.enter_context(torch.cuda.device(device))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        with contextlib.suppress(Exception):
+            scopes.enter_context(cupy.cuda.Device(device))
+    return scopes
+
+
 def _device_name() -> str:
+    """The kind of GPU a tuning is valid for: the compute capability of the process's
+    devices, each named where they differ (a tuning on one kind of GPU is not reused on
+    another; on a machine of one kind, every device shares it)."""
     from .runtime import driver
     try:
         if driver.gpu_available():
-            cc = driver.compute_capability(0)
-            return f"cc{cc[0]}.{cc[1]}"
+            n = driver.device_count() or 1
+            ccs = sorted({driver.compute_capability(d) for d in range(n)})
+            return "+".join(f"cc{a}.{b}" for a, b in ccs)
     except Exception:  # noqa: BLE001 - a name for a cache key only
         pass
     return "unknown"

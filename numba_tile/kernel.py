@@ -41,7 +41,7 @@ from .layout import is_pow2
 from .runtime import devices as devices_mod
 from .runtime import driver, inflight, launcher
 from .runtime.defaults import current as _current_defaults
-from .runtime.devices import launch_device
+from .runtime.devices import launch_owner
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
 from .runtime.linker import ptx_to_cubin
 from .runtime.params import ParamBuffer
@@ -753,14 +753,17 @@ class Kernel:
             return CompletedLaunch(objs, stream)  # case E3: nothing reaches the driver
         # the device of the mutable arrays (devices.launch_device); read-only arrays
         # may live on peers of it, checked by bind_arrays on every such call
-        device = launch_device([b for b in bound if b.__class__ is BoundArray]) or 0
+        barrays = [b for b in bound if b.__class__ is BoundArray]
+        owner = launch_owner(barrays) if barrays else None
+        device = (owner.array.device if owner is not None else None) or 0
         # the arrays' device current for the launch, the thread's previous context restored
         # after it (as PyTorch's device guards do): a launch on device 1's arrays leaves a
         # thread whose current device is 0 on device 0
         key = None
         with driver.device_context(device):
             if stream not in (0, 1, 2):
-                devices_mod.check_stream_device(self.__qualname__, stream, device)
+                devices_mod.check_stream_device(self.__qualname__, stream, device,
+                                                owner.spec.name if owner is not None else None)
             if len(devices) > 1:
                 key = devices_mod.prepare_peer_launch(self.__qualname__, stream, device,
                                                       devices, arrays, streams)

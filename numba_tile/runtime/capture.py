@@ -309,34 +309,36 @@ class Graph:
         if device is None:
             device = driver.current_device()
             device = 0 if device is None else device
-        driver.ensure_context(device)
-        self._device = device
-        s = driver.stream_create_nonblocking()
-        self._stream = s
-        driver.stream_begin_capture(s, _RELAXED)
-        _ours[s] = self
-        graph = None
-        try:
-            with launch_defaults(stream=s):
-                yield self
-        except BaseException:
-            with contextlib.suppress(Exception):
-                graph = driver.stream_end_capture(s)
-            if graph is not None:
+        # the graph's device current in the block, the thread's previous context given back
+        # after it (as a launch: driver.device_context)
+        with driver.device_context(device):
+            self._device = device
+            s = driver.stream_create_nonblocking()
+            self._stream = s
+            driver.stream_begin_capture(s, _RELAXED)
+            _ours[s] = self
+            graph = None
+            try:
+                with launch_defaults(stream=s):
+                    yield self
+            except BaseException:
                 with contextlib.suppress(Exception):
-                    driver.graph_destroy(graph)
+                    graph = driver.stream_end_capture(s)
+                if graph is not None:
+                    with contextlib.suppress(Exception):
+                        driver.graph_destroy(graph)
+                self._close_stream()
+                raise
+            try:
+                graph = driver.stream_end_capture(s)
+            except Exception as exc:
+                self._close_stream()
+                raise CaptureError(f"Graph.capture(): the capture was invalidated ({exc}); a call "
+                                   f"in the block that capture forbids (a synchronization, a "
+                                   f"legacy-stream launch) ended it") from exc
             self._close_stream()
-            raise
-        try:
-            graph = driver.stream_end_capture(s)
-        except Exception as exc:
-            self._close_stream()
-            raise CaptureError(f"Graph.capture(): the capture was invalidated ({exc}); a call "
-                               f"in the block that capture forbids (a synchronization, a "
-                               f"legacy-stream launch) ended it") from exc
-        self._close_stream()
-        self._graph = graph
-        self._exec = driver.graph_instantiate(graph)
+            self._graph = graph
+            self._exec = driver.graph_instantiate(graph)
 
     def _close_stream(self):
         from numba_tile.runtime import driver

@@ -19,7 +19,8 @@ from typing import Sequence
 from numba_tile.errors import CaptureError, TileArgumentError
 from numba_tile.runtime import driver, inflight
 
-__all__ = ["launch_device", "check_devices", "check_stream_device", "prepare_peer_launch"]
+__all__ = ["launch_device", "launch_owner", "check_devices", "check_stream_device",
+           "prepare_peer_launch"]
 
 
 def _arg_error(message: str) -> TileArgumentError:
@@ -37,6 +38,11 @@ def launch_device(arrays: Sequence) -> int | None:
     return _launch_owner(arrays).array.device if arrays else None
 
 
+def launch_owner(arrays: Sequence):
+    """The array whose device is the launch's (:func:`launch_device`); ``arrays`` not empty."""
+    return _launch_owner(arrays)
+
+
 def _launch_owner(arrays: Sequence):
     first = None
     for b in arrays:
@@ -48,17 +54,31 @@ def _launch_owner(arrays: Sequence):
     return first if first is not None else arrays[0]
 
 
-def check_devices(arrays: list, err) -> None:
+def check_devices(arrays: list, err, stream: int | None = None) -> None:
     """Arrays on more than one device: every non-empty mutable array on the launch device
     (:func:`launch_device`); every non-empty read-only array on it or on a peer whose memory
     the launch device can read. Peer access is enabled on first use (``cuCtxEnablePeerAccess``,
     what PyTorch does for a copy between two GPUs) and the access the launch device has to all
     the memory a peer array spans is asked of the driver (``driver.range_access``), so memory
     of a pool or a virtual-memory mapping that its owner did not open to the launch device is
-    refused before the kernel could fault on it. Empty arrays are never read: their device does not matter."""
+    refused before the kernel could fault on it. Empty arrays are never read: their device
+    does not matter. A launch that reads a peer inside a graph capture is refused first
+    (``CaptureError``), before any driver call the capture would forbid."""
     owner = _launch_owner(arrays)
     dev = owner.array.device
     role = "mutable argument" if owner.mutable else "argument"
+    peers = [b for b in arrays if b.array.size and b.array.device != dev]
+    if peers and stream is not None and not any(b.mutable for b in peers) \
+            and driver.gpu_available() and driver.stream_capture_status(stream):
+        # first, before any driver call a capture forbids: a replay would skip the per-call
+        # peer checks and orderings (prepare_peer_launch refuses it again at the launch)
+        raise err(CaptureError,
+                  f"read-only argument '{peers[0].spec.name}' is on CUDA device "
+                  f"{peers[0].array.device} and {role} '{owner.spec.name}' on CUDA device {dev} "
+                  f"(the launch's): a launch that reads another GPU's memory cannot be captured "
+                  f"into a CUDA graph (its peer access and its ordering after the peers' streams "
+                  f"are checked at each call, and a replay would skip them); copy "
+                  f"'{peers[0].spec.name}' to device {dev} first, or launch outside the capture")
     for b in arrays:
         a = b.array
         if a.device == dev or a.size == 0:
@@ -98,7 +118,8 @@ def check_devices(arrays: list, err) -> None:
                       f"(cuMemPoolSetAccess, cuMemSetAccess), or copied to device {dev}")
 
 
-def check_stream_device(kernel: str, stream: int, device: int) -> None:
+def check_stream_device(kernel: str, stream: int, device: int,
+                        owner_name: str | None = None) -> None:
     """A stream belongs to the context it was made in: a launch on ``device`` takes only a
     stream of ``device``'s primary context (the one numba_tile, PyTorch, CuPy and Numba share).
     Asked on the slow path (``Kernel._launch``) for handles other than 0, 1, 2; a plan's runner
@@ -106,6 +127,8 @@ def check_stream_device(kernel: str, stream: int, device: int) -> None:
     ``tests/gpu/test_peer_devices.py``). Not asked of a stream being captured into a graph (the
     query would invalidate the capture), and asked with the thread's capture mode relaxed
     (another stream's capture in global mode stays valid).
+
+    ``owner_name``: the argument whose device is the launch's, named in the refusal.
 
     Raises:
         TileArgumentError: a stream the driver does not know, or of another context.
@@ -122,9 +145,10 @@ def check_stream_device(kernel: str, stream: int, device: int) -> None:
     if ctx != driver._context_ints.get(device):
         whose = (f"CUDA device {owner}" if owner != device else
                  f"a context of CUDA device {device} other than its primary one")
+        chosen = f"argument '{owner_name}'" if owner_name else "its arrays"
         raise _arg_error(f"kernel '{kernel}': stream: stream handle {stream:#x} belongs to "
                          f"{whose}, and the launch runs on CUDA device {device}, the device of "
-                         f"its arrays: use a stream of device {device}")
+                         f"{chosen}: use a stream of device {device}")
 
 
 def prepare_peer_launch(kernel: str, stream: int, device: int, devices: set, arrays: list,

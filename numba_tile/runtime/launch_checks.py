@@ -399,7 +399,7 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
     if devices is False and allow_host is False:
         # every call (what a peer grants may change between two calls with the same
         # pointers), and last: a launch refused for aliasing enables no peer access
-        check_devices(arrays, err)
+        check_devices(arrays, err, stream)
     return out
 
 
