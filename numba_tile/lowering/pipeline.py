@@ -120,8 +120,14 @@ class ChunkPlan:
             src0 = builder.add(self.base, builder.mul(src0, const_i64(ring.itemsize)))
             ok = builder.and_(other_in_grid,
                               builder.icmp_unsigned("<", coord[other], view.shape[other]))
+            active = None
             if chunks % threads and rep == reps - 1:
-                ok = builder.and_(ok, builder.icmp_unsigned("<", c, const_i64(chunks)))
+                # fewer chunks than threads (the tile's chunks are a power of two, so this is
+                # the only partial repetition): the threads past the tile copy nothing. A
+                # zero-byte copy still zero-fills its 16-byte destination, which for them lies
+                # past the slot (rows >= the tile's): they must not issue one at all.
+                active = builder.icmp_unsigned("<", c, const_i64(chunks))
+                ok = builder.and_(ok, active)
             inside = builder.icmp_unsigned("<", coord[axis], extent_k)
             tiles = builder.lshr(builder.add(builder.sub(extent_k, coord[axis]),
                                              const_i64(tile_k - 1)),
@@ -129,7 +135,8 @@ class ChunkPlan:
             limit = builder.select(builder.and_(ok, inside), tiles, const_i64(0))
             dst = layout.offset(builder, builder.trunc(r, I32),
                                 builder.trunc(builder.mul(q, const_i64(16)), I32))
-            self.cells.append((dst, src0, limit))
+            self.cells.append((dst, src0, limit) if active is None
+                              else (dst, src0, limit, builder.zext(active, I32)))
         self.tile_k = tile_k
 
     def step_bytes(self, view, builder, itemsize):
@@ -140,12 +147,19 @@ class ChunkPlan:
         """The copies of tile ``kk`` (i64) along the loop's axis into its slot."""
         slot32 = address32(builder, ring.slot(builder, kk))
         shift = builder.mul(kk, self.step_bytes(view, builder, ring.itemsize))
-        for dst, src0, limit in self.cells:
+        for cell in self.cells:
+            dst, src0, limit = cell[:3]
             ok = builder.icmp_unsigned("<", kk, limit)
             src = builder.select(ok, builder.add(src0, shift), self.base)
             size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
-            _asm(builder, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r",
-                 (builder.add(slot32, dst), src, size), (I32, I64, I32))
+            args = (builder.add(slot32, dst), src, size)
+            if len(cell) == 3:
+                _asm(builder, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r",
+                     args, (I32, I64, I32))
+            else:                        # a thread past the tile's chunks issues no copy
+                _asm(builder, "{ .reg .pred p; setp.ne.u32 p, $3, 0; "
+                     "@p cp.async.cg.shared.global [$0], [$1], 16, $2; }", "r,l,r,r",
+                     args + (cell[3],), (I32, I64, I32, I32))
 
     def carry(self, builder):
         """Cells holding the plan across iterations: store now (at ``k == 0``)."""
