@@ -20,6 +20,7 @@ from .._registry import OPS, lowering_rule
 from ..typing.types import (PartitionIndexType, StripIndexType, StripsIterable, StripsIterator,
                             StripTileIndexType, StripTilesIterable, StripTilesIterator,
                             TensorType, TilesIterable, TilesIterator)
+from ..layout import SMALL_TILE_ELEMS
 from .common import I1, I64, block_index, const_i64, umin
 from .memory import ArrayView, tile_grid
 
@@ -243,13 +244,6 @@ def iternext_tiles(context, builder, sig, args, result):
     _next_block_strided(
         context, builder, sig, args, result, PartitionIndexType(ptype.param, ptype.ndim),
         lambda view, cur: tile_coords(builder, view, ptype.tile_shape, ptype.order, cur, small))
-
-
-#: tiles of at least this many elements number fewer than 2**32 in any array below 2**40
-#: bytes (1 TiB, more than any device holds): ``tiles()`` then maps tile numbers with 32-bit
-#: divisions (a 64-bit one is a call to ptxas' emulation routine, and a call makes ptxas
-#: serialize a kernel's wgmma instructions, C7509)
-SMALL_TILE_ELEMS = 256
 
 
 def _coords_type(ndim):

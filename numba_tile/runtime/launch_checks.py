@@ -27,6 +27,7 @@ the user's call site.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from numba_tile.errors import (
     UnexpectedPartitionError,
     type_name,
 )
+from numba_tile.layout import MAX_TILES_32, SMALL_TILE_ELEMS
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
 from numba_tile.runtime.devices import check_devices
@@ -277,11 +279,29 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
 
     if tile_shape is not None:
         _check_partition(spec, array, tile_shape, target, err)
+        if blocks is not None:
+            _check_tile_count(spec, array, tile_shape, err)
     elif kind == "mutable":
         _check_writable(spec, array, target, err)
     if tile_shape is None:
         return BoundArray(spec, array, None)
     return BoundArray(spec, array, tile_shape, blocks, order)
+
+
+def _check_tile_count(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...],
+                      err: _Raiser) -> None:
+    """A mapped partition whose ``tiles()`` walk numbers its tiles in 32 bits (tiles of
+    ``SMALL_TILE_ELEMS`` elements or more) has fewer than 2**32 tiles (``layout.py``)."""
+    if math.prod(tile_shape) < SMALL_TILE_ELEMS:
+        return
+    count = math.prod(-(-n // t) for n, t in zip(array.shape, tile_shape))
+    if count >= MAX_TILES_32:
+        raise err(PartitionShapeError,
+                  f"partition '{spec.name}' of shape {array.shape} has {count} tiles of "
+                  f"{tile_shape}: a mapped partition's tiles() walk numbers tiles of "
+                  f"{SMALL_TILE_ELEMS} or more elements in 32 bits, so it takes at most "
+                  f"2**32 - 1 of them; choose a tile shape the array fills better (fewer, "
+                  f"fuller tiles), or tiles of fewer than {SMALL_TILE_ELEMS} elements")
 
 
 def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...],

@@ -461,7 +461,7 @@ def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blo
         return None
     it_ty = typemap.get(gi.value.name)
     call = _single_def(gi.value.name, defs)
-    from ..lowering.partition import SMALL_TILE_ELEMS
+    from ..layout import SMALL_TILE_ELEMS
     if not (isinstance(it_ty, TilesIterable) and not it_ty.reverse and it_ty.ptype.ndim == 2
             and it_ty.ptype.tile_shape[0] * it_ty.ptype.tile_shape[1] >= SMALL_TILE_ELEMS
             and isinstance(call, ir.Expr) and call.op == "call" and call.args):
