@@ -26,7 +26,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import struct
 import sys
 import threading
 
@@ -36,6 +35,7 @@ from numba.cuda import types
 from . import binding, cache, dtypes, frozen
 from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
+from .constant_identity import identity as constant_identity
 from .errors import TileArgumentError, shown
 from .layout import is_pow2
 from .runtime import devices as devices_mod
@@ -49,7 +49,7 @@ from .runtime.partition import Partition  # noqa: F401 - re-exported
 from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, _at_definition, check_kernel_function, parse_params)
-from .typing.types import PartitionType, TensorType
+from .typing.types import ConstantArgType, PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 _defaults = _current_defaults()
@@ -144,17 +144,6 @@ def _zero_axes(a) -> tuple:
                  for d, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0)
 
 
-def _constant_key(value):
-    """A constant in a specialization key: by type and value, a float by its bits (0.0 and
-    -0.0 are equal, but ``1 / C`` is not; NaNs of other signs and payloads are other NaNs)."""
-    t = type(value)
-    return (t, _float_bits(value)) if t is float else (t, value)
-
-
-def _float_bits(value: float) -> bytes:
-    return struct.pack("<d", value)
-
-
 def _scalar_type(value, name):
     if isinstance(value, (bool, np.bool_)):
         return types.boolean
@@ -184,8 +173,33 @@ class _Specialization:
         self.cluster = 1
 
 
+#: what a kernel is made of, set once when it is made: its compiled code, launch plans, checks
+#: and caches all depend on them (``Kernel.with_options`` or ``numba_tile.jit`` make another)
+_FIXED = frozenset({"fn", "params", "num_warps", "num_stages", "min_blocks_per_sm",
+                    "unchecked", "interpret", "_roles", "_source", "__wrapped__"})
+
+
+def _fixed_error(kernel, name) -> AttributeError:
+    """The refusal of an assignment to (or deletion of) a fixed attribute of ``kernel``."""
+    qual = kernel.__dict__.get("__qualname__", "?")
+    if name in ("num_warps", "num_stages", "min_blocks_per_sm"):
+        how = f"kernel.with_options({name}=...) makes a kernel with another {name}"
+    elif name in ("unchecked", "interpret"):
+        how = (f"decorate the function again (numba_tile.jit({name}=...)(kernel.fn)) for "
+               f"another default" + ("; a launch may also pass interpret=True/False"
+                                     if name == "interpret" else ""))
+    else:
+        how = "decorate another function with numba_tile.jit for another kernel"
+    return AttributeError(
+        f"kernel '{qual}': '{name}' is fixed when the kernel is made (its compiled code, "
+        f"checks and launch plans depend on it) and cannot be changed; {how}")
+
+
 class Kernel:
     """A ``@numba_tile.jit`` kernel. Call it to launch.
+
+    Its function, parameters and options are fixed when it is made: assigning one raises
+    AttributeError (:meth:`with_options` makes a kernel with other options).
 
     Attributes:
         fn: the Python function.
@@ -193,12 +207,25 @@ class Kernel:
         min_blocks_per_sm: blocks the compiler must fit on one multiprocessor (None: no
             requirement).
         num_stages: software-pipeline stages of the loads that feed matrix products in loops.
+        unchecked: the kernel is marked unchecked (every launch must say ``unchecked=True``).
         interpret: run in the interpreter by default.
+        params: the parameters and their roles (a tuple of ``signature.Param``).
     """
+
+    def __setattr__(self, name, value):
+        if name in _FIXED and name in self.__dict__:
+            raise _fixed_error(self, name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in _FIXED:
+            raise _fixed_error(self, name)
+        object.__delattr__(self, name)
 
     def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
                  unchecked: bool = False, min_blocks_per_sm: int | None = None,
-                 num_stages: int = 1, _caller_locals: dict | None = None):
+                 num_stages: int = 1, _caller_locals: dict | None = None, _params=None,
+                 _source=None):
         """Checks the function and the options, and reads the parameters' roles.
 
         Raises:
@@ -220,7 +247,10 @@ class Kernel:
         # the environment switch is read when the kernel is defined (as Triton's
         # TRITON_INTERPRET), not on every launch
         self.interpret = interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
-        self.params = parse_params(fn, _caller_locals)
+        self.params = tuple(parse_params(fn, _caller_locals) if _params is None else _params)
+        # the source the kernel's group rewrites start from (groups.py), read now: a file
+        # edited after the decoration changes nothing this kernel runs
+        self._source = groups_mod.capture_source(fn) if _source is None else _source
         for p in self.params:
             if p.name in binding.LAUNCH_OPTION_NAMES:
                 raise _at_definition(
@@ -276,7 +306,8 @@ class Kernel:
         mb = self.min_blocks_per_sm if min_blocks_per_sm is _UNCHANGED else min_blocks_per_sm
         _check_options(nw, self.interpret, self.unchecked, mb, ns)
         k = copy.copy(self)
-        k.num_warps, k.num_stages, k.min_blocks_per_sm = nw, ns, mb
+        for name, value in (("num_warps", nw), ("num_stages", ns), ("min_blocks_per_sm", mb)):
+            object.__setattr__(k, name, value)     # the new kernel's, before anyone sees it
         k._compiled, k._checked, k._snapshots = {}, set(), {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
         k._groups = {}
@@ -323,8 +354,9 @@ class Kernel:
 
     def _specs(self, values) -> list:
         """Launch-check specs of the parameters (cached by constant values and scalar-ness)."""
-        # a constant by type and value: 128.0 and True equal 128 and 1, but only ints size tiles
-        ckey = tuple(_constant_key(v) if p.role == "constant" else isinstance(v, _SCALARS)
+        # a constant by identity (constant_identity.py): 128.0 and True equal 128 and 1, but
+        # only ints size tiles
+        ckey = tuple(constant_identity(v) if p.role == "constant" else isinstance(v, _SCALARS)
                      for p, v in zip(self.params, values))
         try:
             hit = self._spec_cache.get(ckey)
@@ -394,7 +426,7 @@ class Kernel:
                     raise _arg_error(f"kernel '{self.__qualname__}': constant '{p.name}' must be "
                                      f"hashable, got "
                                             f"{type(b).__name__}") from None
-                key.append(_constant_key(b))
+                key.append(constant_identity(b))
             else:
                 key.append(_scalar_type(b, p.name))
         key = tuple(key)
@@ -420,7 +452,7 @@ class Kernel:
                                                writable=b.spec.kind == "mutable",
                                                zero_axes=_zero_axes(a)))
             elif p.role == "constant":
-                argtypes.append(types.Omitted(b))
+                argtypes.append(ConstantArgType(b))
             else:
                 argtypes.append(_scalar_type(b, p.name))
         if grid_param is None and not self.unchecked:
@@ -704,10 +736,12 @@ class Kernel:
         with self._lock:
             k = self._groups.get(key)
             if k is None:
+                fn = groups_mod.expand(self.fn, groups, self._source)
                 k = self._groups[key] = Kernel(
-                    groups_mod.expand(self.fn, groups), num_warps=self.num_warps,
-                    interpret=self.interpret, unchecked=self.unchecked,
-                    min_blocks_per_sm=self.min_blocks_per_sm, num_stages=self.num_stages)
+                    fn, num_warps=self.num_warps, interpret=self.interpret,
+                    unchecked=self.unchecked, min_blocks_per_sm=self.min_blocks_per_sm,
+                    num_stages=self.num_stages, _source=self._source,
+                    _params=groups_mod.member_params(self.params, groups))
         return k
 
     def _explicit_grid(self, grid):
