@@ -37,7 +37,9 @@ from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
 from .constant_identity import identity as constant_identity
 from .errors import TileArgumentError, shown
-from .layout import is_pow2
+from .options import FIXED as _FIXED
+from .options import check_options as _check_options
+from .options import fixed_error as _fixed_error
 from .runtime import devices as devices_mod
 from .runtime import driver, inflight, launcher
 from .runtime.defaults import current as _current_defaults
@@ -171,28 +173,6 @@ class _Specialization:
         self.loaded = {}
         #: blocks per cluster of the loaded kernel (CompiledKernel.cluster)
         self.cluster = 1
-
-
-#: what a kernel is made of, set once when it is made: its compiled code, launch plans, checks
-#: and caches all depend on them (``Kernel.with_options`` or ``numba_tile.jit`` make another)
-_FIXED = frozenset({"fn", "params", "num_warps", "num_stages", "min_blocks_per_sm",
-                    "unchecked", "interpret", "_roles", "_source", "__wrapped__"})
-
-
-def _fixed_error(kernel, name) -> AttributeError:
-    """The refusal of an assignment to (or deletion of) a fixed attribute of ``kernel``."""
-    qual = kernel.__dict__.get("__qualname__", "?")
-    if name in ("num_warps", "num_stages", "min_blocks_per_sm"):
-        how = f"kernel.with_options({name}=...) makes a kernel with another {name}"
-    elif name in ("unchecked", "interpret"):
-        how = (f"decorate the function again (numba_tile.jit({name}=...)(kernel.fn)) for "
-               f"another default" + ("; a launch may also pass interpret=True/False"
-                                     if name == "interpret" else ""))
-    else:
-        how = "decorate another function with numba_tile.jit for another kernel"
-    return AttributeError(
-        f"kernel '{qual}': '{name}' is fixed when the kernel is made (its compiled code, "
-        f"checks and launch plans depend on it) and cannot be changed; {how}")
 
 
 class Kernel:
@@ -934,27 +914,6 @@ class Kernel:
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
 
 
-
-
-def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages=1) -> None:
-    if type(num_stages) is not int or not 1 <= num_stages <= 8:
-        raise _arg_error(f"numba_tile.jit: num_stages: expected an int from 1 to 8, got "
-                         f"{shown(num_stages, with_type=True, qualified=False)}")
-    """The options of :func:`jit`, with exact types (a bool is an int to Python, not here)."""
-    if type(num_warps) is not int or not (is_pow2(num_warps) and num_warps <= 32):
-        raise _arg_error(f"numba_tile.jit: num_warps: expected a power of two from 1 to 32 (an "
-                         f"int), got {shown(num_warps, with_type=True, qualified=False)}")
-    if min_blocks_per_sm is not None and (type(min_blocks_per_sm) is not int
-                                          or not 1 <= min_blocks_per_sm <= 32):
-        raise _arg_error(f"numba_tile.jit: min_blocks_per_sm: expected an int from 1 to 32 or "
-                         f"None, got {shown(min_blocks_per_sm, with_type=True, qualified=False)}")
-    if interpret is not True and interpret is not False:
-        raise _arg_error(f"numba_tile.jit: interpret: expected True or False, got "
-                         f"{shown(interpret, with_type=True, qualified=False)}")
-    if unchecked is not True and unchecked is not False:
-        raise _arg_error(f"numba_tile.jit: unchecked: expected True or False, got "
-                         f"{shown(unchecked, with_type=True, qualified=False)}; it turns numba_tile's checks off, so only the "
-                         f"bool True asks for that")
 
 
 def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False,
