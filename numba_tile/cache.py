@@ -121,6 +121,11 @@ def entry_key(snap, spec_key, options: dict, cc) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: the fields of an entry besides its digest (those of ``compiler.CompiledKernel``)
+_FIELDS = frozenset({"ptx", "entry", "param_kinds", "num_threads", "cc", "shared_bytes",
+                     "tensor_maps", "cluster"})
+
+
 def _fields(ck) -> dict:
     """Every field of a ``CompiledKernel`` as the entry stores it (JSON values)."""
     return {"ptx": ck.ptx, "entry": ck.entry, "param_kinds": list(ck.param_kinds),
@@ -162,10 +167,6 @@ def _from_fields(data: dict, key: str):
     return CompiledKernel(ptx=ptx, entry=entry, param_kinds=tuple(kinds), num_threads=threads,
                           cc=tuple(cc), shared_bytes=shared,
                           tensor_maps=tuple((n, r) for n, r in maps), cluster=cluster)
-
-
-_FIELDS = frozenset({"ptx", "entry", "param_kinds", "num_threads", "cc", "shared_bytes",
-                     "tensor_maps", "cluster"})
 
 
 def load(digest: str):

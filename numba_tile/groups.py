@@ -86,10 +86,10 @@ def member_params(params, lengths: dict) -> tuple:
 
 
 #: opcodes whose choice depends on the module around a function, not on its program:
-#: CPython 3.11 calls a method of an imported module with LOAD_ATTR, of anything else with
-#: LOAD_METHOD (the same attribute lookup and call)
+#: CPython 3.11 calls a method of a name the module imports with PUSH_NULL + LOAD_ATTR, of
+#: anything else with LOAD_METHOD (the same attribute lookup and call)
 _SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
-_SKIPPED = frozenset({"CACHE", "EXTENDED_ARG", "NOP"})
+_SKIPPED = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "PUSH_NULL"})
 
 
 def _program(code: types.CodeType) -> tuple:
@@ -97,8 +97,11 @@ def _program(code: types.CodeType) -> tuple:
     instructions (opcode and argument value; a jump's target as an instruction number, a
     constant by identity, so ``0.0`` is not ``-0.0``, a nested code object as its own
     program), its names and its argument counts."""
-    instrs = [i for i in dis.get_instructions(code) if i.opname not in _SKIPPED]
-    index = {i.offset: n for n, i in enumerate(instrs)}
+    instrs, index = [], {}
+    for i in dis.get_instructions(code):
+        index[i.offset] = len(instrs)       # a skipped one: the next kept instruction's
+        if i.opname not in _SKIPPED:
+            instrs.append(i)
     out = []
     for i in instrs:
         if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
@@ -291,7 +294,8 @@ def expand(fn, lengths: dict, source: Source):
             f"{where}: takes a tuple of arrays, which rewrites its source, and the source "
             f"read when it was decorated ({filename}, line {first}) does not compile to the "
             f"function that was decorated (was the file edited before the kernel was "
-            f"defined?): import the module again", filename=filename, lineno=first)
+            f"decorated?): define the kernel at module level and import its module again",
+            filename=filename, lineno=first)
     used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
         {a.arg for a in fdef.args.args}
     new_args = []

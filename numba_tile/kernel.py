@@ -220,6 +220,10 @@ class Kernel:
         check_kernel_function(fn)
         _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages)
         self.fn = fn
+        # what every specialization snapshots and every group rewrite starts from: the
+        # function as decorated (a later ``fn.__code__ = ...`` or ``fn.__defaults__ = ...``
+        # on the user's function changes nothing this kernel runs)
+        self._fn = frozen.function_copy(fn)
         self.num_stages = num_stages
         self.num_warps = num_warps
         self.min_blocks_per_sm = min_blocks_per_sm
@@ -451,7 +455,7 @@ class Kernel:
         kernel, or a new specialization, sees the new value)."""
         snap = self._snapshots.get(key)
         if snap is None:
-            snap = self._snapshots.setdefault(key, frozen.snapshot(self.fn))
+            snap = self._snapshots.setdefault(key, frozen.snapshot(self._fn))
         return snap
 
     def compile(self, key, argtypes, grid_param, cc=(9, 0)):
@@ -589,7 +593,7 @@ class Kernel:
             return None
         if plan is None or (on_conflict != "wait" and on_conflict != "raise"):
             return None
-        self._last_plan = plan
+        self.__dict__["_last_plan"] = plan      # not a fixed attribute: skip __setattr__'s test
         if stream is None:
             stream = _defaults.stream
         if stream is None:
@@ -716,7 +720,7 @@ class Kernel:
         with self._lock:
             k = self._groups.get(key)
             if k is None:
-                fn = groups_mod.expand(self.fn, groups, self._source)
+                fn = groups_mod.expand(self._fn, groups, self._source)
                 k = self._groups[key] = Kernel(
                     fn, num_warps=self.num_warps, interpret=self.interpret,
                     unchecked=self.unchecked, min_blocks_per_sm=self.min_blocks_per_sm,

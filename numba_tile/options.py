@@ -18,7 +18,7 @@ __all__ = ["FIXED", "at_user_line", "check_options", "fixed_error"]
 #: the attributes of a ``Kernel`` set once, in its constructor (``Kernel.with_options`` sets
 #: them on its new kernel before returning it)
 FIXED = frozenset({"fn", "params", "num_warps", "num_stages", "min_blocks_per_sm",
-                   "unchecked", "interpret", "_roles", "_source", "__wrapped__"})
+                   "unchecked", "interpret", "_fn", "_roles", "_source", "__wrapped__"})
 
 
 def fixed_error(kernel, name: str) -> FixedAttributeError:

@@ -72,6 +72,22 @@ def test_source_edited_before_the_decoration_is_refused_for_a_group(tmp_path):
         _run(kernel, xs)
 
 
+def test_replacing_the_functions_code_after_the_decoration_changes_nothing_it_runs():
+    def scaled(x, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load_like(x, z) * 3.0)
+    k = nt.jit(scaled)
+    rng = np.random.default_rng()
+    x = rng.standard_normal(100)
+    z = np.zeros(100)
+    k(x, nt.partition(z, 64), 64, interpret=True)
+    scaled.__code__ = _other_function.__code__           # the user's function, not the kernel's
+    for tile in (64, 128):                                # the same and a new specialization
+        z = np.zeros(100)
+        k(x, nt.partition(z, tile), tile, interpret=True)
+        np.testing.assert_array_equal(z, x * 3.0)
+        assert "0d4008000000000000" in k.ptx(x, nt.partition(np.zeros(100), tile), tile)  # 3.0
+
+
 # ----------------------------------------------------------------------------- fixed options
 
 @nt.jit
