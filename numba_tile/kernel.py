@@ -178,8 +178,9 @@ class _Specialization:
 class Kernel:
     """A ``@numba_tile.jit`` kernel. Call it to launch.
 
-    Its function, parameters and options are fixed when it is made: assigning one raises
-    AttributeError (:meth:`with_options` makes a kernel with other options).
+    Its function, parameters and options are fixed when it is made: assigning or deleting
+    one raises ``errors.FixedAttributeError``, an AttributeError (:meth:`with_options`
+    makes a kernel with other options; ``numba_tile/options.py``).
 
     Attributes:
         fn: the Python function.

@@ -4,8 +4,8 @@ with its own value, in memory, in launch plans, on disk and in the autotuner's k
 (``numba_tile/constant_identity.py``, ``typing/types.ConstantArgType``).
 
 The PTX a kernel compiles for a constant after an equal one must be the PTX a fresh kernel
-compiles for that constant alone (symbol names aside). ``tests/gpu/test_constant_specializations.py``
-checks the values on both backends.
+compiles for that constant alone (symbol names aside).
+``tests/gpu/test_constant_specializations.py`` checks the values on both backends.
 """
 
 from __future__ import annotations
