@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import cache
+from .constant_identity import identity
 from .errors import TileArgumentError
 from .runtime.linker import LinkError, ptx_to_cubin
 from .runtime.partition import Partition, partition as make_partition
@@ -189,21 +190,55 @@ def _default_workers(n_configs: int) -> int:
 
 
 def _key_part(value):
+    """One argument's part of a tuning key: an array's dtype and shape; a number, string or
+    None by identity (``constant_identity.py``: 0.0 and -0.0, 2 and 2.0 are other keys, as
+    they are other specializations); a tuple or list item by item (a group of arrays, a tuple
+    constant); anything else by its type's name."""
     if isinstance(value, Partition):
         value = value.array
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
         return ("array", str(dtype), tuple(int(s) for s in shape))
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return ("value", type(value).__name__, value)
+    if type(value) in (bool, int, float, complex, str, bytes) or value is None:
+        return ("value", identity(value))
+    if type(value) in (tuple, list):
+        return (type(value).__name__, tuple(_key_part(v) for v in value))
     return ("type", type(value).__name__)
+
+
+#: an autotuned kernel's definition, set once when it is made (its tunings depend on it)
+_FIXED = frozenset({"kernel", "configs", "key", "warmup", "reps", "log", "compile_workers"})
 
 
 class Autotuned:
     """A kernel with an autotuner in front (see the module docstring). Call it like the kernel,
     giving raw arrays (or partitions) for its partition parameters and leaving out the
-    parameters a configuration sets."""
+    parameters a configuration sets.
+
+    Its kernel, configurations, key and tuning options are fixed when it is made (its tunings,
+    in memory and on disk, depend on them): assigning one raises AttributeError; apply
+    :func:`autotune` again for others.
+    """
+
+    def __setattr__(self, name, value):
+        if name in _FIXED and name in self.__dict__:
+            raise self._fixed(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in _FIXED:
+            raise self._fixed(name)
+        object.__delattr__(self, name)
+
+    def _fixed(self, name):
+        from .errors import FixedAttributeError
+        from .options import at_user_line
+        return at_user_line(
+            FixedAttributeError,
+            f"autotune '{self.__dict__.get('__qualname__', '?')}': '{name}' is fixed when the "
+            f"autotuned kernel is made (its tunings depend on it) and cannot be changed; "
+            f"apply numba_tile.autotune(...) to the kernel again for another")
 
     def __init__(self, kernel, configs, key=None, warmup: int = 2, reps: int = 10,
                  log: bool = False, compile_workers: int | None = None):
@@ -218,7 +253,7 @@ class Autotuned:
         names = {p.name for p in kernel.params}
         constants = {p.name for p in kernel.params if p.role == "constant"}
         partitions = {p.name for p in kernel.params if p.role == "partition"}
-        from .kernel import _check_options
+        from .options import check_options as _check_options
         for c in configs:
             unknown = sorted(set(c.constants) - names)
             if unknown:
@@ -260,7 +295,9 @@ class Autotuned:
         elif type(compile_workers) is not int or compile_workers < 1:
             raise TileArgumentError(f"numba_tile.autotune: compile_workers: expected an int "
                                     f">= 1 or None, got {compile_workers!r}")
-        self.kernel, self.configs, self.key = kernel, configs, key
+        self.__qualname__ = kernel.__qualname__
+        self.kernel, self.configs = kernel, tuple(configs)
+        self.key = tuple(key) if key is not None else None
         self.warmup, self.reps, self.log = warmup, reps, log
         #: threads that compile at once, the calling thread included (module docstring)
         self.compile_workers = compile_workers
@@ -269,7 +306,6 @@ class Autotuned:
         self._tuning = threading.Lock()     # one tuning at a time (see _choose)
         #: ``{key: [Trial, ...]}`` of every tuning done in this process
         self.trials: dict = {}
-        self.__qualname__ = kernel.__qualname__
         self.__doc__ = kernel.__doc__
 
     # ------------------------------------------------------------------ configurations

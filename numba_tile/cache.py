@@ -7,7 +7,8 @@ A kernel's compiled PTX is stored under ``$NUMBA_TILE_CACHE_DIR`` (default
   globals and closure cells it reads (by value; for a user module, the attributes read),
   and the same for every user function it reaches (``@intrinsic`` definitions, numba-cuda
   device functions, overloads), recursively;
-* the specialization key (dtypes, ranks, tile shapes, alignment, constant values);
+* the specialization key (dtypes, ranks, tile shapes, alignment, constants by identity:
+  their exact types and a float's bits, inside tuples too, ``constant_identity.py``);
 * every compile option (``num_warps``, ``min_blocks_per_sm``, ``unchecked``, the parameters'
   roles and declared tile shapes) and the target compute capability;
 * the versions of numba_tile (and the state of its source files), numba-cuda, Numba,
@@ -19,6 +20,14 @@ unknown type, a device pointer, no source file) gets no disk entry. The cache ho
 the ownership verdict is never read from it (``Kernel.compile`` types the snapshot and runs
 the ownership pass before using a cached entry). Set ``NUMBA_TILE_CACHE_DIR=""`` to disable
 the disk cache.
+
+Each entry stores, beside its fields (PTX, entry symbol, parameter kinds, threads per block,
+compute capability, shared memory, tensor maps, cluster width), a SHA-256 over its key and
+every one of those fields. :func:`load` recomputes it and checks every field's type and range;
+an entry that does not verify (edited, truncated, garbled, copied under another key) is
+treated as missing: the kernel compiles and the entry is overwritten. The digest is not a
+signature: whoever can write the cache directory can also write a matching digest
+(``docs/safety.md``, "What the disk cache trusts").
 """
 
 from __future__ import annotations
@@ -112,41 +121,83 @@ def entry_key(snap, spec_key, options: dict, cc) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: the fields of an entry besides its digest (those of ``compiler.CompiledKernel``)
+_FIELDS = frozenset({"ptx", "entry", "param_kinds", "num_threads", "cc", "shared_bytes",
+                     "tensor_maps", "cluster"})
+
+
+def _fields(ck) -> dict:
+    """Every field of a ``CompiledKernel`` as the entry stores it (JSON values)."""
+    return {"ptx": ck.ptx, "entry": ck.entry, "param_kinds": list(ck.param_kinds),
+            "num_threads": ck.num_threads, "cc": list(ck.cc), "shared_bytes": ck.shared_bytes,
+            "tensor_maps": [list(m) for m in ck.tensor_maps], "cluster": ck.cluster}
+
+
+def _check_digest(key: str, fields: dict) -> str:
+    """SHA-256 hex over an entry's key and every field it holds, in one canonical encoding
+    (sorted keys, no whitespace): stored with the entry and recomputed when it is read."""
+    text = json.dumps([key, fields], sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _from_fields(data: dict, key: str):
+    """The ``CompiledKernel`` an entry describes, or None when any field is missing, of the
+    wrong type or out of range, or the entry's digest does not match its key and fields."""
+    from .compiler import CompiledKernel
+    from .runtime.params import PARAM_KINDS
+    if type(data) is not dict or set(data) != _FIELDS | {"digest"}:
+        return None
+    fields = {k: data[k] for k in _FIELDS}
+    if data["digest"] != _check_digest(key, fields):
+        return None
+    ptx, entry, kinds = fields["ptx"], fields["entry"], fields["param_kinds"]
+    threads, cc, shared = fields["num_threads"], fields["cc"], fields["shared_bytes"]
+    maps, cluster = fields["tensor_maps"], fields["cluster"]
+    ok = (type(ptx) is str and type(entry) is str
+          and type(kinds) is list and all(type(k) is str and k in PARAM_KINDS for k in kinds)
+          and type(threads) is int and threads >= 1
+          and type(cc) is list and len(cc) == 2 and all(type(c) is int for c in cc)
+          and type(shared) is int and 0 <= shared < 1 << 32
+          and type(maps) is list and all(type(m) is list and len(m) == 2 and type(m[0]) is str
+                                         and type(m[1]) is int for m in maps)
+          and cluster in (1, 2) and type(cluster) is int)
+    if not ok:
+        return None
+    return CompiledKernel(ptx=ptx, entry=entry, param_kinds=tuple(kinds), num_threads=threads,
+                          cc=tuple(cc), shared_bytes=shared,
+                          tensor_maps=tuple((n, r) for n, r in maps), cluster=cluster)
+
+
 def load(digest: str):
-    """The cached ``CompiledKernel`` for ``digest``, or None."""
+    """The cached ``CompiledKernel`` for ``digest``, or None: no entry, or one that does not
+    verify (unreadable, truncated, not JSON, a field missing, mistyped or out of range, or a
+    stored digest that does not match the entry's key and fields). The caller then compiles
+    and overwrites the entry; a bad entry is never an error."""
     d = cache_dir()
     if d is None:
         return None
     try:
-        with open(os.path.join(d, digest + ".json")) as f:
-            data = json.load(f)
-        from .compiler import CompiledKernel
-        return CompiledKernel(ptx=data["ptx"], entry=data["entry"],
-                              param_kinds=tuple(data["param_kinds"]),
-                              num_threads=int(data["num_threads"]), cc=tuple(data["cc"]),
-                              shared_bytes=int(data["shared_bytes"]),
-                              tensor_maps=tuple((str(n), int(r))
-                                                for n, r in data["tensor_maps"]),
-                              cluster=int(data.get("cluster", 1)))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None     # unreadable, or written by a version without a field: recompile
+        with open(os.path.join(d, digest + ".json"), "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+        return _from_fields(data, digest)
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return None     # unreadable, or not JSON: recompile
 
 
 def store(digest: str, ck) -> None:
-    """Write ``ck`` atomically (write to a temporary file, then rename); errors are ignored:
-    the cache is an optimization."""
+    """Write ``ck`` with the digest of its key and fields, atomically (write to a temporary
+    file, then rename); errors are ignored: the cache is an optimization."""
     d = cache_dir()
     if d is None:
         return
+    fields = _fields(ck)
+    data = dict(fields, digest=_check_digest(digest, fields))
     try:
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
         with os.fdopen(fd, "w") as f:
-            json.dump({"ptx": ck.ptx, "entry": ck.entry, "param_kinds": list(ck.param_kinds),
-                       "num_threads": ck.num_threads, "cc": list(ck.cc),
-                       "shared_bytes": ck.shared_bytes,
-                       "tensor_maps": [list(m) for m in ck.tensor_maps],
-                       "cluster": ck.cluster}, f)
+            json.dump(data, f)
         os.replace(tmp, os.path.join(d, digest + ".json"))
     except OSError:
         pass

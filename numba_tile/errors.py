@@ -42,6 +42,7 @@ __all__ = [
     "CaptureError",
     "TileTypingError",
     "TileArgumentError",
+    "FixedAttributeError",
     "DataRaceError",
     "HostArrayError",
     "OwnershipError",
@@ -134,6 +135,12 @@ class DataRaceError(TileError):
 
 class TileArgumentError(TileError, TypeError):
     """A launch argument cannot be used (unsupported type, dtype, rank or device)."""
+
+
+class FixedAttributeError(TileArgumentError, AttributeError):
+    """An attribute fixed when its object was made was assigned or deleted: a kernel's
+    function, parameters or options, an autotuned kernel's configurations (an AttributeError
+    too, as Python's own read-only attributes raise)."""
 
 
 class HostArrayError(TileArgumentError):

@@ -50,7 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Snapshot", "snapshot", "digest_value", "LIBRARY_PACKAGES", "is_library_module"]
+__all__ = ["Snapshot", "snapshot", "function_copy", "digest_value", "LIBRARY_PACKAGES",
+           "is_library_module"]
 
 #: top-level packages whose code is covered by their versions in the disk key (never walked,
 #: never copied); the standard library is covered by the Python version
@@ -100,6 +101,22 @@ def snapshot(fn) -> Snapshot:
     except _Uncovered as exc:
         return Snapshot(frozen, None, str(exc))
     return Snapshot(frozen, digester.hexdigest(), None)
+
+
+def function_copy(fn: types.FunctionType) -> types.FunctionType:
+    """A new function over ``fn``'s code, globals, closure cells and defaults, with its name,
+    annotations and attributes: what a kernel keeps of the function it decorated, so that
+    assigning the original's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` later
+    changes nothing the kernel snapshots (:func:`snapshot` freezes the globals and cells)."""
+    new = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                             fn.__closure__)
+    new.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__module__ = fn.__module__
+    new.__doc__ = fn.__doc__
+    new.__annotations__ = dict(fn.__annotations__)
+    new.__dict__.update(fn.__dict__)
+    return new
 
 
 def digest_value(value) -> tuple[str | None, str | None]:

@@ -16,6 +16,14 @@ extents, strides and ownership), so a run-time choice among them has no single t
 rewritten function has the kernel's globals and line numbers, so errors point at the user's
 source. Kernels with closure variables cannot be rewritten (their cells are not in the
 source); they are refused when called with a group.
+
+The source is read once, when the kernel is decorated (:func:`capture_source`), and every
+rewrite starts from that text, never from the file as it is at the launch: a file edited
+after the import changes nothing a kernel object runs. Before rewriting, the text is compiled
+and its bytecode compared with the decorated function's (:func:`_same_code`); text that does
+not compile to the function that was decorated (a file edited between the import and the
+decoration) is refused. The parameters' roles are the decorated kernel's
+(:func:`member_params`), not re-read from the text's annotations.
 """
 
 from __future__ import annotations
@@ -23,12 +31,103 @@ from __future__ import annotations
 import __future__
 import ast
 import copy
+import dataclasses
+import dis
 import inspect
 import textwrap
+import types
 
+from .constant_identity import identity
 from .errors import TileArgumentError
 
-__all__ = ["is_group", "member_name", "expand"]
+__all__ = ["Source", "capture_source", "is_group", "member_name", "member_params", "expand"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A kernel function's source text, read when the kernel was decorated.
+
+    Attributes:
+        lines: the function's source lines (decorators included), or None when unreadable.
+        first: the line number of ``lines[0]`` in ``filename``.
+        filename: the file the text came from.
+        error: why the source could not be read, or None.
+    """
+
+    lines: tuple | None
+    first: int = 0
+    filename: str | None = None
+    error: str | None = None
+
+
+def capture_source(fn) -> Source:
+    """``fn``'s source as it is now (``inspect.getsourcelines``); never raises: a function
+    whose source cannot be read gets a :class:`Source` saying why, refused only if a launch
+    gives it a group."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except Exception as exc:  # noqa: BLE001 - OSError, TypeError, a tokenizer error...
+        return Source(None, error=f"{type(exc).__name__}: {exc}")
+    return Source(tuple(lines), first, filename)
+
+
+def member_params(params, lengths: dict) -> tuple:
+    """The rewritten kernel's parameters: each group parameter replaced by one parameter per
+    member (:func:`member_name`), with the group's role and declared tile shape."""
+    out = []
+    for p in params:
+        if p.name in lengths:
+            out.extend(dataclasses.replace(p, name=member_name(p.name, k))
+                       for k in range(lengths[p.name]))
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+#: opcodes whose choice depends on the module around a function, not on its program:
+#: CPython 3.11 calls a method of a name the module imports with PUSH_NULL + LOAD_ATTR, of
+#: anything else with LOAD_METHOD (the same attribute lookup and call)
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+_SKIPPED = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "PUSH_NULL"})
+
+
+def _program(code: types.CodeType) -> tuple:
+    """A code object's program, independent of the module it was compiled in: its
+    instructions (opcode and argument value; a jump's target as an instruction number, a
+    constant by identity, so ``0.0`` is not ``-0.0``, a nested code object as its own
+    program), its names and its argument counts."""
+    instrs, index = [], {}
+    for i in dis.get_instructions(code):
+        index[i.offset] = len(instrs)       # a skipped one: the next kept instruction's
+        if i.opname not in _SKIPPED:
+            instrs.append(i)
+    out = []
+    for i in instrs:
+        if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
+            arg = ("->", index.get(i.argval))
+        elif isinstance(i.argval, types.CodeType):
+            arg = _program(i.argval)
+        elif i.opcode in dis.hasconst:
+            arg = identity(i.argval)
+        else:
+            arg = i.argval
+        out.append((_SAME_OP.get(i.opname, i.opname), arg))
+    return (tuple(out), code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount,
+            code.co_posonlyargcount, code.co_kwonlyargcount)
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects run the same program (:func:`_program`)."""
+    return _program(a) == _program(b)
+
+
+def _function_code(code: types.CodeType, name: str):
+    """The code object of function ``name`` among a module code object's constants."""
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType) and c.co_name == name:
+            return c
+    return None
 
 
 def is_group(value) -> bool:
@@ -142,12 +241,22 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
-def expand(fn, lengths: dict):
+def expand(fn, lengths: dict, source: Source):
     """``fn`` rewritten for groups of the given lengths (group parameter name -> length).
 
+    Args:
+        fn: the decorated kernel function.
+        lengths: group parameter name -> the group's length.
+        source: ``fn``'s source, read when it was decorated (:func:`capture_source`).
+
+    Returns:
+        The rewritten function (no annotations: its parameters' roles are
+        :func:`member_params` of the kernel's).
+
     Raises:
-        TileArgumentError: the source cannot be read or rewritten (closure variables, a group
-            used other than by literal index or ``len``), at the user's line.
+        TileArgumentError: the source could not be read, does not compile to ``fn``'s code,
+            or cannot be rewritten (closure variables, a group used other than by literal
+            index or ``len``), at the user's line.
     """
     where = f"kernel '{fn.__qualname__}'"
     if fn.__code__.co_freevars:
@@ -156,18 +265,37 @@ def expand(fn, lengths: dict):
             f"rewrites its source; it uses variables of an enclosing function "
             f"({', '.join(fn.__code__.co_freevars)}), which a rewritten copy would not see: "
             f"define the kernel at module level")
-    try:
-        lines, first = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    except (OSError, TypeError) as exc:
+    if source.lines is None:
         raise TileArgumentError(f"{where}: takes a tuple of arrays, which rewrites its "
-                                f"source, and its source cannot be read ({exc})") from None
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+                                f"source, and its source could not be read when it was "
+                                f"decorated ({source.error})")
+    filename, first = source.filename, source.first
+    # the module's ``from __future__ import annotations``, if it has it
+    flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
+    try:
+        tree = ast.parse(textwrap.dedent("".join(source.lines)))
+    except SyntaxError as exc:
+        raise TileArgumentError(f"{where}: takes a tuple of arrays, which rewrites its "
+                                f"source, and its source does not parse ({exc})") from None
     ast.increment_lineno(tree, first - 1)
-    fdef = tree.body[0]
+    fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef):
         raise TileArgumentError(f"{where}: its source is not a function definition")
     fdef.decorator_list = []
+    # the parameters' roles are the kernel's (member_params): annotations are not evaluated
+    # again, and the text must be the decorated function's program
+    for a in fdef.args.args:
+        a.annotation = None
+    fdef.returns = None
+    original = _function_code(compile(tree, filename, "exec", flags=flags, dont_inherit=True),
+                              fdef.name)
+    if original is None or not _same_code(original, fn.__code__):
+        raise TileArgumentError(
+            f"{where}: takes a tuple of arrays, which rewrites its source, and the source "
+            f"read when it was decorated ({filename}, line {first}) does not compile to the "
+            f"function that was decorated (was the file edited before the kernel was "
+            f"decorated?): define the kernel at module level and import its module again",
+            filename=filename, lineno=first)
     used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
         {a.arg for a in fdef.args.args}
     new_args = []
@@ -178,7 +306,7 @@ def expand(fn, lengths: dict):
                 if m in used:
                     raise TileArgumentError(f"{where}: the name {m!r} (for {a.arg}[{k}]) is "
                                             f"already used in the kernel")
-                new_args.append(ast.copy_location(ast.arg(m, copy.deepcopy(a.annotation)), a))
+                new_args.append(ast.copy_location(ast.arg(m), a))
         else:
             new_args.append(a)
     if fdef.args.defaults:
@@ -193,9 +321,6 @@ def expand(fn, lengths: dict):
         raise TileArgumentError(f"{where}: {r}", filename=filename,
                                 lineno=getattr(r.node, "lineno", None)) from None
     ast.fix_missing_locations(tree)
-    # the module's ``from __future__ import annotations``, if it has it (string annotations
-    # stay strings, read by signature.parse_params as the original's are)
-    flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
     code = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
     ns: dict = {}
     exec(code, fn.__globals__, ns)      # noqa: S102 - the user's own kernel source, rewritten

@@ -26,7 +26,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import struct
 import sys
 import threading
 
@@ -36,8 +35,11 @@ from numba.cuda import types
 from . import binding, cache, dtypes, frozen
 from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
+from .constant_identity import identity as constant_identity
 from .errors import TileArgumentError, shown
-from .layout import is_pow2
+from .options import FIXED as _FIXED
+from .options import check_options as _check_options
+from .options import fixed_error as _fixed_error
 from .runtime import devices as devices_mod
 from .runtime import driver, inflight, launcher
 from .runtime.defaults import current as _current_defaults
@@ -49,7 +51,7 @@ from .runtime.partition import Partition  # noqa: F401 - re-exported
 from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, _at_definition, check_kernel_function, parse_params)
-from .typing.types import PartitionType, TensorType
+from .typing.types import ConstantArgType, PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 _defaults = _current_defaults()
@@ -144,17 +146,6 @@ def _zero_axes(a) -> tuple:
                  for d, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0)
 
 
-def _constant_key(value):
-    """A constant in a specialization key: by type and value, a float by its bits (0.0 and
-    -0.0 are equal, but ``1 / C`` is not; NaNs of other signs and payloads are other NaNs)."""
-    t = type(value)
-    return (t, _float_bits(value)) if t is float else (t, value)
-
-
-def _float_bits(value: float) -> bytes:
-    return struct.pack("<d", value)
-
-
 def _scalar_type(value, name):
     if isinstance(value, (bool, np.bool_)):
         return types.boolean
@@ -187,18 +178,35 @@ class _Specialization:
 class Kernel:
     """A ``@numba_tile.jit`` kernel. Call it to launch.
 
+    Its function, parameters and options are fixed when it is made: assigning or deleting
+    one raises ``errors.FixedAttributeError``, an AttributeError (:meth:`with_options`
+    makes a kernel with other options; ``numba_tile/options.py``).
+
     Attributes:
         fn: the Python function.
         num_warps: warps per block (threads = 32 * num_warps).
         min_blocks_per_sm: blocks the compiler must fit on one multiprocessor (None: no
             requirement).
         num_stages: software-pipeline stages of the loads that feed matrix products in loops.
+        unchecked: the kernel is marked unchecked (every launch must say ``unchecked=True``).
         interpret: run in the interpreter by default.
+        params: the parameters and their roles (a tuple of ``signature.Param``).
     """
+
+    def __setattr__(self, name, value):
+        if name in _FIXED and name in self.__dict__:
+            raise _fixed_error(self, name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in _FIXED:
+            raise _fixed_error(self, name)
+        object.__delattr__(self, name)
 
     def __init__(self, fn, *, num_warps: int = 4, interpret: bool = False,
                  unchecked: bool = False, min_blocks_per_sm: int | None = None,
-                 num_stages: int = 1, _caller_locals: dict | None = None):
+                 num_stages: int = 1, _caller_locals: dict | None = None, _params=None,
+                 _source=None):
         """Checks the function and the options, and reads the parameters' roles.
 
         Raises:
@@ -213,6 +221,10 @@ class Kernel:
         check_kernel_function(fn)
         _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages)
         self.fn = fn
+        # what every specialization snapshots and every group rewrite starts from: the
+        # function as decorated (a later ``fn.__code__ = ...`` or ``fn.__defaults__ = ...``
+        # on the user's function changes nothing this kernel runs)
+        self._fn = frozen.function_copy(fn)
         self.num_stages = num_stages
         self.num_warps = num_warps
         self.min_blocks_per_sm = min_blocks_per_sm
@@ -220,7 +232,10 @@ class Kernel:
         # the environment switch is read when the kernel is defined (as Triton's
         # TRITON_INTERPRET), not on every launch
         self.interpret = interpret or os.environ.get(INTERPRET_ENV, "") not in ("", "0")
-        self.params = parse_params(fn, _caller_locals)
+        self.params = tuple(parse_params(fn, _caller_locals) if _params is None else _params)
+        # the source the kernel's group rewrites start from (groups.py), read now: a file
+        # edited after the decoration changes nothing this kernel runs
+        self._source = groups_mod.capture_source(fn) if _source is None else _source
         for p in self.params:
             if p.name in binding.LAUNCH_OPTION_NAMES:
                 raise _at_definition(
@@ -276,7 +291,8 @@ class Kernel:
         mb = self.min_blocks_per_sm if min_blocks_per_sm is _UNCHANGED else min_blocks_per_sm
         _check_options(nw, self.interpret, self.unchecked, mb, ns)
         k = copy.copy(self)
-        k.num_warps, k.num_stages, k.min_blocks_per_sm = nw, ns, mb
+        for name, value in (("num_warps", nw), ("num_stages", ns), ("min_blocks_per_sm", mb)):
+            object.__setattr__(k, name, value)     # the new kernel's, before anyone sees it
         k._compiled, k._checked, k._snapshots = {}, set(), {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
         k._groups = {}
@@ -323,8 +339,9 @@ class Kernel:
 
     def _specs(self, values) -> list:
         """Launch-check specs of the parameters (cached by constant values and scalar-ness)."""
-        # a constant by type and value: 128.0 and True equal 128 and 1, but only ints size tiles
-        ckey = tuple(_constant_key(v) if p.role == "constant" else isinstance(v, _SCALARS)
+        # a constant by identity (constant_identity.py): 128.0 and True equal 128 and 1, but
+        # only ints size tiles
+        ckey = tuple(constant_identity(v) if p.role == "constant" else isinstance(v, _SCALARS)
                      for p, v in zip(self.params, values))
         try:
             hit = self._spec_cache.get(ckey)
@@ -394,7 +411,7 @@ class Kernel:
                     raise _arg_error(f"kernel '{self.__qualname__}': constant '{p.name}' must be "
                                      f"hashable, got "
                                             f"{type(b).__name__}") from None
-                key.append(_constant_key(b))
+                key.append(constant_identity(b))
             else:
                 key.append(_scalar_type(b, p.name))
         key = tuple(key)
@@ -420,7 +437,7 @@ class Kernel:
                                                writable=b.spec.kind == "mutable",
                                                zero_axes=_zero_axes(a)))
             elif p.role == "constant":
-                argtypes.append(types.Omitted(b))
+                argtypes.append(ConstantArgType(b))
             else:
                 argtypes.append(_scalar_type(b, p.name))
         if grid_param is None and not self.unchecked:
@@ -439,7 +456,7 @@ class Kernel:
         kernel, or a new specialization, sees the new value)."""
         snap = self._snapshots.get(key)
         if snap is None:
-            snap = self._snapshots.setdefault(key, frozen.snapshot(self.fn))
+            snap = self._snapshots.setdefault(key, frozen.snapshot(self._fn))
         return snap
 
     def compile(self, key, argtypes, grid_param, cc=(9, 0)):
@@ -577,7 +594,7 @@ class Kernel:
             return None
         if plan is None or (on_conflict != "wait" and on_conflict != "raise"):
             return None
-        self._last_plan = plan
+        self.__dict__["_last_plan"] = plan      # not a fixed attribute: skip __setattr__'s test
         if stream is None:
             stream = _defaults.stream
         if stream is None:
@@ -704,10 +721,12 @@ class Kernel:
         with self._lock:
             k = self._groups.get(key)
             if k is None:
+                fn = groups_mod.expand(self._fn, groups, self._source)
                 k = self._groups[key] = Kernel(
-                    groups_mod.expand(self.fn, groups), num_warps=self.num_warps,
-                    interpret=self.interpret, unchecked=self.unchecked,
-                    min_blocks_per_sm=self.min_blocks_per_sm, num_stages=self.num_stages)
+                    fn, num_warps=self.num_warps, interpret=self.interpret,
+                    unchecked=self.unchecked, min_blocks_per_sm=self.min_blocks_per_sm,
+                    num_stages=self.num_stages, _source=self._source,
+                    _params=groups_mod.member_params(self.params, groups))
         return k
 
     def _explicit_grid(self, grid):
@@ -900,27 +919,6 @@ class Kernel:
         return self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
 
 
-
-
-def _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages=1) -> None:
-    if type(num_stages) is not int or not 1 <= num_stages <= 8:
-        raise _arg_error(f"numba_tile.jit: num_stages: expected an int from 1 to 8, got "
-                         f"{shown(num_stages, with_type=True, qualified=False)}")
-    """The options of :func:`jit`, with exact types (a bool is an int to Python, not here)."""
-    if type(num_warps) is not int or not (is_pow2(num_warps) and num_warps <= 32):
-        raise _arg_error(f"numba_tile.jit: num_warps: expected a power of two from 1 to 32 (an "
-                         f"int), got {shown(num_warps, with_type=True, qualified=False)}")
-    if min_blocks_per_sm is not None and (type(min_blocks_per_sm) is not int
-                                          or not 1 <= min_blocks_per_sm <= 32):
-        raise _arg_error(f"numba_tile.jit: min_blocks_per_sm: expected an int from 1 to 32 or "
-                         f"None, got {shown(min_blocks_per_sm, with_type=True, qualified=False)}")
-    if interpret is not True and interpret is not False:
-        raise _arg_error(f"numba_tile.jit: interpret: expected True or False, got "
-                         f"{shown(interpret, with_type=True, qualified=False)}")
-    if unchecked is not True and unchecked is not False:
-        raise _arg_error(f"numba_tile.jit: unchecked: expected True or False, got "
-                         f"{shown(unchecked, with_type=True, qualified=False)}; it turns numba_tile's checks off, so only the "
-                         f"bool True asks for that")
 
 
 def jit(fn=None, *, num_warps: int = 4, interpret: bool = False, unchecked: bool = False,

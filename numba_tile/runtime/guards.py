@@ -7,8 +7,8 @@ when the guard says no computes the plan key (``launcher.plan_key``) and looks t
 guard checks exactly what the key holds (``launcher.py``'s docstring lists it), read the same way
 and with the same exact-type tests, then the pointer rules of ``Plan.admits``:
 
-* a constant: its class (by identity) and its value (a float by its bit pattern, so 0.0 and
-  -0.0 differ);
+* a constant: its class (by identity) and its value (a float or complex by its bit pattern,
+  ``constant_identity.py``, so 0.0 and -0.0 differ);
 * a runtime scalar: its exact class (``int``, ``float``, ``bool``) and, for an int, the same
   int32 / int64 class;
 * an array: whether it came in a :class:`Partition` (whose class is checked by identity, whose
@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import struct
 
+from numba_tile.constant_identity import identity
 from numba_tile.runtime.params import PARAM_KINDS
 from numba_tile.runtime.partition import ROW, Partition, intern_order, intern_tile_shape
 
@@ -95,10 +96,10 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
         if role == "constant":
             cls, value = entry
             env[f"T{i}"] = cls
-            if cls is float:
-                env[f"V{i}"] = value        # the key holds the float's bits
-                env["BITS"] = launcher._FLOAT_BITS
-                body.append(f"if type({v}) is not T{i} or BITS({v}) != V{i}: return None")
+            if cls is float or cls is complex:
+                env[f"V{i}"] = entry        # the key holds the value's identity (its bits)
+                env["IDENTITY"] = identity
+                body.append(f"if type({v}) is not T{i} or IDENTITY({v}) != V{i}: return None")
             elif cls is bool or value is None:
                 env[f"V{i}"] = value
                 body.append(f"if {v} is not V{i}: return None")

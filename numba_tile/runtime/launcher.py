@@ -20,7 +20,8 @@ values:
   order), the producer type, shape, strides, dtype, device, read-only flag, and the pointer's
   residue modulo 16 (``-1`` for a null pointer): item-size alignment, and the 16-byte vector
   class of the specialization, are functions of it;
-* per constant: its type and value; per runtime scalar: its exact type (``int``, ``float`` or
+* per constant: its identity (``constant_identity.py``: exact type, a float's or complex's bits,
+  so 0.0 and -0.0 find different plans); per runtime scalar: its exact type (``int``, ``float`` or
   ``bool``; anything else takes the slow path) and, for an int, whether it fits int32.
 
 What a hit still checks per call: each array's byte range lies in the address space (its offsets
@@ -37,6 +38,7 @@ import struct
 import sys
 
 from numba_tile.runtime import capture, driver, inflight
+from numba_tile.constant_identity import identity
 from numba_tile.runtime.arrays import ArrayArg, _pointer_device
 from numba_tile.runtime.params import PARAM_KINDS, ParamBuffer
 from numba_tile.runtime.partition import Partition
@@ -51,8 +53,6 @@ ARRAY, PART = "A", "P"
 _EXACT = frozenset((bool, int, float, str, bytes, complex, type(None)))
 # by identity: a class whose metaclass lies in __hash__ and __eq__ is "in" a set of classes
 _EXACT_IDS = frozenset(map(id, _EXACT))
-#: a float constant's key: its IEEE bits (0.0 and -0.0, and NaNs of other bits, differ)
-_FLOAT_BITS = struct.Struct("<d").pack
 
 # ----------------------------------------------------------------------------- readers
 # Each returns (ptr, key fields..., producer stream) for one exact producer type, or None to send
@@ -208,8 +208,8 @@ def plan_key(roles: tuple, values) -> tuple | None:
         if role == "constant":
             if id(t) not in _EXACT_IDS:    # a subclass's hash and eq could find another's plan
                 return None
-            # a float by its bits: 0.0 == -0.0, but 1 / C tells them apart
-            key.append((t, _FLOAT_BITS(v)) if t is float else (t, v))
+            # a float or complex by its bits: 0.0 == -0.0, but 1 / C tells them apart
+            key.append(identity(v))
             objs.append(v)
             continue
         if role == "array" and (t is int or t is float or t is bool):   # a runtime scalar

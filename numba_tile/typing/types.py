@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba.cuda import types
+from numba.cuda.datamodel import models as datamodel_models
 from numba.cuda.extending import models, register_model
 
 from .. import dtypes
+from ..constant_identity import identity
 
 
 def storage_type(dt):
@@ -258,6 +260,34 @@ class TileType(types.Type):
                 and self.align % other.align == 0):
             return Conversion.safe
         return None
+
+
+class ConstantArgType(types.Omitted):
+    """A ``Constant`` parameter's type: Numba's ``Omitted`` (no kernel parameter, the value
+    folded into the code by ``typing/constants.py``), interned by the value's identity
+    (:func:`numba_tile.constant_identity.identity`: exact type and bits, inside tuples too).
+    Numba interns ``Omitted`` by equality, so ``Omitted(-0.0)`` would be ``Omitted(0.0)`` and
+    ``Omitted((2.0,))`` would be ``Omitted((2,))``, and one specialization would be compiled
+    with the other's value.
+
+    Args:
+        value: the constant.
+    """
+
+    def __init__(self, value):
+        self._identity = identity(value)
+        super().__init__(value)
+        # as messages show it (the repr tells 2 from 2.0 and -0.0 from 0.0; the key decides)
+        self.name = f"constant({value!r})"
+
+    @property
+    def key(self):
+        return self._identity
+
+
+# Omitted's own model: no LLVM argument (numba.cuda.datamodel.models is the module Numba's
+# registry uses; importing datamodel.cuda_models directly would register its defaults again)
+register_model(ConstantArgType)(datamodel_models.OmittedArgDataModel)
 
 
 @register_model(TensorType)

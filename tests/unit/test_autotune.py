@@ -237,7 +237,7 @@ def _assemble_in_interpreter(monkeypatch, calls, refuse=None):
 
 
 #: in the entry's mangled name of the B=64 configuration
-_B64 = "default_3d64_29"
+_B64 = "constant_2864_29"
 
 
 def _tune(workers, x, log=False):

@@ -10,8 +10,10 @@ through a closure cell.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -371,3 +373,104 @@ def test_empty_cache_dir_disables_the_cache(monkeypatch):
     monkeypatch.setenv(cache.CACHE_ENV, "")
     assert cache.cache_dir() is None
     assert cache.load("0" * 64) is None
+
+
+# ----------------------------------------------------------------------------- entry digests
+
+def _make_scale():
+    """A fresh kernel (its own in-memory cache) with a float constant in its PTX."""
+    @nt.jit
+    def scale3(x, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load_like(x, z) * 3.0)
+    return scale3
+
+
+def _counting_compiles(monkeypatch):
+    calls = []
+    real = nt.kernel.compile_kernel
+    monkeypatch.setattr("numba_tile.kernel.compile_kernel",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def _entry(tmp_path):
+    (path,) = tmp_path.glob("*.json")
+    return path
+
+
+def _compiled(kernel):
+    x = np.zeros(4096, np.float32)
+    return kernel.compiled(x, nt.partition(x.copy(), 1024), 1024)
+
+
+def _same_code(ck):
+    """A CompiledKernel without its symbol names (which number each compilation)."""
+    return dataclasses.replace(ck, ptx=re.sub(r"_ZN\w+", "SYM", ck.ptx), entry="SYM")
+
+
+def _edit_ptx(data):
+    data["ptx"] = data["ptx"].replace(F3, F5)
+
+
+def _edit_threads(data):
+    data["num_threads"] = 32
+
+
+def _edit_shared(data):
+    data["shared_bytes"] = 1 << 20
+
+
+def _edit_and_redigest_other_key(data):
+    """A well-formed entry, digest and all, of another key copied under this one."""
+    fields = {k: v for k, v in data.items() if k != "digest"}
+    _edit_ptx(fields)
+    data.clear()
+    data.update(fields, digest=cache._check_digest("f" * 64, fields))
+
+
+@pytest.mark.parametrize("edit", [_edit_ptx, _edit_threads, _edit_shared,
+                                  _edit_and_redigest_other_key])
+def test_an_edited_entry_is_compiled_again_and_overwritten(tmp_path, monkeypatch, edit):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    first = _compiled(_make_scale())
+    path = _entry(tmp_path)
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    calls = _counting_compiles(monkeypatch)
+    again = _compiled(_make_scale())
+    assert calls == [1], "the edited entry was used"
+    assert _same_code(again) == _same_code(first) and F5 not in again.ptx
+    assert cache.load(path.stem) == again                 # overwritten with a verified entry
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"{", b"\xff\xfe garbage", b"[1, 2, 3]", b"null", b'"ptx"', b"[" * 100000,
+    b'{"ptx": 1}', "TRUNCATE", "NO_DIGEST", "WRONG_TYPES"])
+def test_an_unreadable_or_malformed_entry_is_compiled_again(tmp_path, monkeypatch, content):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    first = _compiled(_make_scale())
+    path = _entry(tmp_path)
+    text = path.read_bytes()
+    data = json.loads(text)
+    if content == "TRUNCATE":
+        content = text[: len(text) // 2]
+    elif content == "NO_DIGEST":                          # an entry of an older numba_tile
+        content = json.dumps({k: v for k, v in data.items() if k != "digest"}).encode()
+    elif content == "WRONG_TYPES":                        # digest matches, fields do not fit
+        fields = {k: v for k, v in data.items() if k != "digest"}
+        fields.update(num_threads="128", param_kinds=[["u64"]], cluster=True)
+        content = json.dumps(dict(fields, digest=cache._check_digest(path.stem, fields))).encode()
+    path.write_bytes(content)
+    assert cache.load(path.stem) is None
+    calls = _counting_compiles(monkeypatch)
+    again = _compiled(_make_scale())
+    assert calls == [1] and _same_code(again) == _same_code(first)
+    assert cache.load(path.stem) == again
+
+
+def test_a_verified_entry_is_used_without_compiling(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    first = _compiled(_make_scale())
+    monkeypatch.setattr("numba_tile.kernel.compile_kernel", _no_compile)
+    assert _compiled(_make_scale()) == first

@@ -279,14 +279,11 @@ def test_a_bad_stream_is_refused_in_the_interpreter_and_on_the_gpu_path(stream, 
 
 def test_legal_launch_keywords_still_run():
     x, z = pair()
+    interpreted = nt.jit(interpret=True)(copy.fn)   # the kernel's default, for interpret=None
     for interpret in (True, None):
         z[:] = 0
-        copy.interpret = True            # the kernel's default, for interpret=None
-        try:
-            copy(x, nt.partition(z, 128), 128, interpret=interpret, stream=None,
-                 unchecked=False).sync()
-        finally:
-            copy.interpret = False
+        interpreted(x, nt.partition(z, 128), 128, interpret=interpret, stream=None,
+                    unchecked=False).sync()
         np.testing.assert_array_equal(z, x)
     z[:] = 0
     unchecked_copy(x, nt.partition(z, 128), 128, interpret=True, unchecked=True,

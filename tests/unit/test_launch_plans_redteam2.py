@@ -276,4 +276,4 @@ def test_nan_constants_of_other_bits_are_other_specializations():
     import numba_tile.kernel as K
     nan = float("nan")
     assert struct.pack("<d", nan) != struct.pack("<d", -nan)
-    assert K._constant_key(nan) != K._constant_key(-nan)
+    assert K.constant_identity(nan) != K.constant_identity(-nan)
