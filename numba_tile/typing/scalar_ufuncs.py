@@ -7,8 +7,7 @@ Numba types every ufunc on scalars by NumPy's loop table, but numba-cuda's GPU t
 ``add``...) typed and then failed while lowering with a bare ``KeyError: <ufunc 'exp'>``.
 numba_tile lowers the common ones itself (:data:`SUPPLEMENT`, ``lowering/scalar_ufuncs.py``):
 the float math functions through libdevice, as numba-cuda does ``np.sin``, and integer and
-float arithmetic through numba-cuda's own NumPy loop implementations. A call is then accepted
-when
+float arithmetic as NumPy's C loops compute it. A call is then accepted when
 
 * its loop (the one Numba chose for the argument types, as NumPy's table orders them) has a
   GPU implementation, numba-cuda's or numba_tile's; and
@@ -42,11 +41,12 @@ LIBDEVICE = {
     np.power: "pow", np.float_power: "pow",
 }
 
-def _loops(ufunc, letters: str, kinds=("float",)) -> frozenset:
-    """``ufunc``'s loops (NumPy's letters, ``'ff->f'``) whose inputs are all one of
-    ``letters`` and whose output is that letter or ``?``, the float32 / float64 ones when
-    ``kinds`` says so: only loops NumPy itself has."""
-    letters = letters + ("fd" if "float" in kinds else "")
+
+def _loops(ufunc, letters: str) -> frozenset:
+    """``ufunc``'s loops (NumPy's letters, ``'ff->f'``) whose inputs are all float32, float64
+    or one of ``letters``, and whose output is the input's letter or ``?``: only loops NumPy
+    itself has."""
+    letters += "fd"
     return frozenset(t for t in ufunc.types
                      if len(set(t.split("->")[0])) == 1 and t[0] in letters
                      and t.split("->")[1] in (t[0], "?"))

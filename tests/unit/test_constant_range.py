@@ -46,8 +46,8 @@ def test_a_constant_outside_64_bits_is_refused_at_the_launch(trial):
 
 def test_a_tuple_constant_holding_one_is_refused_with_its_position():
     x = np.zeros(64, np.float32)
-    with pytest.raises(TileArgumentError, match=r"Constant 'C' holds 18446744073709551616 at \[1\]") \
-            as info:
+    with pytest.raises(TileArgumentError,
+                       match=r"Constant 'C' holds 18446744073709551616 at \[1\]") as info:
         line = sys._getframe().f_lineno + 1
         add_first(x, nt.partition(np.zeros(64, np.float32), 64), 64, (1, 2**64))
     assert (info.value.filename, info.value.lineno) == (__file__, line)
