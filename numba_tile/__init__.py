@@ -76,6 +76,7 @@ from .lowering import partition as _l5, shape as _l7, unchecked as _l6  # noqa: 
 from .lowering import mma as _l9, reduction as _l8  # noqa: E402,F401
 from .lowering import device as _l11  # noqa: E402,F401
 from .lowering import random as _l10  # noqa: E402,F401
+from .lowering import scalar_ufuncs as _l12  # noqa: E402,F401
 from .interpreter import creation as _i1, elementwise as _i2, memory as _i3, program as _i4  # noqa: E402,F401
 from .interpreter import partition as _i5, shape as _i7, unchecked as _i6  # noqa: E402,F401
 from .interpreter import mma as _i9, reduction as _i8  # noqa: E402,F401

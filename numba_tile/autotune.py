@@ -76,8 +76,9 @@ import numpy as np
 
 from . import cache
 from .constant_identity import identity
-from .errors import TileArgumentError
+from .errors import TileArgumentError, shown
 from .runtime.linker import LinkError, ptx_to_cubin
+from .groups import is_group
 from .runtime.partition import Partition, partition as make_partition
 
 
@@ -121,6 +122,7 @@ class _Build:
 
     config: Config
     kern: object = None
+    owner: object = None        # the kernel of ``spec``: ``kern``, or its rewrite for groups
     spec: object = None
     ck: object = None
     device: int = 0
@@ -149,6 +151,14 @@ def _clone(obj):
                             f"PyTorch, Numba or NumPy array for each mutable argument")
 
 
+def _error(message: str, cls=TileArgumentError) -> TileArgumentError:
+    """A refusal of ``cls`` at the user's line: the line that applied ``numba_tile.autotune``
+    (configuration errors) or that called the tuned kernel (the call's errors)."""
+    from .runtime.launch_checks import user_call_site
+    site = user_call_site() or (None, None)
+    return cls(message, filename=site[0], lineno=site[1])
+
+
 class ConfigurationError(TileArgumentError):
     """A configuration's own values are unusable for this call (a tile extent that is no power
     of two, say): the configuration is pruned, with this reason in the trials."""
@@ -171,9 +181,9 @@ def _scratch(obj, name: str):
     try:
         twin = _clone(obj)
     except TileArgumentError as exc:
-        raise TileArgumentError(f"argument {name!r}: {exc.message}") from None
+        raise _error(f"argument {name!r}: {exc.message}") from None
     if shares_memory(as_array_arg(twin, name), as_array_arg(obj, name)):
-        raise TileArgumentError(f"autotune: argument {name!r}: the copy of a "
+        raise _error(f"autotune: argument {name!r}: the copy of a "
                                 f"{type(obj).__name__} shares memory with the original, so the "
                                 f"trials would write the caller's data: pass an array whose "
                                 f"copy() / clone() copies")
@@ -190,10 +200,12 @@ def _default_workers(n_configs: int) -> int:
 
 
 def _key_part(value):
-    """One argument's part of a tuning key: an array's dtype and shape; a number, string or
-    None by identity (``constant_identity.py``: 0.0 and -0.0, 2 and 2.0 are other keys, as
-    they are other specializations); a tuple or list item by item (a group of arrays, a tuple
+    """One argument's part of a tuning key: an array's dtype and shape; a group each member's;
+    a number, string or None by identity (``constant_identity.py``: 0.0 and -0.0, 2 and 2.0
+    are other keys, as they are other specializations); a tuple or list item by item (a tuple
     constant); anything else by its type's name."""
+    if is_group(value):             # a group: each member's part
+        return ("group", tuple(_key_part(m) for m in value))
     if isinstance(value, Partition):
         value = value.array
     shape = getattr(value, "shape", None)
@@ -244,57 +256,69 @@ class Autotuned:
                  log: bool = False, compile_workers: int | None = None):
         from .kernel import Kernel
         if not isinstance(kernel, Kernel):
-            raise TileArgumentError(f"numba_tile.autotune: expected a @numba_tile.jit kernel, "
-                                    f"got {type(kernel).__name__}")
-        configs = list(configs)
+            raise _error(f"numba_tile.autotune: expected a @numba_tile.jit kernel, got "
+                         f"{type(kernel).__name__}")
+        try:
+            configs = list(configs)
+        except TypeError:
+            configs = None
         if not configs or not all(isinstance(c, Config) for c in configs):
-            raise TileArgumentError("numba_tile.autotune: configs: expected a non-empty list of "
-                                    "numba_tile.Config")
+            raise _error("numba_tile.autotune: configs: expected a non-empty list of "
+                         "numba_tile.Config")
         names = {p.name for p in kernel.params}
         constants = {p.name for p in kernel.params if p.role == "constant"}
         partitions = {p.name for p in kernel.params if p.role == "partition"}
         from .options import check_options as _check_options
         for c in configs:
+            for what in ("constants", "partitions"):
+                value = getattr(c, what)
+                if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                    raise _error(f"numba_tile.autotune: a configuration's {what}: expected a "
+                                 f"dict of parameter names, got {shown(value, with_type=True)}")
             unknown = sorted(set(c.constants) - names)
             if unknown:
-                raise TileArgumentError(f"numba_tile.autotune: configuration {c.describe()} "
-                                        f"names no parameter of kernel "
-                                        f"'{kernel.__qualname__}': {unknown}")
+                raise _error(f"numba_tile.autotune: configuration {c.describe()} names no "
+                             f"parameter of kernel '{kernel.__qualname__}': {unknown}")
             others = sorted(set(c.constants) - constants)
             if others:
-                raise TileArgumentError(
+                raise _error(
                     f"numba_tile.autotune: configuration {c.describe()} sets {others} of kernel "
                     f"'{kernel.__qualname__}', which are not Constant parameters: a "
                     f"configuration sets only compile-time constants")
             bad = sorted(set(c.partitions) - partitions)
             if bad:
-                raise TileArgumentError(
+                raise _error(
                     f"numba_tile.autotune: configuration {c.describe()}: partitions names "
                     f"{bad}, not Partition parameters of kernel '{kernel.__qualname__}'")
             for pname, opts in c.partitions.items():
                 if not isinstance(opts, dict) or set(opts) - {"blocks", "order"}:
-                    raise TileArgumentError(
+                    raise _error(
                         f"numba_tile.autotune: configuration {c.describe()}: partitions[{pname!r}]"
                         f": expected a dict of 'blocks' and/or 'order', got {opts!r}")
             try:
                 _check_options(c.num_warps, False, False, None, c.num_stages)
             except TileArgumentError as exc:
-                raise TileArgumentError(f"numba_tile.autotune: configuration {c.describe()}: "
-                                        f"{exc.message}") from None
+                raise _error(f"numba_tile.autotune: configuration {c.describe()}: "
+                             f"{exc.message}") from None
         if key is not None:
+            if isinstance(key, str) or not isinstance(key, (list, tuple)) \
+                    or not all(isinstance(k, str) for k in key):
+                raise _error(f"numba_tile.autotune: key: expected a list of parameter names "
+                             f"of kernel '{kernel.__qualname__}', got "
+                             f"{shown(key, with_type=True)}")
             unknown = sorted(set(key) - names)
             if unknown:
-                raise TileArgumentError(f"numba_tile.autotune: key names no parameter of "
-                                        f"kernel '{kernel.__qualname__}': {unknown}")
+                raise _error(f"numba_tile.autotune: key names no parameter of "
+                             f"kernel '{kernel.__qualname__}': {unknown}")
         for what, v in (("warmup", warmup), ("reps", reps)):
             if type(v) is not int or v < (0 if what == "warmup" else 1):
-                raise TileArgumentError(f"numba_tile.autotune: {what}: expected an int "
-                                        f"{'>= 0' if what == 'warmup' else '>= 1'}, got {v!r}")
+                raise _error(f"numba_tile.autotune: {what}: expected an int "
+                             f"{'>= 0' if what == 'warmup' else '>= 1'}, got {v!r}")
         if compile_workers is None:
             compile_workers = _default_workers(len(configs))
         elif type(compile_workers) is not int or compile_workers < 1:
-            raise TileArgumentError(f"numba_tile.autotune: compile_workers: expected an int "
-                                    f">= 1 or None, got {compile_workers!r}")
+            raise _error(f"numba_tile.autotune: compile_workers: expected an int "
+                         f">= 1 or None, got {compile_workers!r}")
         self.__qualname__ = kernel.__qualname__
         self.kernel, self.configs = kernel, tuple(configs)
         self.key = tuple(key) if key is not None else None
@@ -323,22 +347,23 @@ class Autotuned:
     def _bind(self, c: Config, args, kwargs, scratch: bool):
         """Positional arguments of the kernel for configuration ``c``: the call's arguments,
         the configuration's constants, raw partition arrays partitioned (scratch copies of
-        them, and of given partitions' arrays, when ``scratch``)."""
+        them, and of given partitions' arrays, when ``scratch``). A group (a tuple or list
+        given for a parameter, ``numba_tile/groups.py``) is handled member by member and
+        stays a tuple: the kernel's launch rewrites it."""
         params = self.kernel.params
         if len(args) > len(params):
-            raise TileArgumentError(f"kernel '{self.__qualname__}': {len(args)} positional "
-                                    f"arguments for {len(params)} parameters")
+            raise _error(f"kernel '{self.__qualname__}': {len(args)} positional "
+                         f"arguments for {len(params)} parameters")
         given = dict(zip((p.name for p in params), args))
         for k, v in kwargs.items():
             if k in given:
-                raise TileArgumentError(f"kernel '{self.__qualname__}': argument {k!r} given "
-                                        f"twice")
+                raise _error(f"kernel '{self.__qualname__}': argument {k!r} given twice")
             given[k] = v
         out = []
         for p in params:
             if p.name in c.constants:
                 if p.name in given:
-                    raise TileArgumentError(
+                    raise _error(
                         f"kernel '{self.__qualname__}': argument {p.name!r} is set by the "
                         f"autotuner's configurations; leave it out of the call")
                 out.append(c.constants[p.name])
@@ -346,41 +371,50 @@ class Autotuned:
             if p.name not in given:
                 import inspect
                 if p.default is inspect.Parameter.empty:
-                    raise TileArgumentError(f"kernel '{self.__qualname__}': missing argument "
-                                            f"{p.name!r}")
+                    raise _error(f"kernel '{self.__qualname__}': missing argument {p.name!r}")
                 out.append(p.default)
                 continue
             v = given.pop(p.name)
-            if p.role == "mutable" and scratch:      # an unchecked kernel's Mutable array
-                v = _scratch(v, p.name)
-            elif p.role == "partition":
-                opts = dict(c.partitions.get(p.name, {}))
-                if isinstance(v, Partition):
-                    arr = _scratch(v.array, p.name) if scratch else v.array
-                    opts.setdefault("blocks", v.blocks)
-                    opts.setdefault("order", v.order)
-                    v = make_partition(arr, v.tile_shape, **opts)
-                else:
-                    shape = tuple(c.constants.get(s, s) if isinstance(s, str) else s
-                                  for s in (p.declared or ()))
-                    if any(isinstance(s, str) for s in shape):
-                        raise TileArgumentError(
-                            f"kernel '{self.__qualname__}': partition {p.name!r} is declared "
-                            f"{p.declared} and configuration {c.describe()} sets no value for "
-                            f"{[s for s in shape if isinstance(s, str)]}")
-                    target = _scratch(v, p.name) if scratch else v
-                    try:
-                        v = make_partition(target, shape, **opts)
-                    except TileArgumentError as exc:     # the configuration's tile shape
-                        raise ConfigurationError(
-                            f"kernel '{self.__qualname__}': configuration {c.describe()} "
-                            f"partitions '{p.name}' (declared {p.declared}) with tile shape "
-                            f"{shape}: {exc.message}") from None
+            if p.role in ("mutable", "partition") and is_group(v):
+                v = tuple(self._bind_array(c, p, m, f"{p.name}[{i}]", scratch)
+                          for i, m in enumerate(v))
+            else:
+                v = self._bind_array(c, p, v, p.name, scratch)
             out.append(v)
         if given:
-            raise TileArgumentError(f"kernel '{self.__qualname__}': unexpected arguments "
-                                    f"{sorted(given)}")
+            raise _error(f"kernel '{self.__qualname__}': unexpected arguments {sorted(given)}")
         return out
+
+    def _bind_array(self, c: Config, p, v, name: str, scratch: bool):
+        """The argument ``v`` of parameter ``p`` (``name``: the parameter, or a member of its
+        group) for configuration ``c``: partitioned with the configuration's tile shape if
+        ``p`` is a Partition given a raw array; a scratch copy where ``scratch`` and ``p`` is
+        written."""
+        if p.role == "mutable" and scratch:      # an unchecked kernel's Mutable array
+            return _scratch(v, name)
+        if p.role != "partition":
+            return v
+        opts = dict(c.partitions.get(p.name, {}))
+        if isinstance(v, Partition):
+            arr = _scratch(v.array, name) if scratch else v.array
+            opts.setdefault("blocks", v.blocks)
+            opts.setdefault("order", v.order)
+            return make_partition(arr, v.tile_shape, **opts)
+        shape = tuple(c.constants.get(s, s) if isinstance(s, str) else s
+                      for s in (p.declared or ()))
+        if any(isinstance(s, str) for s in shape):
+            raise _error(
+                f"kernel '{self.__qualname__}': partition {p.name!r} is declared "
+                f"{p.declared} and configuration {c.describe()} sets no value for "
+                f"{[s for s in shape if isinstance(s, str)]}")
+        target = _scratch(v, name) if scratch else v
+        try:
+            return make_partition(target, shape, **opts)
+        except TileArgumentError as exc:     # the configuration's tile shape
+            raise _error(
+                f"kernel '{self.__qualname__}': configuration {c.describe()} "
+                f"partitions '{name}' (declared {p.declared}) with tile shape "
+                f"{shape}: {exc.message}", ConfigurationError) from None
 
     def tuning_key(self, args, kwargs) -> tuple:
         params = self.kernel.params
@@ -409,8 +443,8 @@ class Autotuned:
         configuration, before any trial.)"""
         if self.kernel.unchecked and launch_kw.get("unchecked") is not True:
             from .errors import UncheckedLaunchError
-            raise UncheckedLaunchError(f"kernel '{self.__qualname__}' is marked unchecked: "
-                                       f"launch it with unchecked=True")
+            raise _error(f"kernel '{self.__qualname__}' is marked unchecked: launch it with "
+                         f"unchecked=True", UncheckedLaunchError)
 
     def _build(self, args, kwargs, interpret) -> list:
         """Every configuration compiled for the call's arguments (module docstring, "What
@@ -436,7 +470,7 @@ class Autotuned:
                 try:
                     b.kern = self._variant(c)
                     argv = self._bind(c, args, kwargs, scratch=False)
-                    b.spec, b.ck, b.device, cc = _specialize(b.kern, argv, interpret)
+                    b.owner, b.spec, b.ck, b.device, cc = _specialize(b.kern, argv, interpret)
                 except _CONFIG_ERRORS as exc:
                     b.error = _reason(exc)
                     continue
@@ -493,7 +527,7 @@ class Autotuned:
         ok = [t for t in trials if t.ms is not None]
         if not ok:
             reasons = "; ".join(f"{t.config.describe()}: {t.error}" for t in trials)
-            raise TileArgumentError(f"kernel '{self.__qualname__}': no configuration of the "
+            raise _error(f"kernel '{self.__qualname__}': no configuration of the "
                                     f"autotuner compiles for these arguments ({reasons})")
         return min(ok, key=lambda t: t.ms).config
 
@@ -572,12 +606,10 @@ class Autotuned:
         and checked as the launch binds them), for a process with GPUs of several kinds."""
         from .runtime import driver
         from .runtime.devices import launch_device
-        from .runtime.launch_checks import BoundArray, bind_arrays
+        from .runtime.launch_checks import BoundArray
         c = self.configs[0]
-        kern = self._variant(c)
-        values = kern._bind(self._bind(c, args, kwargs, scratch=False), {})
-        bound = bind_arrays(kern.__qualname__, kern._specs(values), values, allow_host=False,
-                            call_site=None)
+        _kern, bound = _bound(self._variant(c), self._bind(c, args, kwargs, scratch=False),
+                              False)
         cc = driver.compute_capability(
             launch_device([b for b in bound if b.__class__ is BoundArray]) or 0)
         return f"cc{cc[0]}.{cc[1]}"
@@ -611,15 +643,13 @@ def _refuse_under_capture(name, stream):
 
 def _specialize(kern, argv, interpret):
     """Bind ``kern(*argv)`` as a launch would (the same checks) and compile it for its target:
-    ``(specialization, CompiledKernel, device, cc)``. The specialization and the compiled
-    kernel are the ones the launch then finds in the kernel's caches (``Kernel.__call__``,
-    ``Kernel._launch``)."""
+    ``(kernel, specialization, CompiledKernel, device, cc)``, the kernel being ``kern`` or its
+    rewrite for the call's groups. The specialization and the compiled kernel are the ones the
+    launch then finds in that kernel's caches (``Kernel.__call__``, ``Kernel._launch``)."""
     from .kernel import INTERPRETER_CC
     from .runtime.devices import launch_device
-    from .runtime.launch_checks import BoundArray, bind_arrays
-    values = kern._bind(argv, {})
-    bound = bind_arrays(kern.__qualname__, kern._specs(values), values,
-                        allow_host=bool(interpret), call_site=None)
+    from .runtime.launch_checks import BoundArray
+    kern, bound = _bound(kern, argv, bool(interpret))
     spec = kern._signature(bound)
     device = launch_device([b for b in bound if b.__class__ is BoundArray]) or 0
     if interpret:
@@ -628,7 +658,23 @@ def _specialize(kern, argv, interpret):
         from .runtime import driver
         cc = driver.compute_capability(device)
     ck = kern.compile(spec.key, spec.argtypes, spec.grid_param, cc)
-    return spec, ck, device, cc
+    return kern, spec, ck, device, cc
+
+
+def _bound(kern, argv, allow_host):
+    """``kern(*argv)``'s arguments bound and checked as its launch binds them: ``(kernel,
+    bound)``, the kernel being the one rewritten for the call's groups (``Kernel._grouped``,
+    made once per group lengths: the same one the launch then runs) where it has any."""
+    from .runtime.launch_checks import bind_arrays
+    values = kern._bind(argv, {})
+    groups = kern._group_lengths(values)
+    if groups:
+        flat = kern._flatten(groups, values)
+        kern = kern._grouped(groups, values)
+        values = kern._bind(flat, {})
+    bound = bind_arrays(kern.__qualname__, kern._specs(values), values,
+                        allow_host=allow_host, call_site=None)
+    return kern, bound
 
 
 def _collect(builds) -> None:
@@ -663,7 +709,7 @@ def _install(b: _Build) -> str | None:
     module = driver.load_module(b.cubin if b.cubin is not None else ck.ptx, device)
     func = load_function(module, ck)
     spec.cluster = ck.cluster
-    spec.loaded.setdefault(device, (module, func, b.kern._param_buffer(ck), ck.num_threads,
+    spec.loaded.setdefault(device, (module, func, b.owner._param_buffer(ck), ck.num_threads,
                                     ck.shared_bytes))
     return None
 

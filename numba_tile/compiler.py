@@ -132,6 +132,35 @@ def _param_kind(t: llvm_ir.Type) -> str:
     raise TileTypingError(f"unsupported kernel parameter type {t}")
 
 
+#: bytes of parameters a kernel may take: CUDA 12.1 and later give Volta and newer GPUs (every
+#: numba_tile target, sm_80 and up) 32,764 bytes for PTX ISA 8.1 and later (libNVVM emits
+#: newer); libNVVM refuses a kernel over it with a bare ERROR_COMPILATION
+PARAM_SPACE = 32764
+
+_PARAM_SIZES: dict = {}
+
+
+def parameter_bytes(argtypes) -> list:
+    """Bytes each kernel parameter of Numba type in ``argtypes`` takes in the kernel's
+    parameter space, in order: its flattened fields (a tensor's pointer, extents and strides),
+    each aligned to its size as ``cuLaunchKernel`` lays them out (``runtime/params.py``); a
+    Constant takes none. Their sum is what the launch passes, before any TMA tensor map."""
+    from numba.cuda.descriptor import cuda_target
+    from .runtime.params import PARAM_KINDS
+    out, pos = [], 0
+    for ty in argtypes:
+        kinds = _PARAM_SIZES.get(ty)
+        if kinds is None:
+            fields = cuda_target.target_context.get_arg_packer([ty]).argument_types
+            kinds = _PARAM_SIZES[ty] = tuple(_param_kind(f) for f in fields)
+        start = pos
+        for kind in kinds:
+            size = PARAM_KINDS[kind][1]
+            pos += -pos % min(size, 8) + size
+        out.append(pos - start)
+    return out
+
+
 def _named(err: TileError, ctx, filename=None, lineno=None) -> TileError:
     """``err`` with its message naming the kernel (``kernel 'k': ...``, unless it already
     names one) and, where given, the user's line."""

@@ -407,7 +407,10 @@ def promote_scalar(tile_dt, kind: str, width: int = 32, value=None, signed: bool
                     f"the negative integer would wrap in uint64 arithmetic and no integer dtype "
                     f"holds both: convert the tile with astype() to a signed dtype first",
                     f"{name(tile_dt)} and {value}")
-            wide = uint64 if is_unsigned(tile_dt) or (is_bool(tile_dt) and value > INT_RANGE[int64][1]) \
+            # a bool or float tile takes a literal of either 64-bit range (above int64's: uint64,
+            # as Numba types it)
+            wide = uint64 if is_unsigned(tile_dt) or (not is_int(tile_dt)
+                                                      and value > INT_RANGE[int64][1]) \
                 else int64
             if not int_fits(value, wide):
                 raise PromotionError(f"{value} fits no 64-bit integer of the tile's signedness",

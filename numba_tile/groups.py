@@ -40,7 +40,8 @@ import types
 from .constant_identity import identity
 from .errors import TileArgumentError
 
-__all__ = ["Source", "capture_source", "is_group", "member_name", "member_params", "expand"]
+__all__ = ["Source", "capture_source", "check_parameter_space", "is_group", "member_name",
+           "member_params", "expand"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,31 +257,40 @@ def expand(fn, lengths: dict, source: Source):
     Raises:
         TileArgumentError: the source could not be read, does not compile to ``fn``'s code,
             or cannot be rewritten (closure variables, a group used other than by literal
-            index or ``len``), at the user's line.
+            index or ``len``, a member's parameter name already used, parameter defaults),
+            at the user's line: the statement that the rewrite refuses, else the kernel's
+            definition.
     """
     where = f"kernel '{fn.__qualname__}'"
-    if fn.__code__.co_freevars:
+    code = fn.__code__
+    # the kernel's definition: where each refusal that no one statement causes points
+    at_def = {"filename": code.co_filename, "lineno": code.co_firstlineno}
+    if code.co_freevars:
         raise TileArgumentError(
             f"{where}: takes a tuple of arrays for {', '.join(repr(g) for g in lengths)}, which "
             f"rewrites its source; it uses variables of an enclosing function "
-            f"({', '.join(fn.__code__.co_freevars)}), which a rewritten copy would not see: "
-            f"define the kernel at module level")
+            f"({', '.join(code.co_freevars)}), which a rewritten copy would not see: "
+            f"define the kernel at module level", **at_def)
     if source.lines is None:
         raise TileArgumentError(f"{where}: takes a tuple of arrays, which rewrites its "
                                 f"source, and its source could not be read when it was "
-                                f"decorated ({source.error})")
+                                f"decorated ({source.error}): define the kernel in a file",
+                                **at_def)
     filename, first = source.filename, source.first
     # the module's ``from __future__ import annotations``, if it has it
-    flags = fn.__code__.co_flags & __future__.annotations.compiler_flag
+    flags = code.co_flags & __future__.annotations.compiler_flag
     try:
         tree = ast.parse(textwrap.dedent("".join(source.lines)))
     except SyntaxError as exc:
         raise TileArgumentError(f"{where}: takes a tuple of arrays, which rewrites its "
-                                f"source, and its source does not parse ({exc})") from None
+                                f"source, and its source does not parse ({exc})",
+                                **at_def) from None
     ast.increment_lineno(tree, first - 1)
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef):
-        raise TileArgumentError(f"{where}: its source is not a function definition")
+        raise TileArgumentError(f"{where}: takes a tuple of arrays, which rewrites its source, "
+                                f"and its source is not a function definition (a lambda?): "
+                                f"define it with def", **at_def)
     fdef.decorator_list = []
     # the parameters' roles are the kernel's (member_params): annotations are not evaluated
     # again, and the text must be the decorated function's program
@@ -296,22 +306,32 @@ def expand(fn, lengths: dict, source: Source):
             f"function that was decorated (was the file edited before the kernel was "
             f"decorated?): define the kernel at module level and import its module again",
             filename=filename, lineno=first)
-    used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
-        {a.arg for a in fdef.args.args}
+    at_fdef = {"filename": filename, "lineno": fdef.lineno}
+    used = {}
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name):
+            used.setdefault(n.id, n.lineno)
+    for a in fdef.args.args:
+        used.setdefault(a.arg, a.lineno)
     new_args = []
     for a in fdef.args.args:
         if a.arg in lengths:
             for k in range(lengths[a.arg]):
                 m = member_name(a.arg, k)
                 if m in used:
-                    raise TileArgumentError(f"{where}: the name {m!r} (for {a.arg}[{k}]) is "
-                                            f"already used in the kernel")
+                    raise TileArgumentError(
+                        f"{where}: takes a tuple of arrays for {a.arg!r}, whose members become "
+                        f"parameters {member_name(a.arg, 0)!r}, {member_name(a.arg, 1)!r}, ...; "
+                        f"the name {m!r} (for {a.arg}[{k}]) is already used in the kernel: "
+                        f"rename it", filename=filename, lineno=used[m])
                 new_args.append(ast.copy_location(ast.arg(m), a))
         else:
             new_args.append(a)
     if fdef.args.defaults:
-        raise TileArgumentError(f"{where}: a kernel with parameter defaults cannot take a "
-                                f"tuple of arrays")
+        raise TileArgumentError(f"{where}: takes a tuple of arrays for "
+                                f"{', '.join(repr(g) for g in lengths)}, and a kernel with "
+                                f"parameter defaults cannot (its parameters are rewritten): "
+                                f"pass every argument and drop the defaults", **at_fdef)
     fdef.args.args = new_args
     try:
         fdef.body = [s for stmt in fdef.body
@@ -328,4 +348,40 @@ def expand(fn, lengths: dict, source: Source):
     new.__qualname__ = fn.__qualname__
     new.__module__ = fn.__module__
     new.__doc__ = fn.__doc__
+    new.__numba_tile_groups__ = dict(lengths)   # for check_parameter_space's message
     return new
+
+
+def check_parameter_space(kernel_name: str, fn, names, argtypes) -> None:
+    """Refuses a specialization whose parameters (``names``, of Numba types ``argtypes``) need
+    more bytes than CUDA gives a kernel's parameters (``compiler.PARAM_SPACE``), before it is
+    compiled (libNVVM would fail with a bare ``ERROR_COMPILATION``), naming the groups that
+    take the most (``fn`` is the rewritten function of :func:`expand`, or any kernel's).
+
+    Raises:
+        TileArgumentError: over the limit, at the user's launch line.
+    """
+    from .compiler import PARAM_SPACE, parameter_bytes
+    sizes = parameter_bytes(argtypes)
+    total = sum(sizes)
+    if total <= PARAM_SPACE:
+        return
+    from .runtime.launch_checks import user_call_site
+    lengths = getattr(fn, "__numba_tile_groups__", {})
+    per = dict(zip(names, sizes))
+    parts = []
+    for g, n in sorted(lengths.items(), key=lambda gn: -sum(
+            per.get(member_name(gn[0], k), 0) for k in range(gn[1]))):
+        each = [per.get(member_name(g, k), 0) for k in range(n)]
+        each_text = (f"{each[0]}" if min(each) == max(each) else f"{min(each)} to {max(each)}")
+        parts.append(f"group argument '{g}' has {n} members, taking {sum(each)} bytes "
+                     f"({each_text} per member: pointer, extents and strides)")
+    what = "; ".join(parts) if parts else f"its {len(names)} parameters"
+    advice = ("split the group over several launches (each under the limit), or stack its "
+              "arrays into one array of one more axis and pass that" if parts else
+              "pass fewer arguments, or stack arrays into one array of one more axis")
+    site = user_call_site() or (None, None)
+    raise TileArgumentError(
+        f"kernel '{kernel_name}': the launch's parameters need {total} bytes, more than the "
+        f"{PARAM_SPACE} bytes CUDA gives a kernel's parameters: {what}; {advice}",
+        filename=site[0], lineno=site[1])

@@ -417,7 +417,10 @@ class Kernel:
         key = tuple(key)
         hit = self._signatures.get(key)
         if hit is None:
-            hit = self._signatures[key] = _Specialization(key, *self._argtypes(bound))
+            argtypes, grid_param = self._argtypes(bound)
+            groups_mod.check_parameter_space(self.__qualname__, self.fn,
+                                             [p.name for p in self.params], argtypes)
+            hit = self._signatures[key] = _Specialization(key, argtypes, grid_param)
         return hit
 
     def _argtypes(self, bound):

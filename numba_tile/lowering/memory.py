@@ -907,10 +907,12 @@ def lower_store(context, builder, sig, args):
 
 def lower_tensor_element(context, builder, sig, args):
     """``x[i]`` / ``x[i, j, ...]`` on a read-only tensor (``typing/memory.type_tensor_element``):
-    every thread reads the one element (a uniform value). Each coordinate is taken from the
-    end when negative (NumPy's rule, ``-n <= i < 0``) and then compared with its extent
-    (unsigned, so anything still negative fails too) before it is multiplied by the stride; an
-    element outside the array is 0, and no address outside it is formed or read."""
+    every thread reads the one element (a uniform value). A coordinate of a signed type is
+    taken from the end when negative (NumPy's rule, ``-n <= i < 0``); one of an unsigned type
+    (uint8 to uint64, zero-extended) never is, so a uint64 of 2**63 or more is past the end,
+    as in the interpreter. Each is then compared with its extent (unsigned, so anything still
+    negative fails too) before it is multiplied by the stride; an element outside the array is
+    0, and no address outside it is formed or read."""
     xty, ity = sig.args
     view = ArrayView(context, builder, xty, args[0])
     if isinstance(ity, types.BaseTuple):
@@ -922,8 +924,9 @@ def lower_tensor_element(context, builder, sig, args):
     off = const_i64(0)
     for d, (v, t) in enumerate(zip(raw, tys)):
         c = context.cast(builder, v, t, types.int64)
-        c = builder.select(builder.icmp_signed("<", c, const_i64(0)),
-                           builder.add(c, view.shape[d]), c)
+        if t.signed:    # an unsigned coordinate is never negative, whatever its top bit
+            c = builder.select(builder.icmp_signed("<", c, const_i64(0)),
+                               builder.add(c, view.shape[d]), c)
         inside = builder.icmp_unsigned("<", c, view.shape[d])
         ok = builder.and_(ok, inside)
         off = builder.add(off, builder.mul(builder.select(inside, c, const_i64(0)),

@@ -252,6 +252,8 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
         if type(value) is Partition:
             raise err(TileArgumentError,
                       f"argument '{spec.name}': a {kind} parameter received a partition {value!r}")
+        if kind == "constant":
+            _check_constant_ints(spec.name, value, err)
         return value
     else:
         raise ValueError(
@@ -302,6 +304,29 @@ def _check_tile_count(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, .
                   f"{SMALL_TILE_ELEMS} or more elements in 32 bits, so it takes at most "
                   f"2**32 - 1 of them; choose a tile shape the array fills better (fewer, "
                   f"fuller tiles), or tiles of fewer than {SMALL_TILE_ELEMS} elements")
+
+
+#: the integers a Constant may hold: a kernel types them as int64, or uint64 from 2**63
+_CONSTANT_INTS = (-2**63, 2**64)
+
+
+def _check_constant_ints(name: str, value: object, err: _Raiser, where: str = "") -> None:
+    """Refuses a Constant holding an integer outside int64 and uint64 (the value itself or an
+    element of a tuple, at any depth): the kernel could not type it."""
+    import numbers
+    if isinstance(value, tuple):
+        for i, v in enumerate(value):
+            _check_constant_ints(name, v, err, f"{where}[{i}]")
+        return
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        v = int(value)
+        lo, hi = _CONSTANT_INTS
+        if not lo <= v < hi:
+            held = f"holds {v} at {where}" if where else f"is {v}"
+            raise err(TileArgumentError,
+                      f"Constant '{name}' {held}, outside the 64-bit integers a kernel can "
+                      f"compute with (-2**63 to 2**63 - 1 as int64, 2**63 to 2**64 - 1 as "
+                      f"uint64); pass a value in that range, or a float")
 
 
 def _check_partition(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, ...],
@@ -373,7 +398,8 @@ def bind_arrays(kernel_name: str, specs: Sequence[ParamSpec], values: Sequence[o
             were changed after it was made, a device array in interpreter mode, mutable arrays
             on two devices, a read-only array on a device the launch's cannot read (no
             peer-to-peer path, or memory its owner did not open to it), a partition given to a
-            constant or scalar.
+            constant or scalar, a Constant holding an integer outside int64 and uint64
+            (below -2**63 or from 2**64).
         HostArrayError: a host (NumPy) array on the GPU path (case I1).
         MissingPartitionError: a mutable parameter given a plain array.
         UnexpectedPartitionError: a read-only parameter given a partition.

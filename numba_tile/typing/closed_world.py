@@ -45,6 +45,7 @@ from numba.cuda.core import ir
 
 from .._registry import op_for_key, typed_by_rule
 from ..errors import ClosedWorldError, UnanalyzedCallError
+from .scalar_ufuncs import check_scalar_ufunc, is_scalar_ufunc_call
 from .types import (PartitionIndexType, PartitionType, StripsIterable, StripsIterator,
                     StripTilesIterable, StripTilesIterator, TensorType, TileType, TilesIterable,
                     TilesIterator)
@@ -555,6 +556,8 @@ def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
         raise UnanalyzedCallError(
             f"parameter(s) {names} passed to {describe_callee(fnty)}(), which numba_tile cannot "
             f"check; tensors and partitions can only be given to numba_tile ops", **_loc(inst))
+    if is_scalar_ufunc_call(fnty, sig):      # np.exp(s): lowered, and as NumPy computes it
+        check_scalar_ufunc(fnty, sig, _loc(inst))
     if unchecked:
         return
     verdict = _callee_verdict(fnty, sig)

@@ -1,6 +1,7 @@
 """Scalars read from read-only tensors (``x[i]``, ``x[i, j]``; issue 12, scalars and control
 flow): the value drives branches and loop counts (uniform across the block: every thread reads
-the same element); NumPy's negative coordinates; 0 outside the array; on the GPU and in the
+the same element); NumPy's negative coordinates (signed types only: an unsigned coordinate is
+never negative); 0 outside the array; on the GPU and in the
 interpreter against NumPy."""
 
 import numpy as np
@@ -72,6 +73,52 @@ def test_2d_elements_negative_and_out_of_range_coordinates(tile_backend, dt):
         want = float(xh[i, j].astype(np.float64)) if inside else 0.0
         np.testing.assert_array_equal(tile_backend.to_numpy(z), np.full(128, want, np.float32),
                                       err_msg=f"x[{i}, {j}]")
+
+
+@nt.jit
+def gather_by_block(x, idx, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.full((B,), 0.0, nt.float32) + x[idx[nt.bid(0)]])
+
+
+@pytest.mark.parametrize("it", [np.uint8, np.uint16, np.uint32, np.uint64],
+                         ids=lambda d: np.dtype(d).name)
+def test_unsigned_coordinates_never_count_from_the_end(tile_backend, it):
+    # an unsigned coordinate with its top bit set is a large positive one (outside the array:
+    # 0), never NumPy's negative index: a uint64 of 2**64 - 1 is not x[-1]
+    rng = np.random.default_rng()
+    n = int(rng.integers(20, 40))
+    xh = rng.integers(1, 100, n).astype(np.float32)
+    top = 2 ** (np.dtype(it).itemsize * 8)
+    nblocks = 24
+    coords = [int(c) for c in rng.integers(0, n, nblocks // 2)] + \
+        [top - int(k) for k in rng.integers(1, n + 1, nblocks // 2 - 1)] + [top // 2]
+    idx = np.array(coords, dtype=it)
+    z = tile_backend.asarray(np.full(nblocks * 128, np.nan, np.float32))
+    tile_backend.run(gather_by_block, tile_backend.asarray(xh), tile_backend.asarray(idx),
+                     nt.partition(z, 128), 128)
+    want = np.array([xh[c] if c < n else 0.0 for c in coords], np.float32)
+    np.testing.assert_array_equal(tile_backend.to_numpy(z).reshape(nblocks, 128),
+                                  np.repeat(want[:, None], 128, 1))
+
+
+@nt.jit
+def element_at_constant(x, z: nt.Partition["B"], B: nt.Constant, C: nt.Constant):
+    nt.store(z, nt.full((B,), 0.0, nt.float32) + x[C])
+
+
+def test_constant_coordinates_of_2_to_the_63_or_more_are_past_the_end(tile_backend):
+    # a Constant from 2**63 to 2**64 - 1 is typed uint64: outside the array, not from its end
+    rng = np.random.default_rng()
+    n = int(rng.integers(5, 30))
+    xh = rng.integers(1, 100, n).astype(np.float32)
+    for c in (2**64 - int(rng.integers(1, n + 1)), 2**63, np.uint64(2**64 - 1),
+              int(rng.integers(0, n))):
+        z = tile_backend.asarray(np.full(128, np.nan, np.float32))
+        tile_backend.run(element_at_constant, tile_backend.asarray(xh), nt.partition(z, 128),
+                         128, c)
+        want = xh[int(c)] if int(c) < n else 0.0
+        np.testing.assert_array_equal(tile_backend.to_numpy(z), np.full(128, want, np.float32),
+                                      err_msg=f"x[{c!r}]")
 
 
 @nt.jit
