@@ -185,6 +185,8 @@ class Arrays:
     def read(self, view: View) -> tuple[np.ndarray, np.ndarray]:
         """``(view's values, base's values)`` on the host after a launch."""
         base = self.get(view.base_dev)
+        if view.kind == "broadcast":
+            return np.broadcast_to(base, view.host.shape).copy(), base
         if view.kind == "transposed":
             return np.swapaxes(base, 0, -1).copy(), base
         return (base[view.key].copy() if view.key else base.copy()), base

@@ -22,6 +22,7 @@ from .space import Space, case_random
 DEFAULT_TIMEOUT = {"gpu": 120.0, "cpu": 300.0}
 SANITIZER_SLOWDOWN = 5
 PTX80_SHARE = 0.25
+MIN_BLOCKS_SHARE = 0.1
 FEATURES = {"wgmma": "wgmma.mma_async", "tma": "cp.async.bulk.tensor",
             "cp.async": "cp.async.c", "mma.sync": "mma.sync", "ldmatrix": "ldmatrix"}
 
@@ -52,6 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="run one case by its id (family/seed/index) and print it")
     p.add_argument("--replay", default=None, metavar="FILE:LINE",
                    help="run the case logged at LINE of a cases.jsonl, exactly")
+    p.add_argument("--pinned", action="store_true",
+                   help="run the pinned cases (the failure classes found so far, "
+                        "benchmarks/fuzz/pinned.py) before the sample")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="start no case after this many seconds; report what ran")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -101,12 +105,20 @@ def draw(family: str, seed: int, index: int) -> dict:
     except Exception as e:   # noqa: BLE001 - a sampler's bug is that case's crash, not the run's
         cfg = {"sample_error": f"{type(e).__name__}: {e}"}
     cfg["ptx80"] = rng.random() < PTX80_SHARE
+    if rng.random() < MIN_BLOCKS_SHARE:      # the register cap of min_blocks_per_sm
+        cfg["min_blocks"] = rng.choice((1, 2, 4))
     return {"id": f"{family}/{seed}/{index}", "family": family, "config": cfg}
 
 
 def parse_id(text: str) -> dict:
-    """The case of an id ``family/seed/index``."""
+    """The case of an id ``family/seed/index`` (or ``pinned/NAME``)."""
     from .families import FAMILIES
+    if text.startswith("pinned/"):
+        from . import pinned
+        name = text[len("pinned/"):]
+        if name not in pinned.PINNED:
+            raise SystemExit(f"--case: no pinned case {name!r} ({', '.join(pinned.PINNED)})")
+        return pinned.case(name)
     try:
         family, seed, index = text.rsplit("/", 2)
         seed, index = int(seed), int(index)
@@ -143,11 +155,13 @@ def _main(args, argv) -> int:
     if unknown:
         print(f"--families: unknown {', '.join(unknown)} (--list names them)", file=sys.stderr)
         return 2
+    device = None
     if args.mode == "gpu":
         import numba_tile as nt
         if not nt.gpu_available():
             print("the GPU mode needs a CUDA GPU (none found); use --mode cpu", file=sys.stderr)
             return 2
+        device = _device_name()
     seed = args.seed if args.seed is not None else secrets.randbelow(2 ** 31)
     if args.replay:
         from .report import read_case
@@ -157,17 +171,33 @@ def _main(args, argv) -> int:
         cases = [parse_id(args.case)]
     else:
         cases = (make_case(seed, i, families) for i in range(args.n))
+        if args.pinned:
+            import itertools
+
+            from . import pinned
+            cases = itertools.chain(pinned.all_cases(), cases)
     single = bool(args.replay or args.case)
     timeout = args.timeout or DEFAULT_TIMEOUT[args.mode] * (SANITIZER_SLOWDOWN if args.sanitize
                                                              else 1)
     header = {"mode": args.mode, "seed": None if single else seed, "n": args.n,
               "families": families, "sanitize": args.sanitize, "jobs": args.jobs,
+              "device": device,
               "argv": sys.argv[1:] if argv is None else list(argv)}
     if not single:
         print(f"fuzz: {args.mode} mode, seed {seed} (again: --seed {seed}), {args.n} cases, "
               f"{args.jobs} jobs" + (f", sanitizer {args.sanitize}" if args.sanitize else ""),
               flush=True)
     return run(cases, args, header, timeout, single)
+
+
+def _device_name() -> str | None:
+    """The name of GPU 0 (for the summary: a run names its machine), None if unknown."""
+    try:
+        from cuda.bindings import driver
+        err, name = driver.cuDeviceGetName(128, 0)
+        return name.split(b"\0")[0].decode() if not err else None
+    except Exception:   # noqa: BLE001 - a courtesy
+        return None
 
 
 def run(cases, args, header: dict, timeout: float, single: bool) -> int:

@@ -6,6 +6,7 @@ comparison's tolerances; the views and their guards; the sampler's determinism a
 the replay of a logged case; the command line."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -50,6 +51,45 @@ def test_a_hung_case_is_killed_at_its_timeout():
     assert got[case["id"]].outcome == "fault"
     assert "timeout" in got[case["id"]].message
     assert got[cli.draw("_ok", 1, 1)["id"]].outcome == "ok"
+
+
+FAKE_SANITIZER = """#!/bin/sh
+# compute-sanitizer's command line: --tool TOOL --error-exitcode N PROGRAM ARGS...
+code=$4
+shift 4
+"$@" || exit $?
+if [ -n "$FAKE_SANITIZER_ERROR" ]; then
+    echo "========= Invalid __shared__ write of size 16 bytes"
+    echo "=========     at 0x1a0 in gemm"
+    exit $code
+fi
+"""
+
+
+@pytest.mark.parametrize("report", [False, True])
+def test_cases_under_the_sanitizer(tmp_path, monkeypatch, report):
+    """Under ``--sanitize`` each case is a fresh ``python -m benchmarks.fuzz.worker`` under
+    compute-sanitizer (a stand-in here): its error exit code is a fault with its report."""
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text(FAKE_SANITIZER)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    if report:
+        monkeypatch.setenv("FAKE_SANITIZER_ERROR", "1")
+    case = cli.draw("_ok", 2, 0)
+    got = {}
+    runner = Runner("cpu", 1, 300.0, sanitize="memcheck")
+    try:
+        runner.run([case], lambda c, r: got.__setitem__(c["id"], r))
+    finally:
+        runner.close()
+    result = got[case["id"]]
+    if report:
+        assert result.outcome == "fault"
+        assert "memcheck reported errors (the case itself: ok)" in result.message
+        assert "Invalid __shared__ write" in result.message
+    else:
+        assert result.outcome == "ok", result.message
 
 
 def test_a_kernel_numba_tile_refuses_is_refused_naming_it():

@@ -8,6 +8,8 @@ from typing import Callable
 
 import numpy as np
 
+import numba_tile as nt
+
 from ..arrays import is_float, np_dtype
 from ..case import EPS, TINY
 
@@ -31,6 +33,14 @@ class Family:
     run: Callable
     doc: str
     hidden: bool = False
+
+
+def jit(fn, cfg: dict):
+    """``fn`` compiled with the case's options: ``num_warps``, ``num_stages`` (1 to 5; loops
+    of loads pipeline, other kernels must ignore it) and ``min_blocks_per_sm`` (None, or 1 to
+    4: a register cap)."""
+    return nt.jit(num_warps=cfg["num_warps"], num_stages=cfg.get("num_stages", 1),
+                  min_blocks_per_sm=cfg.get("min_blocks"))(fn)
 
 
 def values(rng: np.random.Generator, shape, dtype: str, dist: str = "ints",

@@ -13,7 +13,7 @@ import numba_tile as nt
 
 from ..arrays import np_dtype
 from ..space import fit_budget
-from .common import Family, cdiv, f64, values
+from .common import Family, cdiv, f64, jit, values
 
 TABLE_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int32", "int64",
                 "uint8")
@@ -45,7 +45,7 @@ def sample_gather(space) -> dict:
             "out": [space.extent(t, 3) for t in tile],
             "table": [space.integer(1, 300)] + ([space.integer(1, 300)] if two else []),
             "index_dtype": space.choice(("int32", "int64")), "offset": space.integer(-5, 9),
-            "pad": space.choice((0, 1, 7)), "num_warps": warps, "num_stages": 1,
+            "pad": space.choice((0, 1, 7)), "num_warps": warps, "num_stages": space.stages(),
             "view": space.choice(VIEWS), "seed": space.seed()}
 
 
@@ -56,7 +56,7 @@ def run_gather(cfg, env):
     t = f64(tv.host)
     pad = float(cfg["pad"])
     idt = np_dtype(cfg["index_dtype"])
-    kernel = nt.jit(num_warps=cfg["num_warps"])(lookup if cfg["op"] == "lookup" else rows_gather)
+    kernel = jit(lookup if cfg["op"] == "lookup" else rows_gather, cfg)
     if cfg["op"] == "lookup":
         n = cfg["out"][0]
         size = cfg["table"][0]
@@ -118,7 +118,7 @@ def sample_load_at(space) -> dict:
     dtype = space.choice(TABLE_DTYPES)
     return {"dtype": dtype, "tile": tile, "shape": shape, "out": out, "offset": offset,
             "step": space.integer(-3, 300), "pad": space.choice((0, 2, -3)),
-            "num_warps": warps, "num_stages": 1, "view": space.choice(VIEWS),
+            "num_warps": warps, "num_stages": space.stages(), "view": space.choice(VIEWS),
             "seed": space.seed()}
 
 
@@ -146,13 +146,13 @@ def run_load_at(cfg, env):
     grid = [cdiv(n, t) for n, t in zip(out, tile)]
     want = np.zeros([g * t for g, t in zip(grid, tile)])
     if rank == 1:
-        env.launch(nt.jit(num_warps=cfg["num_warps"])(window1), xv.dev, z, off[0], cfg["step"],
+        env.launch(jit(window1, cfg), xv.dev, z, off[0], cfg["step"],
                    tile[0], cfg["pad"])
         for b in range(grid[0]):
             want[b * tile[0]:(b + 1) * tile[0]] = _window(xs, (b * cfg["step"] + off[0],), tile,
                                                           cfg["pad"])
     else:
-        kernel = nt.jit(num_warps=cfg["num_warps"])(window2 if rank == 2 else window3)
+        kernel = jit(window2 if rank == 2 else window3, cfg)
         env.launch(kernel, xv.dev, z, *off, *tile, cfg["pad"])
         want = _window(xs, off, want.shape, cfg["pad"])
     env.check_view("load_at", zv, want[tuple(slice(0, n) for n in out)])
@@ -200,7 +200,8 @@ def sample_scalars(space) -> dict:
     return {"op": op, "tile": tile, "shape": [space.extent(t, 6 if rank == 1 else 3)
                                               for t in tile],
             "dtype": space.choice(("float32", "float16", "bfloat16", "float64")),
-            "flag_dtype": space.choice(FLAG_DTYPES), "num_warps": warps, "num_stages": 1,
+            "flag_dtype": space.choice(FLAG_DTYPES), "num_warps": warps,
+            "num_stages": space.stages(),
             "coords": [space.integer(-9, 9), space.integer(-7, 7)],
             "threshold": space.choice((-1.0, 0.5, 1.5, 3.0)), "view": space.choice(VIEWS),
             "seed": space.seed()}
@@ -212,9 +213,9 @@ def run_scalars(cfg, env):
     x = values(rng, shape, dt, "ints")
     xv = env.view(x, cfg["view"])
     xs = f64(xv.host).astype(np.float32).astype(np.float64)
-    kernel = nt.jit(num_warps=cfg["num_warps"])(
+    kernel = jit(
         {"branch": branch_on_flag, "loop": loop_count, "pick": pick,
-         "early_return": early_return}[op])
+         "early_return": early_return}[op], cfg)
     if op == "branch":
         nb = cdiv(shape[0], tile[0])
         flags = values(rng, (nb,), cfg["flag_dtype"], "ints", lo=-2, hi=3)

@@ -12,7 +12,8 @@ import numba_tile as nt
 
 from ..arrays import np_dtype
 from ..space import fit_budget
-from .common import Family, cdiv, f64, is_int, padded, rel, tiled, tiny, untiled, values, wrap
+from .common import (Family, cdiv, f64, is_int, jit, padded, rel, tiled, tiny, untiled, values,
+                     wrap)
 
 OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64",
@@ -114,8 +115,8 @@ def sample_reduce(space) -> dict:
     dist = {"sum": "normal", "prod": "near1"}.get(op, "ints")
     return {"op": op, "dtype": dtype, "tile": tile, "shape": shape, "axis": axis,
             "keepdims": space.chance(0.5), "pad": _pad(space, dtype, op), "acc_dtype": dt,
-            "num_warps": warps, "num_stages": 1, "view": space.choice(("plain", "framed",
-                                                                         "flip", "transposed")),
+            "num_warps": warps, "num_stages": space.stages(),
+            "view": space.choice(("plain", "framed", "flip", "transposed")),
             "nan": space.chance(0.15) and not is_int(dtype) and dtype != "bool",
             "dist": dist if space.chance(0.7) else "ints", "seed": space.seed()}
 
@@ -129,7 +130,7 @@ def sample_scan(space) -> dict:
     dt = WIDER.get(dtype) if space.chance(0.3) else None
     return {"op": "cumsum", "dtype": dtype, "tile": tile, "shape": shape,
             "axis": space.integer(-rank, rank - 1), "pad": _pad(space, dtype, "sum"),
-            "acc_dtype": dt, "num_warps": warps, "num_stages": 1,
+            "acc_dtype": dt, "num_warps": warps, "num_stages": space.stages(),
             "view": space.choice(("plain", "framed", "flip", "strided")),
             "dist": space.choice(("normal", "ints")), "seed": space.seed()}
 
@@ -213,7 +214,7 @@ def run_reduce(cfg, env):
     otile = [1 if d == axis else tile[d] for d in range(rank)]
     ov = env.output(out_shape, _result_dtype(cfg))
     out = env.partition(ov.dev, tuple(otile))
-    kernel = nt.jit(num_warps=cfg["num_warps"])(reduce2 if rank == 2 else reduce3)
+    kernel = jit(reduce2 if rank == 2 else reduce3, cfg)
     env.launch(kernel, xv.dev, out, *tile, *otile, OPS.index(cfg["op"]), cfg["axis"],
                cfg["keepdims"], cfg["pad"], cfg["acc_dtype"])
     key = tuple(slice(0, n) for n in out_shape)
@@ -236,7 +237,7 @@ def run_scan(cfg, env):
     key = tuple(slice(0, n) for n in cfg["shape"])
     ov = env.output(cfg["shape"], res)
     out = env.partition(ov.dev, tuple(tile))
-    kernel = nt.jit(num_warps=cfg["num_warps"])(scan1 if len(tile) == 1 else scan2)
+    kernel = jit(scan1 if len(tile) == 1 else scan2, cfg)
     args = (*tile,) if len(tile) == 1 else (*tile, cfg["axis"])
     env.launch(kernel, xv.dev, out, *args, cfg["pad"], cfg["acc_dtype"])
     env.check_view("cumsum", ov, untiled(want)[key], scale=untiled(scale)[key],

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
-
 import numba_tile as nt
 from numba_tile.errors import TileTypingError
 
@@ -68,5 +66,3 @@ FAMILIES = [Family(f"_{name}", _sample, fn, f"a case that is {name}", hidden=Tru
             for name, fn in (("ok", run_ok), ("wrong", run_wrong), ("refused", run_refused),
                              ("unclear", run_unclear), ("crash", run_crash),
                              ("abort", run_abort), ("hang", run_hang))]
-
-__all__ = ["FAMILIES", "np"]

@@ -12,7 +12,7 @@ import numpy as np
 import numba_tile as nt
 
 from ..space import fit_budget
-from .common import FP8, Family, cdiv, f64, values
+from .common import FP8, Family, f64, jit, values
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int32", "int64", "uint8",
           "bool") + FP8
@@ -79,14 +79,14 @@ def sample(space) -> dict:
         dtype = "float32"
     shape = [space.extent(t, 3 if rank == 2 else 2) for t in tile]
     return {"op": op, "dtype": dtype, "tile": tile, "shape": shape, "num_warps": warps,
-            "num_stages": 1, "perm": space.choice(PERMS), "flag": space.chance(0.5),
+            "num_stages": space.stages(), "perm": space.choice(PERMS), "flag": space.chance(0.5),
             "pad": space.choice((None, 0)), "view": space.choice(("plain", "framed", "flip",
                                                                    "strided", "transposed")),
             "seed": space.seed()}
 
 
 def _kernel(fn, cfg):
-    return nt.jit(num_warps=cfg["num_warps"])(fn)
+    return jit(fn, cfg)
 
 
 def run(cfg, env):
@@ -153,5 +153,3 @@ def run(cfg, env):
 
 FAMILIES = [Family("shape_ops", sample, run,
                    "transpose, permute, reshape, expand_dims and broadcast_to of tiles")]
-
-__all__ = ["FAMILIES", "cdiv"]
