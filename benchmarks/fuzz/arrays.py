@@ -26,6 +26,12 @@ import numpy as np
 
 from numba_tile.dtypes import BFLOAT16_NP, FLOAT8_E4M3FN_NP, FLOAT8_E5M2_NP
 
+#: relative rounding error of one rounding to each float dtype (half an ulp)
+EPS = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
+       "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+#: smallest normal of each float dtype (absolute error allowed near zero)
+TINY = {"float64": 2.0 ** -1022, "float32": 2.0 ** -126, "float16": 2.0 ** -14,
+        "bfloat16": 2.0 ** -126, "float8_e4m3fn": 2.0 ** -6, "float8_e5m2": 2.0 ** -14}
 VIEWS = ("plain", "framed", "flip", "strided", "transposed", "broadcast")
 TORCH_DTYPES = (np.dtype(BFLOAT16_NP), np.dtype(FLOAT8_E4M3FN_NP), np.dtype(FLOAT8_E5M2_NP))
 NP_DTYPES = {"float8_e4m3fn": FLOAT8_E4M3FN_NP, "float8_e5m2": FLOAT8_E5M2_NP,

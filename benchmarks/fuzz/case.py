@@ -29,12 +29,9 @@ from .arrays import Arrays, Skip, View, guard_intact, is_float
 
 OUTCOMES = ("ok", "refused", "unclear", "wrong", "fault", "crash", "skipped")
 FAILURES = ("unclear", "wrong", "fault", "crash")
-#: relative rounding error of one rounding to each float dtype (half an ulp)
-EPS = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
-       "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
-#: smallest normal of each float dtype (absolute error allowed near zero)
-TINY = {"float64": 2.0 ** -1022, "float32": 2.0 ** -126, "float16": 2.0 ** -14,
-        "bfloat16": 2.0 ** -126, "float8_e4m3fn": 2.0 ** -6, "float8_e5m2": 2.0 ** -14}
+#: PTX instructions whose presence the CPU mode records per case (the summary's coverage)
+FEATURES = {"wgmma": "wgmma.mma_async", "tma": "cp.async.bulk.tensor",
+            "cp.async": "cp.async.c", "mma.sync": "mma.sync", "ldmatrix": "ldmatrix"}
 CUDA_ERROR_MARKS = ("CUDA_ERROR", "cudaError", "CUDA error", "CUDARuntimeError",
                     "CUDADriverError", "illegal memory access", "an illegal instruction")
 
@@ -162,7 +159,6 @@ class Env:
     def _features(self, kernel, args, kwargs) -> None:
         """The PTX instructions the kernel reached (its compile for 9.0, cached by the
         interpreter's launch), for the summary's coverage table."""
-        from .cli import FEATURES
         try:
             ptx = kernel.ptx(*args, **kwargs)
         except Exception:   # noqa: BLE001 - coverage only; the launch passed

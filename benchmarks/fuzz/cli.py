@@ -23,8 +23,6 @@ DEFAULT_TIMEOUT = {"gpu": 120.0, "cpu": 300.0}
 SANITIZER_SLOWDOWN = 5
 PTX80_SHARE = 0.25
 MIN_BLOCKS_SHARE = 0.1
-FEATURES = {"wgmma": "wgmma.mma_async", "tma": "cp.async.bulk.tensor",
-            "cp.async": "cp.async.c", "mma.sync": "mma.sync", "ldmatrix": "ldmatrix"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -10,8 +10,7 @@ import numpy as np
 
 import numba_tile as nt
 
-from ..arrays import is_float, np_dtype
-from ..case import EPS, TINY
+from ..arrays import EPS, TINY, is_float, np_dtype
 
 FLOATS = ("float32", "float16", "bfloat16", "float64")
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
