@@ -49,7 +49,7 @@ from .runtime.partition import Partition  # noqa: F401 - re-exported
 from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, _at_definition, check_kernel_function, parse_params)
-from .typing.types import PartitionType, TensorType
+from .typing.types import ConstantType, PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
 _defaults = _current_defaults()
@@ -146,9 +146,14 @@ def _zero_axes(a) -> tuple:
 
 def _constant_key(value):
     """A constant in a specialization key: by type and value, a float by its bits (0.0 and
-    -0.0 are equal, but ``1 / C`` is not; NaNs of other signs and payloads are other NaNs)."""
+    -0.0 are equal, but ``1 / C`` is not; NaNs of other signs and payloads are other NaNs),
+    a tuple by its items' keys."""
     t = type(value)
-    return (t, _float_bits(value)) if t is float else (t, value)
+    if t is float:
+        return t, _float_bits(value)
+    if t is tuple:
+        return t, tuple(_constant_key(v) for v in value)
+    return t, value
 
 
 def _float_bits(value: float) -> bytes:
@@ -243,6 +248,8 @@ class Kernel:
         self._checked: set = set()     # specialization keys typed and ownership-checked
         self._snapshots: dict = {}     # specialization key -> frozen.Snapshot (what is checked,
                                        # compiled, interpreted and keyed on disk)
+        self._programs: dict = {}      # specialization key -> the snapshot's typed IR, as the
+                                       # interpreter runs it (interpreter/typed_ir.Program)
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
@@ -277,7 +284,7 @@ class Kernel:
         _check_options(nw, self.interpret, self.unchecked, mb, ns)
         k = copy.copy(self)
         k.num_warps, k.num_stages, k.min_blocks_per_sm = nw, ns, mb
-        k._compiled, k._checked, k._snapshots = {}, set(), {}
+        k._compiled, k._checked, k._snapshots, k._programs = {}, set(), {}, {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
         k._groups = {}
         k._last_plan = None
@@ -420,7 +427,7 @@ class Kernel:
                                                writable=b.spec.kind == "mutable",
                                                zero_axes=_zero_axes(a)))
             elif p.role == "constant":
-                argtypes.append(types.Omitted(b))
+                argtypes.append(ConstantType(b))     # -0.0 is not 0.0 (its docstring)
             else:
                 argtypes.append(_scalar_type(b, p.name))
         if grid_param is None and not self.unchecked:
@@ -442,10 +449,12 @@ class Kernel:
             snap = self._snapshots.setdefault(key, frozen.snapshot(self.fn))
         return snap
 
-    def compile(self, key, argtypes, grid_param, cc=(9, 0)):
+    def compile(self, key, argtypes, grid_param, cc=(9, 0), on_typed=None):
         """The compiled kernel of a specialization: from memory, else from the disk cache
         (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
-        the snapshot is typed and ownership-checked before it is used."""
+        the snapshot is typed and ownership-checked before it is used. ``on_typed`` gets the
+        compiler's state after the checks, whenever this call types the snapshot
+        (``compiler.TypedIRPass``)."""
         import os
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
@@ -473,29 +482,55 @@ class Kernel:
                                                 min_blocks_per_sm=self.min_blocks_per_sm,
                                                 num_stages=self.num_stages, mma=impl,
                                                 grid_param=grid_param, cc=cc,
-                                                unchecked=self.unchecked)
+                                                unchecked=self.unchecked, on_typed=on_typed)
                         except Exception:
                             self._snapshots.pop(key, None)   # a retry sees the values then
+                            self._programs.pop(key, None)
                             raise
                         self._checked.add(key)
                         if digest:
                             cache.store(digest, ck)
                     else:
-                        self.check(key, argtypes, grid_param)   # never the cache's verdict
+                        # never the cache's verdict
+                        self.check(key, argtypes, grid_param, on_typed)
                     self._compiled[(key, cc, impl, pend)] = ck
         return ck
 
-    def check(self, key, argtypes, grid_param):
+    def check(self, key, argtypes, grid_param, on_typed=None):
         """Type the specialization's snapshot and run the ownership pass, once per key (a
         refused snapshot is dropped: fixing a global and launching again checks the fix)."""
         if key not in self._checked:
             try:
                 check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
-                             grid_param=grid_param, unchecked=self.unchecked)
+                             grid_param=grid_param, unchecked=self.unchecked,
+                             on_typed=on_typed)
             except Exception:
                 self._snapshots.pop(key, None)       # a retry sees the values then
+                self._programs.pop(key, None)
                 raise
             self._checked.add(key)
+
+    def program(self, key, argtypes, grid_param):
+        """What the interpreter runs for a specialization: the typed IR of its snapshot, as
+        the compiler typed and checked it (``interpreter/typed_ir.py``). Compiles first (the
+        interpreter refuses what a GPU launch would), and keeps the typed IR that compile
+        produced; types the snapshot again only when it was compiled before without it."""
+        from .interpreter import typed_ir
+
+        def keep(state):
+            self._programs[key] = typed_ir.from_state(state, self.__qualname__)
+
+        self.compile(key, argtypes, grid_param, INTERPRETER_CC, on_typed=keep)
+        prog = self._programs.get(key)
+        if prog is None:
+            with self._lock:
+                prog = self._programs.get(key)
+                if prog is None:
+                    check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
+                                 grid_param=grid_param, unchecked=self.unchecked,
+                                 on_typed=keep, cc=INTERPRETER_CC)
+                    prog = self._programs[key]
+        return prog
 
     # -- launch --------------------------------------------------------------------------
 
@@ -671,10 +706,11 @@ class Kernel:
         if interpret:
             # the whole compile path, lowering and libNVVM included (cached like any compile):
             # the interpreter refuses exactly what a GPU launch would (a layout conversion
-            # over the shared-memory budget is found only while lowering)
-            self.compile(spec.key, spec.argtypes, spec.grid_param, INTERPRETER_CC)
+            # over the shared-memory budget is found only while lowering); it runs the typed
+            # IR that compile checked
+            program = self.program(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
-            run_blocks(self.snapshot(spec.key).fn, self.params, bound, spec.argtypes, grid)
+            run_blocks(program, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound), interpret=True)
         plan_for = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba.cuda import types
+from numba.cuda.datamodel.models import OmittedArgDataModel
 from numba.cuda.extending import models, register_model
 
 from .. import dtypes
@@ -106,6 +107,33 @@ class PartitionType(_ArrayParam):
                  f"{', vec16' if vec16 else ''}{_zero_axes_name(self.zero_axes)}"
                  f"{', mapped' if mapped else ''}{shown_order}, "
                  f"param={param}]")
+
+
+class ConstantType(types.Omitted):
+    """The Numba type of a Constant parameter's value: ``types.Omitted`` (the type Numba gives
+    an omitted argument's default, which the compiler folds: ``typing/constants.py``), told
+    apart by the bits of the floats it holds. Numba keys ``Omitted`` by value, so ``0.0`` and
+    ``-0.0`` (or ``(0.0,)`` and ``(-0.0,)``) would be one type, interned once: a kernel
+    specialized for one would be used for the other, and ``1.0 / C`` would be inf for both."""
+
+    @property
+    def key(self):
+        return super().key + (_exact_floats(self.value),)
+
+
+register_model(ConstantType)(OmittedArgDataModel)
+
+
+def _exact_floats(value):
+    """The bits of the floats in ``value`` (a float, a complex, or tuples of them), else None."""
+    import struct
+    if isinstance(value, float):
+        return struct.pack("<d", value)
+    if isinstance(value, complex):
+        return struct.pack("<dd", value.real, value.imag)
+    if isinstance(value, tuple):
+        return tuple(_exact_floats(v) for v in value)
+    return None
 
 
 class PartitionIndexType(types.Type):
