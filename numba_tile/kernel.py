@@ -248,8 +248,7 @@ class Kernel:
         self._checked: set = set()     # specialization keys typed and ownership-checked
         self._snapshots: dict = {}     # specialization key -> frozen.Snapshot (what is checked,
                                        # compiled, interpreted and keyed on disk)
-        self._programs: dict = {}      # specialization key -> the snapshot's typed IR, as the
-                                       # interpreter runs it (interpreter/typed_ir.Program)
+        self._programs: dict = {}      # specialization key -> its typed IR, as interpreted
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
@@ -491,8 +490,7 @@ class Kernel:
                         if digest:
                             cache.store(digest, ck)
                     else:
-                        # never the cache's verdict
-                        self.check(key, argtypes, grid_param, on_typed)
+                        self.check(key, argtypes, grid_param, on_typed)   # never the cache's
                     self._compiled[(key, cc, impl, pend)] = ck
         return ck
 
@@ -511,26 +509,21 @@ class Kernel:
             self._checked.add(key)
 
     def program(self, key, argtypes, grid_param):
-        """What the interpreter runs for a specialization: the typed IR of its snapshot, as
-        the compiler typed and checked it (``interpreter/typed_ir.py``). Compiles first (the
-        interpreter refuses what a GPU launch would), and keeps the typed IR that compile
-        produced; types the snapshot again only when it was compiled before without it."""
+        """What the interpreter runs: the snapshot's typed IR as the compile (run first: the
+        interpreter refuses what a GPU launch would) typed and checked it; typed again only
+        where it was compiled before without keeping it (``interpreter/typed_ir.py``)."""
         from .interpreter import typed_ir
 
         def keep(state):
             self._programs[key] = typed_ir.from_state(state, self.__qualname__)
 
         self.compile(key, argtypes, grid_param, INTERPRETER_CC, on_typed=keep)
-        prog = self._programs.get(key)
-        if prog is None:
-            with self._lock:
-                prog = self._programs.get(key)
-                if prog is None:
-                    check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
-                                 grid_param=grid_param, unchecked=self.unchecked,
-                                 on_typed=keep, cc=INTERPRETER_CC)
-                    prog = self._programs[key]
-        return prog
+        with self._lock:
+            if key not in self._programs:
+                check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
+                             grid_param=grid_param, unchecked=self.unchecked, on_typed=keep,
+                             cc=INTERPRETER_CC)
+            return self._programs[key]
 
     # -- launch --------------------------------------------------------------------------
 
@@ -706,8 +699,7 @@ class Kernel:
         if interpret:
             # the whole compile path, lowering and libNVVM included (cached like any compile):
             # the interpreter refuses exactly what a GPU launch would (a layout conversion
-            # over the shared-memory budget is found only while lowering); it runs the typed
-            # IR that compile checked
+            # over the shared-memory budget is found only while lowering)
             program = self.program(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
             run_blocks(program, self.params, bound, spec.argtypes, grid)

@@ -67,14 +67,20 @@ def random_values(dt, rng, n: int) -> np.ndarray:
     return (rng.standard_normal(n) * scale).astype(dt)
 
 
+def as_array(values, dt) -> np.ndarray:
+    """``values`` (Python numbers) as an array of ``dt``, exactly (through Python objects:
+    ``np.array`` of large integers would pass through float64)."""
+    with np.errstate(all="ignore"):
+        return np.array(values, dtype=object).astype(dt)
+
+
 def operands(da, db, rng, n_random: int = 48):
     """Two arrays: every pair of edge values, then ``n_random`` random pairs."""
     ea, eb = edge_values(da), edge_values(db)
     a = [x for x in ea for _ in eb]
     b = [y for _ in ea for y in eb]
-    with np.errstate(all="ignore"):
-        xs = np.concatenate([np.array(a).astype(da), random_values(da, rng, n_random)])
-        ys = np.concatenate([np.array(b).astype(db), random_values(db, rng, n_random)])
+    xs = np.concatenate([as_array(a, da), random_values(da, rng, n_random)])
+    ys = np.concatenate([as_array(b, db), random_values(db, rng, n_random)])
     return xs, ys
 
 

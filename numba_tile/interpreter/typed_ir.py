@@ -279,13 +279,11 @@ class _Builder:
                 a.extend(env[vararg])
             if scalar_sig is not None and _is_library(f):
                 return scalars.call(f, scalar_sig, a, typingctx)
-            if sig is not None and _is_device_function(f):
-                return device_program(f, tuple(types.unliteral(t) for t in sig.args)).run(
-                    [scalars.cast(v, t) if scalars.is_scalar(t) else v
-                     for v, t in zip(a, sig.args)])
             kw = {k: env[v] for k, v in kws}
             if varkwarg is not None:
                 kw.update(env[varkwarg])
+            if sig is not None and _is_device_function(f):
+                return _call_device_function(f, sig, a, kw)
             return f(*a, **kw)
 
         return call
@@ -543,6 +541,18 @@ def _is_library(f) -> bool:
 def _is_device_function(f) -> bool:
     from ..typing.device import is_device_function
     return is_device_function(f)
+
+
+def _call_device_function(f, sig, args, kwargs):
+    """A device function called by one being interpreted: its keyword and default arguments
+    bound as Numba binds them (``sig.args`` holds every parameter's type, a default's as
+    ``Omitted``), then its own typed IR run."""
+    import inspect
+    bound = inspect.signature(f.py_func).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = [scalars.cast(v, t) if scalars.is_scalar(t) else v
+              for v, t in zip(bound.args, sig.args)]
+    return device_program(f, tuple(types.unliteral(t) for t in sig.args)).run(values)
 
 
 #: (frozen device function, argument types) -> Program

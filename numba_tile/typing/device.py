@@ -30,7 +30,7 @@ types it:
   types it (float64, float32, float16, int64, int32, int8 or bool; anything else is
   refused).
 
-The interpreter runs ``f``'s Python function on each element (``interpreter/device.py``).
+The interpreter runs the typed IR of that compile on each element (``interpreter/device.py``).
 """
 
 from __future__ import annotations
