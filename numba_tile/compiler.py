@@ -122,9 +122,10 @@ class _StopAfterChecks(AnalysisPass):
 @register_pass(mutates_CFG=False, analysis_only=True)
 class TypedIRPass(AnalysisPass):
     """After the ownership pass, on both paths: refuse reads of never-assigned variables whose
-    zero value the backends would not agree on (``typing/undefined.py``), then hand the typed
-    IR to the compile's ``on_typed`` callback, if any (the interpreter runs it:
-    ``interpreter/typed_ir.py``), before later passes rewrite it."""
+    zero value the backends would not agree on (``typing/undefined.py``), and build what the
+    interpreter runs from the typed IR before later passes rewrite it
+    (``interpreter/typed_ir.py``: a statement it has no rule for is refused here, on both
+    paths); hand that to the compile's ``on_typed`` callback, if any."""
 
     _name = "numba_tile_typed_ir"
 
@@ -132,11 +133,13 @@ class TypedIRPass(AnalysisPass):
         AnalysisPass.__init__(self)
 
     def run_pass(self, state):
+        from .interpreter.typed_ir import from_state
         from .typing.undefined import check_unassigned_reads
         ctx = compiler_context.current()
         check_unassigned_reads(state.func_ir, state.typemap, ctx.kernel_name)
+        program = from_state(state, ctx.kernel_name)
         if ctx.on_typed is not None:
-            ctx.on_typed(state)
+            ctx.on_typed(program)
         return False
 
 
@@ -372,8 +375,8 @@ def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
     """Type the kernel and run the ownership pass, without lowering (interpreter mode).
 
     Args:
-        on_typed: called with Numba's compiler state right after the checks (its typed IR:
-            ``func_ir``, ``typemap``, ``calltypes``), for the interpreter.
+        on_typed: called with the interpreter's program of the typed IR, right after the
+            checks (``interpreter/typed_ir.Program``).
         cc: the compute capability typed for.
 
     Raises:
@@ -404,7 +407,7 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
         cc: compute capability ``(major, minor)``.
         min_blocks_per_sm: ``.minnctapersm`` launch bound (None: none).
         mma: ``"sync"`` or ``"wgmma"`` (:func:`mma_impl`); None: read ``NUMBA_TILE_MMA`` now.
-        on_typed: called with Numba's compiler state right after the checks (as
+        on_typed: called with the interpreter's program of the typed IR (as
             :func:`check_kernel`'s), on the first compile only.
 
     Returns:

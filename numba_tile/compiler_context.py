@@ -42,9 +42,8 @@ class CompileContext:
             in unchecked kernels, which order their own accesses.
         errors: ``(location, error)`` of numba_tile errors raised by typing rules at
             calls not (yet) typed, oldest first.
-        on_typed: called with Numba's compiler state right after the ownership pass
-            (``compiler.TypedIRPass``): the interpreter builds what it runs from that typed
-            IR. None: nobody asked.
+        on_typed: called with the interpreter's program of the typed IR right after the
+            ownership pass (``compiler.TypedIRPass``). None: nobody asked.
     """
 
     num_warps: int = 4

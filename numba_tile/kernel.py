@@ -452,8 +452,7 @@ class Kernel:
         """The compiled kernel of a specialization: from memory, else from the disk cache
         (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
         the snapshot is typed and ownership-checked before it is used. ``on_typed`` gets the
-        compiler's state after the checks, whenever this call types the snapshot
-        (``compiler.TypedIRPass``)."""
+        interpreter's program whenever this call types the snapshot (``compiler.TypedIRPass``)."""
         import os
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
@@ -512,10 +511,8 @@ class Kernel:
         """What the interpreter runs: the snapshot's typed IR as the compile (run first: the
         interpreter refuses what a GPU launch would) typed and checked it; typed again only
         where it was compiled before without keeping it (``interpreter/typed_ir.py``)."""
-        from .interpreter import typed_ir
-
-        def keep(state):
-            self._programs[key] = typed_ir.from_state(state, self.__qualname__)
+        def keep(program):
+            self._programs[key] = program
 
         self.compile(key, argtypes, grid_param, INTERPRETER_CC, on_typed=keep)
         with self._lock:

@@ -44,9 +44,9 @@ def interp_device_call(fn, args):
                else np.asarray(scalars.cast(v, t)) for v, t in zip(args, argtypes)]
     arrays = np.broadcast_arrays(*np_args)
     shape = arrays[0].shape
-    out = np.empty(shape, dtypes.to_numpy(dt))
-    run = program.run
+    # one call per element, its arguments NumPy scalars of the compute types
+    rows = [list(row) for row in zip(*(list(a.reshape(-1)) for a in arrays))]
     with np.errstate(all="ignore"):
-        for idx in np.ndindex(shape):
-            out[idx] = run([a[idx] for a in arrays])
+        values = program.run_each(rows)
+    out = np.array(values, dtype=dtypes.to_numpy(dt)).reshape(shape)
     return result(out, dt, result_extents(tuple(tiles), shape))

@@ -45,7 +45,8 @@ import operator
 import numpy as np
 from numba.cuda import types
 
-__all__ = ["is_scalar", "cast", "null", "binop", "unary", "call", "truth"]
+__all__ = ["is_scalar", "cast", "caster", "null", "binop", "binop_impl", "unary", "call",
+           "truth"]
 
 _NP = {types.int8: np.int8, types.int16: np.int16, types.int32: np.int32, types.int64: np.int64,
        types.uint8: np.uint8, types.uint16: np.uint16, types.uint32: np.uint32,
@@ -187,25 +188,24 @@ def _float_divmod(x, y):
     """numba-cuda's ``real_divmod`` (CPython's ``float_divmod``) in ``x``'s float type;
     ``x / 0`` and ``fmod(x, 0)`` for a zero divisor."""
     t = type(x)
-    with np.errstate(all="ignore"):
-        if y == 0:
-            return x / y, np.fmod(x, y)
-        mod = np.fmod(x, y)
-        div = (x - mod) / y
-        if mod != 0 or mod != mod:                      # nonzero or NaN (unordered !=)
-            if (y < 0) != (mod < 0):
-                mod = t(mod + y)
-                div = t(div - t(1.0))
-        else:
-            mod = t(-0.0) if y < 0 else t(0.0)
-        if div != 0 and div == div:
-            floordiv = np.floor(div)
-            if div - floordiv > t(0.5):
-                floordiv = t(floordiv + t(1.0))
-        else:
-            div = t(div * div)
-            floordiv = t(t(div * x) / y)
-        return t(floordiv), t(mod)
+    if y == 0:
+        return x / y, np.fmod(x, y)
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    if mod != 0 or mod != mod:                          # nonzero or NaN (unordered !=)
+        if (y < 0) != (mod < 0):
+            mod = t(mod + y)
+            div = t(div - t(1.0))
+    else:
+        mod = t(-0.0) if y < 0 else t(0.0)
+    if div != 0 and div == div:
+        floordiv = np.floor(div)
+        if div - floordiv > t(0.5):
+            floordiv = t(floordiv + t(1.0))
+    else:
+        div = t(div * div)
+        floordiv = t(t(div * x) / y)
+    return t(floordiv), t(mod)
 
 
 def _power(a, b, ret, base_ty, exp_ty):
@@ -270,75 +270,104 @@ _INT_OPS = {operator.add: operator.add, operator.sub: operator.sub, operator.mul
 _COMPARE = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
 
 
-def binop(fn, sig, a, b):
-    """``fn(a, b)`` for a scalar signature ``sig`` (``calltypes`` of the IR expression):
-    the operands converted to ``sig.args``, the operation computed in numba-cuda's way for
-    those types, the result of type ``sig.return_type``.
+def caster(ty):
+    """A function converting a value to scalar type ``ty`` as :func:`cast` does, at no cost for
+    a value of that type already."""
+    ty = types.unliteral(ty)
+    exact = _NP[ty]
+
+    def conv(v):
+        return v if v.__class__ is exact else cast(v, ty)
+
+    return conv
+
+
+def _wrapper(ty):
+    """A function: Python int -> integer type ``ty``, two's complement."""
+    bits, t, signed = ty.bitwidth, _NP[ty], ty.signed
+    mask, half, full = (1 << bits) - 1, 1 << (bits - 1), 1 << bits
+
+    def wrap(i):
+        i &= mask
+        return t(i - full if signed and i >= half else i)
+
+    return wrap
+
+
+_FLOAT_OPS = {operator.add: operator.add, operator.sub: operator.sub,
+              operator.mul: operator.mul, operator.truediv: operator.truediv,
+              operator.pow: np.power}
+_IMPLS: dict = {}
+
+
+def binop_impl(fn, sig):
+    """A function ``(a, b) -> fn(a, b)`` for the scalar signature ``sig`` (``calltypes`` of the
+    IR expression): the operands converted to ``sig.args``, the operation computed in
+    numba-cuda's way for those types, the result of type ``sig.return_type``.
 
     Raises:
         NotImplementedError: an operator this module does not compute (the caller then
             uses Python's and casts the result).
     """
-    fn = _IMMUTABLE.get(fn, fn)
-    at, bt = (types.unliteral(t) for t in sig.args)
-    ret = types.unliteral(sig.return_type)
-    a, b = cast(a, at), cast(b, bt)
+    key = (fn, types.unliteral(sig.return_type), tuple(types.unliteral(t) for t in sig.args))
+    impl = _IMPLS.get(key)
+    if impl is None:
+        impl = _IMPLS[key] = _binop_impl(_IMMUTABLE.get(fn, fn), *key[2], key[1])
+    return impl
+
+
+def _binop_impl(fn, at, bt, ret):
+    ca, cb = caster(at), caster(bt)
+    ints = (types.Integer, types.Boolean)
     if fn in _COMPARE:
-        if isinstance(at, (types.Integer, types.Boolean)) and \
-                isinstance(bt, (types.Integer, types.Boolean)):
-            return np.bool_(fn(_as_int(a), _as_int(b)))        # exact, mixed signs too
-        with np.errstate(all="ignore"):
-            return np.bool_(fn(a, b))                           # IEEE: NaN unordered
-    if isinstance(ret, types.Boolean):                          # and, or, xor of booleans
-        if fn in (operator.and_, operator.or_, operator.xor):
-            return np.bool_(fn(bool(a), bool(b)))
+        if isinstance(at, ints) and isinstance(bt, ints):
+            return lambda a, b: np.bool_(fn(int(ca(a)), int(cb(b))))   # exact, mixed signs
+        return lambda a, b: np.bool_(fn(ca(a), cb(b)))                 # IEEE: NaN unordered
+    if isinstance(ret, types.Boolean):
+        if fn in (operator.and_, operator.or_, operator.xor):           # of booleans
+            return lambda a, b: np.bool_(fn(bool(ca(a)), bool(cb(b))))
         raise NotImplementedError(fn)
     if isinstance(at, types.Integer) and isinstance(bt, types.Integer):
         if isinstance(ret, types.Integer):
             if fn is operator.pow:
-                return _power(a, b, ret, at, bt)
-            if fn in (operator.lshift, operator.rshift):
-                return _shift(fn, _as_int(cast(a, ret)), _as_int(cast(b, ret)), ret)
-            x, y = _as_int(cast(a, ret)), _as_int(cast(b, ret))
+                return lambda a, b: _power(ca(a), cb(b), ret, at, bt)
+            cr, wrap = caster(ret), _wrapper(ret)
             if fn in _INT_OPS:
-                return _wrap(_INT_OPS[fn](x, y), ret)
-            if fn is operator.floordiv:
-                return _wrap(_int_divmod(x, y, ret)[0], ret)
-            if fn is operator.mod:
-                return _wrap(_int_divmod(x, y, ret)[1], ret)
+                op = _INT_OPS[fn]               # exact, then wrapped: two's complement
+                return lambda a, b: wrap(op(int(ca(a)), int(cb(b))))
+            if fn in (operator.lshift, operator.rshift):
+                return lambda a, b: _shift(fn, int(cr(ca(a))), int(cr(cb(b))), ret)
+            k = 0 if fn is operator.floordiv else 1 if fn is operator.mod else None
+            if k is not None:
+                return lambda a, b: wrap(_int_divmod(int(cr(ca(a))), int(cr(cb(b))), ret)[k])
         if fn is operator.truediv and isinstance(ret, types.Float):
-            with np.errstate(all="ignore"):
-                return cast(cast(a, ret) / cast(b, ret), ret)
+            cr = caster(ret)
+            return lambda a, b: cr(cr(ca(a)) / cr(cb(b)))
         raise NotImplementedError(fn)
     if isinstance(ret, (types.Float, types.Complex)):
         if fn is operator.pow and isinstance(bt, types.Integer):
-            return _power(a, b, ret, at, bt)
-        x, y = cast(a, ret), cast(b, ret)
-        with np.errstate(all="ignore"):
-            if fn is operator.add:
-                r = x + y
-            elif fn is operator.sub:
-                r = x - y
-            elif fn is operator.mul:
-                r = x * y
-            elif fn is operator.truediv:
-                r = x / y
-            elif fn is operator.pow:
-                r = np.power(x, y)
-            elif fn is operator.floordiv and isinstance(ret, types.Float):
-                r = _float_divmod(x, y)[0]
-            elif fn is operator.mod and isinstance(ret, types.Float):
-                r = _float_divmod(x, y)[1]
-            else:
-                raise NotImplementedError(fn)
-        return cast(r, ret)
+            return lambda a, b: _power(ca(a), cb(b), ret, at, bt)
+        cr = caster(ret)
+        op = _FLOAT_OPS.get(fn)
+        if op is not None:
+            return lambda a, b: cr(op(cr(ca(a)), cr(cb(b))))
+        if isinstance(ret, types.Float) and fn in (operator.floordiv, operator.mod):
+            k = 0 if fn is operator.floordiv else 1
+            return lambda a, b: cr(_float_divmod(cr(ca(a)), cr(cb(b)))[k])
     raise NotImplementedError(fn)
+
+
+def binop(fn, sig, a, b):
+    """``fn(a, b)`` for the scalar signature ``sig`` (:func:`binop_impl`). Call it where NumPy
+    reports nothing (``np.errstate(all="ignore")``: the runner's blocks)."""
+    return binop_impl(fn, sig)(a, b)
 
 
 def unary(fn, sig, a):
     """``fn(a)`` (``-``, ``+``, ``~``, ``not``) for a scalar signature ``sig``: integers
     negated or inverted in the operand's own width, then widened (numba-cuda's
-    ``int_negate_impl`` and ``int_invert_impl``)."""
+    ``int_negate_impl`` and ``int_invert_impl``). Call it where NumPy reports nothing, as
+    :func:`binop`."""
     at = types.unliteral(sig.args[0])
     ret = types.unliteral(sig.return_type)
     a = cast(a, at)
@@ -357,11 +386,10 @@ def unary(fn, sig, a):
         if fn is operator.invert:
             return cast(_wrap(~_as_int(a), at), ret)
         raise NotImplementedError(fn)
-    with np.errstate(all="ignore"):
-        if fn is operator.neg:
-            return cast(-a, ret)
-        if fn is operator.pos:
-            return cast(a, ret)
+    if fn is operator.neg:
+        return cast(-a, ret)
+    if fn is operator.pos:
+        return cast(a, ret)
     raise NotImplementedError(fn)
 
 

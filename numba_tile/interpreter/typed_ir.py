@@ -29,7 +29,9 @@ from numba.cuda.core import ir
 
 from ..errors import TileTypingError
 from ..runtime.launch_checks import INTERPRETED
-from ..typing.types import (PartitionIndexType, StripIndexType, TileType)
+from ..typing.closed_world import _LIBRARY_IDS
+from ..typing.device import is_device_function
+from ..typing.types import PartitionIndexType, StripIndexType, TileType
 from . import scalars
 
 __all__ = ["Program", "build", "from_state", "null_value", "device_program"]
@@ -80,29 +82,36 @@ class Program:
     def run(self, args):
         """Run the function on ``args`` (interpreter values, in parameter order) and return
         its result."""
-        env = {_ARGS: args}
+        return self.run_each((args,))[0]
+
+    def run_each(self, rows) -> list:
+        """:meth:`run` on each of ``rows`` (argument lists), in order: the results."""
         frame = _Frame()
         token = INTERPRETED.set(frame)
-        blocks = self._blocks
-        label, prev = self._entry, None
         try:
-            while True:
-                blk = blocks[label]
-                if blk.phis:
-                    _enter(blk.phis, env, prev)
-                for step, loc in blk.steps:
-                    frame.loc = loc
-                    step(env)
-                frame.loc = blk.term_loc
-                nxt = blk.term(env)
-                if nxt.__class__ is _Return:
-                    return nxt.value
-                prev, label = label, nxt
+            return [self._execute(args, frame) for args in rows]
         except Exception as exc:
             _note(exc, frame, self.name)
             raise
         finally:
             INTERPRETED.reset(token)
+
+    def _execute(self, args, frame):
+        env = {_ARGS: args}
+        blocks = self._blocks
+        label, prev = self._entry, None
+        while True:
+            blk = blocks[label]
+            if blk.phis:
+                _enter(blk.phis, env, prev)
+            for step, loc in blk.steps:
+                frame.loc = loc
+                step(env)
+            frame.loc = blk.term_loc
+            nxt = blk.term(env)
+            if nxt.__class__ is _Return:
+                return nxt.value
+            prev, label = label, nxt
 
 
 def _note(exc, frame, name):
@@ -177,26 +186,21 @@ def _converter(ty):
         return lambda _v: value
     if isinstance(ty, types.Literal) or not scalars.is_scalar(ty):
         return None
-    exact = scalars._NP[ty]
-    cast = scalars.cast
-
-    def conv(v):
-        return v if v.__class__ is exact else cast(v, ty)
-
-    return conv
+    return scalars.caster(ty)
 
 
 # ----------------------------------------------------------------------------- building
 
 
 class _Builder:
-    def __init__(self, name, blocks, typemap, calltypes, typingctx):
-        self.name, self.blocks = name, blocks
+    def __init__(self, name, blocks, typemap, calltypes, typingctx, label):
+        self.name, self.blocks, self.label = name, blocks, label
         self.typemap, self.calltypes, self.typingctx = typemap, calltypes, typingctx
 
     def refuse(self, what, loc):
         raise TileTypingError(
-            f"'{self.name}': the numba_tile interpreter cannot run {what}",
+            f"{self.label}the interpreter has no rule for {what}, and a kernel it cannot run "
+            f"is refused on both paths (CI could not check it): write it without",
             filename=getattr(loc, "filename", None), lineno=getattr(loc, "line", None))
 
     # -- values
@@ -231,18 +235,13 @@ class _Builder:
     def expr_binop(self, expr, target, loc):
         fn, lhs, rhs = expr.fn, expr.lhs.name, expr.rhs.name
         sig = self._scalar_sig(expr)
-        if sig is None:
+        try:
+            impl = scalars.binop_impl(fn, sig) if sig is not None else None
+        except NotImplementedError:         # Python's, the result cast to its variable's type
+            impl = None
+        if impl is None:
             return lambda env: fn(env[lhs], env[rhs])
-        binop = scalars.binop
-
-        def scalar(env):
-            a, b = env[lhs], env[rhs]
-            try:
-                return binop(fn, sig, a, b)
-            except NotImplementedError:
-                return fn(a, b)
-
-        return scalar
+        return lambda env: impl(env[lhs], env[rhs])
 
     expr_inplace_binop = expr_binop
 
@@ -370,12 +369,12 @@ class _Builder:
     expr_undef = expr_null
 
     def _null(self, target, loc):
-        ty = self.typemap.get(target)
+        """Numba's zero of ``target``'s type; for a type without one, a marker no statement
+        reads (``typing/undefined.py`` refused every read of such a variable)."""
         try:
-            return null_value(ty)
+            return null_value(self.typemap.get(target))
         except TypeError:
-            self.refuse(f"a read of '{target}' (of type {ty}) where it was never assigned",
-                        loc)
+            return _UNASSIGNED
 
     # -- statements
 
@@ -484,6 +483,10 @@ class _Builder:
         return target, incoming, _converter(self.typemap.get(target))
 
 
+#: the value of a variable no assignment reached, of a type with no zero value (never read)
+_UNASSIGNED = object()
+
+
 class _Const:
     """A phi's incoming constant (callable like the others)."""
 
@@ -497,7 +500,7 @@ class _Const:
 
 
 def build(name: str, blocks: dict, typemap: dict, calltypes: dict, return_type,
-          typingctx=None) -> Program:
+          typingctx=None, label: str = "") -> Program:
     """A :class:`Program` of typed IR.
 
     Args:
@@ -509,6 +512,7 @@ def build(name: str, blocks: dict, typemap: dict, calltypes: dict, return_type,
         calltypes: IR expression -> signature.
         return_type: the function's result type.
         typingctx: Numba's typing context (unifies the arguments of ``min``/``max``).
+        label: what starts a refusal's message (a kernel's compile adds its name).
 
     Raises:
         TileTypingError: a statement or operation the interpreter has no rule for.
@@ -516,14 +520,15 @@ def build(name: str, blocks: dict, typemap: dict, calltypes: dict, return_type,
     if typingctx is None:
         from numba.cuda.descriptor import cuda_target
         typingctx = cuda_target.typing_context
-    b = _Builder(name, blocks, typemap, calltypes, typingctx)
+    b = _Builder(name, blocks, typemap, calltypes, typingctx, label)
     built = {label: b.block(blk) for label, blk in blocks.items()}
     return Program(name, built, min(blocks), return_type)
 
 
 def from_state(state, name: str) -> Program:
     """The :class:`Program` of a kernel from Numba's compiler state right after the checks
-    (``compiler.TypedIRPass``), built at once: later passes rewrite that IR."""
+    (``compiler.TypedIRPass``, on every compile: what it cannot run is refused on both
+    paths), built at once: later passes rewrite that IR."""
     return build(name, state.func_ir.blocks, state.typemap, state.calltypes,
                  state.return_type, state.typingctx)
 
@@ -534,12 +539,10 @@ def from_state(state, name: str) -> Program:
 def _is_library(f) -> bool:
     """``f`` is one of Python's, ``math``'s or NumPy's own functions (the scalar functions a
     safe kernel may call: ``typing/closed_world.py``)."""
-    from ..typing.closed_world import _LIBRARY_IDS
     return id(f) in _LIBRARY_IDS or isinstance(f, np.ufunc)
 
 
 def _is_device_function(f) -> bool:
-    from ..typing.device import is_device_function
     return is_device_function(f)
 
 
@@ -570,8 +573,8 @@ def device_program(fn, argtypes: tuple) -> Program:
     if prog is None:
         cres = compiled_device_function(fn, tuple(argtypes))
         ann = cres.type_annotation
-        prog = build(getattr(fresh.py_func, "__qualname__", str(fn)), ann.blocks,
-                     ann.typemap, ann.calltypes, cres.signature.return_type,
-                     cres.typing_context)
+        name = getattr(fresh.py_func, "__qualname__", str(fn))
+        prog = build(name, ann.blocks, ann.typemap, ann.calltypes, cres.signature.return_type,
+                     cres.typing_context, label=f"device function '{name}': ")
         _DEVICE_PROGRAMS[key] = prog
     return prog
