@@ -70,10 +70,6 @@ def is_scalar(ty) -> bool:
         and types.unliteral(ty) in _NP
 
 
-def _np_type(ty):
-    return _NP[types.unliteral(ty)]
-
-
 # ----------------------------------------------------------------------------- casts
 
 
