@@ -307,9 +307,10 @@ def tensor_alias_after_a_loop(x, z: nt.Partition["B"], n, B: nt.Constant):
 
 def test_an_unassigned_tensor_alias_is_refused_on_both_paths():
     x, z = np.ones(8, np.float32), np.zeros(8, np.float32)
+    read_line = tensor_alias_after_a_loop.__wrapped__.__code__.co_firstlineno + 4
     for run in (lambda: tensor_alias_after_a_loop(x, nt.partition(z, 8), 1, 8, interpret=True),
                 lambda: tensor_alias_after_a_loop.ptx(x, nt.partition(z, 8), 1, 8)):
         with pytest.raises(TileTypingError, match="variable 'y'") as info:
             run()
-        assert info.value.lineno == tensor_alias_after_a_loop.__wrapped__.__code__.co_firstlineno + 4
+        assert info.value.lineno == read_line
     assert (z == 0).all()
