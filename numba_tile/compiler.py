@@ -97,8 +97,9 @@ def _make_compiler(typing_only: bool):
             idx = [p for p, _ in pm.passes].index(NopythonTypeInference)
             pm.passes.insert(idx, (FoldConstantsPass, "fold Constant parameters"))
             pm.add_pass_after(OwnershipPass, NopythonTypeInference)
+            pm.add_pass_after(TypedIRPass, OwnershipPass)
             if typing_only:
-                idx = [p for p, _ in pm.passes].index(OwnershipPass)
+                idx = [p for p, _ in pm.passes].index(TypedIRPass)
                 pm.passes = pm.passes[: idx + 1]
                 pm.add_pass(_StopAfterChecks, "stop after the ownership pass")
             pm.finalize()
@@ -116,6 +117,30 @@ class _StopAfterChecks(AnalysisPass):
 
     def run_pass(self, state):
         raise _EarlyPipelineCompletion(state.typemap)
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class TypedIRPass(AnalysisPass):
+    """After the ownership pass, on both paths: refuse reads of never-assigned variables whose
+    zero value the backends would not agree on (``typing/undefined.py``), and build what the
+    interpreter runs from the typed IR before later passes rewrite it
+    (``interpreter/typed_ir.py``: a statement it has no rule for is refused here, on both
+    paths); hand that to the compile's ``on_typed`` callback, if any."""
+
+    _name = "numba_tile_typed_ir"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        from .interpreter.typed_ir import from_state
+        from .typing.undefined import check_unassigned_reads
+        ctx = compiler_context.current()
+        check_unassigned_reads(state.func_ir, state.typemap, ctx.kernel_name)
+        program = from_state(state, ctx.kernel_name)
+        if ctx.on_typed is not None:
+            ctx.on_typed(program)
+        return False
 
 
 def _param_kind(t: llvm_ir.Type) -> str:
@@ -346,7 +371,9 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
         flags.debuginfo = True
         flags.dbg_directives_only = True
     targetctx = cuda_target.target_context
+    from .lowering.scalars import install
     with utils.numba_target_override():
+        install(targetctx)      # numba_tile's defined scalar operations (its docstring)
         return compile_extra(
             typingctx=cuda_target.typing_context, targetctx=targetctx, func=pyfunc,
             args=tuple(argtypes), return_type=None, flags=flags, locals={},
@@ -365,24 +392,29 @@ def mma_impl() -> str:
         else "wgmma"
 
 
-def _context(pyfunc, argtypes, num_warps, grid_param, unchecked=False):
+def _context(pyfunc, argtypes, num_warps, grid_param, unchecked=False, on_typed=None):
     return compiler_context.CompileContext(
         num_warps=num_warps, kernel_name=pyfunc.__qualname__, argtypes=tuple(argtypes),
-        grid_param=grid_param, pyfunc=pyfunc, unchecked=unchecked)
+        grid_param=grid_param, pyfunc=pyfunc, unchecked=unchecked, on_typed=on_typed)
 
 
 @global_compiler_lock
 def check_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
-                 unchecked: bool = False):
+                 unchecked: bool = False, on_typed=None, cc: tuple = (8, 0)):
     """Type the kernel and run the ownership pass, without lowering (interpreter mode).
+
+    Args:
+        on_typed: called with the interpreter's program of the typed IR, right after the
+            checks (``interpreter/typed_ir.Program``).
+        cc: the compute capability typed for.
 
     Raises:
         TileTypingError, OwnershipError: as :func:`compile_kernel`.
     """
-    ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
+    ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked, on_typed)
     with compiler_context.compiling(ctx):
         try:
-            _run(pyfunc, argtypes, ctx, typing_only=True, cc=(8, 0))
+            _run(pyfunc, argtypes, ctx, typing_only=True, cc=cc)
         except Exception as exc:  # noqa: BLE001 - translated or re-raised as is
             raise _translate(exc, ctx) from None
 
@@ -392,7 +424,8 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
                    cc: tuple = (9, 0), lineinfo: bool = False,
                    unchecked: bool = False,
                    min_blocks_per_sm: int | None = None,
-                   num_stages: int = 1, mma: str | None = None) -> CompiledKernel:
+                   num_stages: int = 1, mma: str | None = None,
+                   on_typed=None) -> CompiledKernel:
     """Compile ``pyfunc`` for ``argtypes`` to PTX.
 
     Args:
@@ -403,6 +436,8 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
         cc: compute capability ``(major, minor)``.
         min_blocks_per_sm: ``.minnctapersm`` launch bound (None: none).
         mma: ``"sync"`` or ``"wgmma"`` (:func:`mma_impl`); None: read ``NUMBA_TILE_MMA`` now.
+        on_typed: called with the interpreter's program of the typed IR (as
+            :func:`check_kernel`'s), on the first compile only.
 
     Returns:
         CompiledKernel.
@@ -417,7 +452,8 @@ def compile_kernel(pyfunc, argtypes, *, num_warps: int, grid_param: int | None,
             f"{MIN_CC[0]}.{MIN_CC[1]} or newer (Ampere, Hopper and later: cp.async, ldmatrix, "
             f"mma.sync m16n8k16, bf16 conversions), got {cc[0]}.{cc[1]}")
     ck, serialized = _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
-                              min_blocks_per_sm, num_stages, mma, no_pending=False)
+                              min_blocks_per_sm, num_stages, mma, no_pending=False,
+                              on_typed=on_typed)
     if serialized:
         # a wgmma group left in flight across iterations made ptxas serialize the wgmmas
         # (C7515, seen at 64 x 64 tiles): the same kernel waiting in each iteration instead
@@ -438,10 +474,10 @@ def _serialized(ptx: str, cc) -> bool:
 
 
 def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
-             min_blocks_per_sm, num_stages, mma, no_pending):
+             min_blocks_per_sm, num_stages, mma, no_pending, on_typed=None):
     from numba.cuda.compiler import kernel_fixup
     from numba.cuda.cudadrv import nvvm
-    ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked)
+    ctx = _context(pyfunc, argtypes, num_warps, grid_param, unchecked, on_typed)
     ctx.cc = tuple(cc)
     ctx.num_stages = num_stages
     ctx.no_pending = no_pending

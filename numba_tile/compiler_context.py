@@ -42,6 +42,8 @@ class CompileContext:
             in unchecked kernels, which order their own accesses.
         errors: ``(location, error)`` of numba_tile errors raised by typing rules at
             calls not (yet) typed, oldest first.
+        on_typed: called with the interpreter's program of the typed IR right after the
+            ownership pass (``compiler.TypedIRPass``). None: nobody asked.
     """
 
     num_warps: int = 4
@@ -61,6 +63,7 @@ class CompileContext:
     num_stages: int = 1
     ordered_partitions: frozenset | None = None
     errors: list = field(default_factory=list)
+    on_typed: object = None
 
     @property
     def num_threads(self) -> int:
@@ -92,10 +95,34 @@ def current() -> CompileContext:
 @contextmanager
 def compiling(ctx: CompileContext):
     token = _CURRENT.set(ctx)
+    code = _OWN_CODE.set(True)
     try:
         yield ctx
     finally:
+        _OWN_CODE.reset(code)
         _CURRENT.reset(token)
+
+
+#: True while numba-cuda compiles code of numba_tile's: a kernel, or a device function's frozen
+#: copy (``typing/device.compiled_device_function``)
+_OWN_CODE: contextvars.ContextVar = contextvars.ContextVar("numba_tile_own_code",
+                                                          default=False)
+
+
+@contextmanager
+def own_code():
+    """Mark what numba-cuda compiles inside as numba_tile's (``lowering/scalars.py`` gives its
+    scalar shifts and float-to-integer casts defined results; other code keeps Numba's)."""
+    token = _OWN_CODE.set(True)
+    try:
+        yield
+    finally:
+        _OWN_CODE.reset(token)
+
+
+def in_own_code() -> bool:
+    """Whether numba-cuda is compiling numba_tile's code now (:func:`own_code`)."""
+    return _OWN_CODE.get()
 
 
 def _loc_key(loc):

@@ -258,6 +258,7 @@ class Kernel:
         self._checked: set = set()     # specialization keys typed and ownership-checked
         self._snapshots: dict = {}     # specialization key -> frozen.Snapshot (what is checked,
                                        # compiled, interpreted and keyed on disk)
+        self._programs: dict = {}      # specialization key -> its typed IR, as interpreted
         self._signatures: dict = {}    # cheap key -> (key, argtypes, grid_param)
         self._spec_cache: dict = {}    # constants and scalar flags -> launch-check specs
         self._plans: dict = {}         # plan key -> launcher.Plan (the fast path)
@@ -293,7 +294,7 @@ class Kernel:
         k = copy.copy(self)
         for name, value in (("num_warps", nw), ("num_stages", ns), ("min_blocks_per_sm", mb)):
             object.__setattr__(k, name, value)     # the new kernel's, before anyone sees it
-        k._compiled, k._checked, k._snapshots = {}, set(), {}
+        k._compiled, k._checked, k._snapshots, k._programs = {}, set(), {}, {}
         k._signatures, k._spec_cache, k._plans, k._kw_orders = {}, {}, {}, {}
         k._groups = {}
         k._last_plan = None
@@ -462,10 +463,11 @@ class Kernel:
             snap = self._snapshots.setdefault(key, frozen.snapshot(self._fn))
         return snap
 
-    def compile(self, key, argtypes, grid_param, cc=(9, 0)):
+    def compile(self, key, argtypes, grid_param, cc=(9, 0), on_typed=None):
         """The compiled kernel of a specialization: from memory, else from the disk cache
         (:mod:`numba_tile.cache`), else compiled now. A disk entry supplies only the PTX:
-        the snapshot is typed and ownership-checked before it is used."""
+        the snapshot is typed and ownership-checked before it is used. ``on_typed`` gets the
+        interpreter's program whenever this call types the snapshot (``compiler.TypedIRPass``)."""
         import os
         from .compiler import mma_impl
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
@@ -493,29 +495,47 @@ class Kernel:
                                                 min_blocks_per_sm=self.min_blocks_per_sm,
                                                 num_stages=self.num_stages, mma=impl,
                                                 grid_param=grid_param, cc=cc,
-                                                unchecked=self.unchecked)
+                                                unchecked=self.unchecked, on_typed=on_typed)
                         except Exception:
                             self._snapshots.pop(key, None)   # a retry sees the values then
+                            self._programs.pop(key, None)
                             raise
                         self._checked.add(key)
                         if digest:
                             cache.store(digest, ck)
                     else:
-                        self.check(key, argtypes, grid_param)   # never the cache's verdict
+                        self.check(key, argtypes, grid_param, on_typed)   # never the cache's
                     self._compiled[(key, cc, impl, pend)] = ck
         return ck
 
-    def check(self, key, argtypes, grid_param):
+    def check(self, key, argtypes, grid_param, on_typed=None):
         """Type the specialization's snapshot and run the ownership pass, once per key (a
         refused snapshot is dropped: fixing a global and launching again checks the fix)."""
         if key not in self._checked:
             try:
                 check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
-                             grid_param=grid_param, unchecked=self.unchecked)
+                             grid_param=grid_param, unchecked=self.unchecked,
+                             on_typed=on_typed)
             except Exception:
                 self._snapshots.pop(key, None)       # a retry sees the values then
+                self._programs.pop(key, None)
                 raise
             self._checked.add(key)
+
+    def program(self, key, argtypes, grid_param):
+        """What the interpreter runs: the snapshot's typed IR as the compile (run first: the
+        interpreter refuses what a GPU launch would) typed and checked it; typed again only
+        where it was compiled before without keeping it (``interpreter/typed_ir.py``)."""
+        def keep(program):
+            self._programs[key] = program
+
+        self.compile(key, argtypes, grid_param, INTERPRETER_CC, on_typed=keep)
+        with self._lock:
+            if key not in self._programs:
+                check_kernel(self.snapshot(key).fn, argtypes, num_warps=self.num_warps,
+                             grid_param=grid_param, unchecked=self.unchecked, on_typed=keep,
+                             cc=INTERPRETER_CC)
+            return self._programs[key]
 
     # -- launch --------------------------------------------------------------------------
 
@@ -692,9 +712,9 @@ class Kernel:
             # the whole compile path, lowering and libNVVM included (cached like any compile):
             # the interpreter refuses exactly what a GPU launch would (a layout conversion
             # over the shared-memory budget is found only while lowering)
-            self.compile(spec.key, spec.argtypes, spec.grid_param, INTERPRETER_CC)
+            program = self.program(spec.key, spec.argtypes, spec.grid_param)
             from .interpreter.runner import run_blocks
-            run_blocks(self.snapshot(spec.key).fn, self.params, bound, spec.argtypes, grid)
+            run_blocks(program, self.params, bound, spec.argtypes, grid)
             return CompletedLaunch(tuple(b.array.obj if isinstance(b, BoundArray) else b
                                          for b in bound), interpret=True)
         plan_for = None

@@ -942,5 +942,5 @@ def _device_call(fn, args):
     ``@cuda.jit(device=True)`` function, ``typing/helpers.py``): ``f`` applied to each element
     of the tiles in ``args`` (a tuple of tiles and scalars, broadcast as the elementwise
     operators broadcast); a scalar when ``args`` holds no tile. ``docs/ops.md``, "Device
-    functions", gives the rules. In the interpreter, ``f``'s Python function runs on each
-    element."""
+    functions", gives the rules. In the interpreter, the typed IR of ``f``'s compile runs on
+    each element."""

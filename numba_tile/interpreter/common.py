@@ -35,14 +35,30 @@ def operand_dtype(a, b):
     return dtypes.promote_scalar(tile.dtype, kind, 64, value)
 
 
+def scalar_to(value, dt):
+    """A scalar as an element of tile dtype ``dt``, converted as the compiled kernel converts
+    it (``lowering/common.scalar_to``): Numba's cast to the dtype's compute type
+    (``interpreter/scalars.cast``: integers wrap, floats round, a float saturates into an
+    integer), then rounded to ``dt`` (16-bit floats, FP8).
+
+    Returns:
+        np.ndarray: a 0-d array of ``dt``.
+    """
+    from . import scalars
+    ct = dtypes.compute_type(dt)
+    v = np.asarray(scalars.cast(value, ct))
+    return v if ct == dt else to_dtype(v, dt)
+
+
 def compute_array(v, dt) -> np.ndarray:
-    """Operand ``v`` cast to ``dt`` (rounding, as the GPU does), then widened to the
-    compute dtype (float32 for 16-bit floats)."""
+    """Operand ``v`` cast to ``dt`` (rounding, as the GPU does; a scalar as
+    :func:`scalar_to` converts it), then widened to the compute dtype (float32 for 16-bit
+    floats)."""
     np_dt = dtypes.to_numpy(dt)
     ct = dtypes.to_numpy(dtypes.compute_type(dt))
     if isinstance(v, InterpTile):
         return v.data.astype(np_dt).astype(ct)
-    return np.asarray(np.asarray(v).astype(np_dt), dtype=ct)
+    return np.asarray(scalar_to(v, dt), dtype=ct)
 
 
 def to_dtype(values, dt) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from .._registry import interp_rule
-from .common import scalar_kind, to_dtype
+from .common import scalar_kind, scalar_to
 from .values import InterpTile
 
 
@@ -17,14 +17,17 @@ def _shape(shape):
 @interp_rule("full")
 def interp_full(shape, value, dtype=None):
     if dtype is None:
+        # typing/creation.type_full: a literal int by its value, a typed one by its width
         kind = scalar_kind(value)
         if kind == "int":
-            dt = dtypes.int32 if dtypes.int_fits(int(value), dtypes.int32) else dtypes.int64
+            fits = value.dtype.itemsize <= 4 if isinstance(value, np.integer) \
+                else dtypes.int_fits(int(value), dtypes.int32)
+            dt = dtypes.int32 if fits else dtypes.int64
         else:
             dt = {"bool": dtypes.bool_, "float": dtypes.float32}[kind]
     else:
         dt = dtypes.from_any(dtype)
-    return InterpTile(to_dtype(np.full(_shape(shape), value), dt), dt)
+    return InterpTile(np.full(_shape(shape), scalar_to(value, dt)), dt)
 
 
 @interp_rule("zeros")

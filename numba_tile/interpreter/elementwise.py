@@ -12,7 +12,7 @@ from .._registry import interp_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
 from .common import (compute_array, float_to_int, operand_dtype, result, result_extents,
-                     to_dtype)
+                     scalar_to, to_dtype)
 from .values import InterpTile
 
 _NUMPY_BINARY = {
@@ -85,8 +85,8 @@ def interp_where(cond, x, y):
         kinds = {scalar_kind(x), scalar_kind(y)}
         dt = dtypes.float32 if "float" in kinds else dtypes.int32 if "int" in kinds else dtypes.bool_
     np_dt = dtypes.to_numpy(dt)
-    xv = x.data.astype(np_dt) if isinstance(x, InterpTile) else np.asarray(x).astype(np_dt)
-    yv = y.data.astype(np_dt) if isinstance(y, InterpTile) else np.asarray(y).astype(np_dt)
+    xv = x.data.astype(np_dt) if isinstance(x, InterpTile) else scalar_to(x, dt)
+    yv = y.data.astype(np_dt) if isinstance(y, InterpTile) else scalar_to(y, dt)
     r = np.where(cond.data, xv, yv)
     return result(r, dt, result_extents((cond, x, y), r.shape))
 

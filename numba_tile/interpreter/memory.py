@@ -44,16 +44,11 @@ def read_tile(t: InterpTensor, index: tuple, shape: tuple, padding,
         DataRaceError: ``t`` is writable and another block of the launch wrote or
             atomically updated an element of the tile (``op`` names the reading op).
     """
+    from .common import scalar_to
     np_dt = dtypes.to_numpy(t.dtype)
     masked = padding is None
     padding = 0 if masked else padding
-    if dtypes.is_float8(t.dtype):
-        from .common import to_dtype
-        pad = to_dtype(padding, t.dtype)
-    else:
-        pad = np.asarray(padding).astype(np.float64 if dtypes.is_float(t.dtype) else np_dt) \
-            if not dtypes.is_bool(t.dtype) else bool(padding)
-    out = np.full(shape, pad).astype(np_dt)
+    out = np.full(shape, scalar_to(padding, t.dtype), np_dt)     # as lowering/common does
     extents = tuple(0 if i < 0 else max(0, min(s, ext - i * s))
                     for i, s, ext in zip(index, shape, t.array.shape))
     extents = extents if masked else None
@@ -82,14 +77,9 @@ def interp_load(x, index=None, shape=None, padding=None):
 def interp_load_at(x, offset, shape, padding):
     shape = _shape(shape)
     origin = _index(offset)
+    from .common import scalar_to
     np_dt = dtypes.to_numpy(x.dtype)
-    if dtypes.is_float8(x.dtype):
-        from .common import to_dtype
-        pad = to_dtype(padding, x.dtype)
-    else:
-        pad = np.asarray(padding).astype(np.float64 if dtypes.is_float(x.dtype) else np_dt) \
-            if not dtypes.is_bool(x.dtype) else bool(padding)
-    out = np.full(shape, pad).astype(np_dt)
+    out = np.full(shape, scalar_to(padding, x.dtype), np_dt)
     src, dst = [], []
     for o, s, ext in zip(origin, shape, x.array.shape):
         lo, hi = max(o, 0), min(o + s, ext)
@@ -120,8 +110,8 @@ def interp_store(z, tile, index=None):
             src = src.astype(np.float32)
         values = src.astype(dtypes.to_numpy(z.dtype))
     else:
-        from .common import to_dtype
-        values = to_dtype(np.full(z.tile_shape, tile), z.dtype)
+        from .common import scalar_to
+        values = np.full(z.tile_shape, scalar_to(tile, z.dtype), dtypes.to_numpy(z.dtype))
     dst, src = [], []
     valid = tile.extents if isinstance(tile, InterpTile) and tile.extents is not None \
         else z.tile_shape

@@ -2,9 +2,10 @@
 
 The kernel has already been compiled exactly as for a GPU launch (typing, closed-world and
 ownership checks, lowering, libNVVM: ``Kernel.compile``, cached in memory and on disk), so
-the interpreter refuses what a GPU launch would; and it passed the same launch checks. Each block runs the kernel's Python function
-(the snapshot that was checked) with its parameters replaced by interpreter values; the op
-stubs it calls run their interpreter rules.
+the interpreter refuses what a GPU launch would; and it passed the same launch checks. Each
+block runs the typed IR of the snapshot that was checked (``interpreter/typed_ir.py``) with
+its parameters replaced by interpreter values: scalar operations follow Numba's types
+(``interpreter/scalars.py``), and the op stubs it calls run their interpreter rules.
 
 Two guarantees beyond running the blocks:
 
@@ -89,10 +90,11 @@ def interp_values(params, bound, argtypes=None):
     return out, staged
 
 
-def run_blocks(fn, params, bound, argtypes, grid):
-    """Run ``fn`` once per block of ``grid`` (tiles per axis), block 0 first, then write the
-    outputs back (only if every block succeeded). Block ``b`` handles tile number ``b`` of
-    the grid partition in its order (its ``bid``), as on the GPU."""
+def run_blocks(program, params, bound, argtypes, grid):
+    """Run ``program`` (the kernel's :class:`~.typed_ir.Program`) once per block of ``grid``
+    (tiles per axis), block 0 first, then write the outputs back (only if every block
+    succeeded). Block ``b`` handles tile number ``b`` of the grid partition in its order
+    (its ``bid``), as on the GPU."""
     if not grid or any(n == 0 for n in grid):
         return
     values, staged = interp_values(params, bound, argtypes)
@@ -104,6 +106,6 @@ def run_blocks(fn, params, bound, argtypes, grid):
     for linear in range(int(np.prod(grid))):
         # scalar float arithmetic on np.float64 follows IEEE, silently, as on the GPU
         with running_block(BlockContext(linear, tuple(grid), order)), np.errstate(all="ignore"):
-            fn(*values)
+            program.run(values)
     for view, work in staged:
         np.copyto(view, work)

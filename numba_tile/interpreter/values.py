@@ -1,6 +1,6 @@
 """Interpreter values: tensors, partitions and tiles as NumPy arrays, and the block context.
 
-The interpreter runs a kernel's Python function once per block. Kernel parameters
+The interpreter runs a kernel's typed IR once per block (``typed_ir.py``). Kernel parameters
 become :class:`InterpTensor` (read-only, or writable: an ``nt.Mutable`` parameter) and
 :class:`InterpPartition` (the block's own tile of a mutable array); a writable array keeps
 an :class:`AccessRecord` (the race detector). Tiles are :class:`InterpTile`, a NumPy

@@ -27,6 +27,7 @@ the user's call site.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import sys
@@ -126,13 +127,25 @@ class BoundArray:
         return (self.blocks,) if all(tiles) else (0,)
 
 
+#: the kernel statement the interpreter is running (``interpreter/typed_ir.py`` sets it while a
+#: block runs): an object whose ``site()`` is its ``(filename, lineno)``
+INTERPRETED: contextvars.ContextVar = contextvars.ContextVar("numba_tile_interpreted",
+                                                            default=None)
+
+
 def user_call_site() -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the innermost stack frame outside the numba_tile package.
+    """``(filename, lineno)`` of the kernel statement the interpreter is running, else of the
+    innermost stack frame outside the numba_tile package.
 
     Returns:
         tuple[str, int] | None: the user's line that led here, or None if every frame is inside
         numba_tile.
     """
+    running = INTERPRETED.get()
+    if running is not None:
+        site = running.site()
+        if site is not None:
+            return site
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename

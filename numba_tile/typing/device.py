@@ -30,7 +30,7 @@ types it:
   types it (float64, float32, float16, int64, int32, int8 or bool; anything else is
   refused).
 
-The interpreter runs ``f``'s Python function on each element (``interpreter/device.py``).
+The interpreter runs the typed IR of that compile on each element (``interpreter/device.py``).
 """
 
 from __future__ import annotations
@@ -215,19 +215,25 @@ class _Device:
 class _target_cc:
     """While a device function compiles, the device functions it calls compile for the
     kernel's compute capability (numba-cuda asks the current device's, which needs a GPU, in
-    ``CUDADispatcher.compile_device``). Under the compiler lock, which every compile holds."""
+    ``CUDADispatcher.compile_device``). Under the compiler lock, which every compile holds.
+    What compiles inside is numba_tile's code (``compiler_context.own_code``)."""
 
     def __init__(self, cc):
         self.cc = cc
 
     def __enter__(self):
         from numba.cuda import dispatcher
+
+        from ..compiler_context import own_code
         self.saved = dispatcher.get_current_device
         dispatcher.get_current_device = lambda: _Device(self.cc)
+        self.own = own_code()          # numba_tile's code: lowering/scalars.py applies
+        self.own.__enter__()
 
     def __exit__(self, *exc):
         from numba.cuda import dispatcher
         dispatcher.get_current_device = self.saved
+        self.own.__exit__(*exc)
         return False
 
 

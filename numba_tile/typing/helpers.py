@@ -17,7 +17,8 @@ and keep their own rules (``typing/closed_world.py``). A helper that calls itsel
 or through other helpers, is refused (:class:`~numba_tile.errors.TileTypingError` at the
 call), as is more than :data:`MAX_INLINED` inlined calls in one kernel.
 
-The interpreter calls the helper as Python does, running the same ops on NumPy.
+The interpreter runs the typed IR, so it runs an inlined helper as kernel code too, each
+operation with the type Numba gave it (``interpreter/typed_ir.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,580 @@
+"""The interpreter's executor: it runs a function's typed Numba IR, statement by statement.
+
+What the interpreter runs is what the compiler typed and checked: the kernel's IR right after
+Numba's type inference and numba_tile's closed-world and ownership passes (helpers already
+inlined, Constant parameters folded), with the type Numba gave every variable and the
+signature it chose for every operation. A device function runs from the IR numba-cuda
+compiled for its argument types (``compiled_device_function``). Running that IR rather than
+the Python function makes every scalar operation follow Numba's typing, per operation
+(``interpreter/scalars.py``): each assignment converts its value to the target variable's
+type, each operator and library call on scalars computes in its signature's types. Tiles,
+tensors and the other values of numba_tile's types go to the same ops' interpreter rules
+as before (an operator on a tile calls the tile's Python operator).
+
+Numba's rules for a variable read where no assignment reached it (a loop that ran zero
+times) hold too: it is zero-initialized. A number is 0, a tile is all zeros (and, if its
+type is masked, has no valid element), a tile index of ``tiles()`` or ``strips()`` is not
+valid (loads give padding, stores write nothing, ``idx[d]`` is -1); the compiler refuses such
+reads of any other type on both paths (``typing/undefined.py``).
+
+While a statement runs, :data:`numba_tile.runtime.launch_checks.INTERPRETED` holds its
+source line, so errors an op raises name the kernel's line, as the compiled kernel's would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.cuda import types
+from numba.cuda.core import ir
+
+from ..errors import TileTypingError
+from ..runtime.launch_checks import INTERPRETED
+from ..typing.closed_world import _LIBRARY_IDS
+from ..typing.device import is_device_function
+from ..typing.types import PartitionIndexType, StripIndexType, TileType
+from . import scalars
+
+__all__ = ["Program", "build", "from_state", "null_value", "device_program"]
+
+#: the environment key of a run's arguments (no IR variable has this name)
+_ARGS = " args"
+
+
+class _Return:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Frame:
+    """The statement being run (``loc``: Numba's ``ir.Loc``), for error locations."""
+
+    __slots__ = ("loc",)
+
+    def __init__(self):
+        self.loc = None
+
+    def site(self):
+        loc = self.loc
+        return (loc.filename, loc.line) if loc is not None else None
+
+
+class _Block:
+    __slots__ = ("phis", "steps", "term", "term_loc")
+
+    def __init__(self, phis, steps, term, term_loc):
+        self.phis, self.steps, self.term, self.term_loc = phis, steps, term, term_loc
+
+
+class Program:
+    """A typed function ready to run.
+
+    Attributes:
+        name: the function's name (for messages).
+        return_type: the Numba type of its result.
+    """
+
+    def __init__(self, name: str, blocks: dict, entry: int, return_type):
+        self.name, self._blocks, self._entry = name, blocks, entry
+        self.return_type = return_type
+
+    def run(self, args):
+        """Run the function on ``args`` (interpreter values, in parameter order) and return
+        its result."""
+        return self.run_each((args,))[0]
+
+    def run_each(self, rows) -> list:
+        """:meth:`run` on each of ``rows`` (argument lists), in order: the results."""
+        frame = _Frame()
+        token = INTERPRETED.set(frame)
+        try:
+            return [self._execute(args, frame) for args in rows]
+        except Exception as exc:
+            _note(exc, frame, self.name)
+            raise
+        finally:
+            INTERPRETED.reset(token)
+
+    def _execute(self, args, frame):
+        env = {_ARGS: args}
+        blocks = self._blocks
+        label, prev = self._entry, None
+        while True:
+            blk = blocks[label]
+            if blk.phis:
+                _enter(blk.phis, env, prev)
+            for step, loc in blk.steps:
+                frame.loc = loc
+                step(env)
+            frame.loc = blk.term_loc
+            nxt = blk.term(env)
+            if nxt.__class__ is _Return:
+                return nxt.value
+            prev, label = label, nxt
+
+
+def _note(exc, frame, name):
+    """Add the kernel's line to an exception raised while a statement ran (once: the
+    innermost function's)."""
+    site = frame.site()
+    if site is None or getattr(exc, "_numba_tile_site", None) is not None:
+        return
+    try:
+        exc._numba_tile_site = site
+        exc.add_note(f"(raised in '{name}' at {site[0]}, line {site[1]}, run by the "
+                     f"numba_tile interpreter)")
+    except (AttributeError, TypeError):     # an exception that takes no attributes
+        pass
+
+
+def _enter(phis, env, prev):
+    """Assign a block's phi nodes for the edge from block ``prev``, all at once."""
+    values = []
+    for target, incoming, conv in phis:
+        src = incoming.get(prev, _MISSING)
+        if src is _MISSING:
+            raise RuntimeError(f"internal error: no phi value for '{target}' from block {prev}")
+        values.append((target, src(env) if callable(src) else src, conv))
+    for target, value, conv in values:
+        env[target] = conv(value) if conv is not None else value
+
+
+_MISSING = object()
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def null_value(ty):
+    """The value of a variable of type ``ty`` that no assignment reached, as the compiled
+    code has it (Numba zero-initializes it: ``get_constant_null``).
+
+    Raises:
+        TypeError: a type whose zero value the interpreter does not reproduce (the compiler
+            refuses such reads: ``typing/undefined.py``).
+    """
+    if isinstance(ty, types.Literal) and scalars.is_scalar(ty):
+        return ty.literal_value
+    if scalars.is_scalar(ty):
+        return scalars.null(ty)
+    if isinstance(ty, TileType):
+        from .. import dtypes
+        from .values import InterpTile
+        data = np.zeros(ty.shape, dtypes.to_numpy(ty.dtype))
+        return InterpTile(data, ty.dtype, (0,) * len(ty.shape) if ty.masked else None)
+    if isinstance(ty, StripIndexType):
+        from .partition import InterpStrip
+        return InterpStrip(ty.brand, (-1,) * ty.ndim)
+    if isinstance(ty, PartitionIndexType):
+        from .partition import InterpIndex
+        return InterpIndex(ty.brand, (-1,) * ty.ndim)
+    if isinstance(ty, types.BaseTuple):
+        return tuple(null_value(t) for t in ty.types)
+    if isinstance(ty, (types.NoneType, types.Omitted)):
+        return None
+    raise TypeError(f"no zero value for a variable of type {ty}")
+
+
+def _converter(ty):
+    """The conversion an assignment to a variable of type ``ty`` applies (Numba casts every
+    assigned value to its target's type), or None."""
+    if ty is None:
+        return None
+    if isinstance(ty, (types.IntegerLiteral, types.BooleanLiteral)):
+        value = ty.literal_value
+        return lambda _v: value
+    if isinstance(ty, types.Literal) or not scalars.is_scalar(ty):
+        return None
+    return scalars.caster(ty)
+
+
+# ----------------------------------------------------------------------------- building
+
+
+class _Builder:
+    def __init__(self, name, blocks, typemap, calltypes, typingctx, label):
+        self.name, self.blocks, self.label = name, blocks, label
+        self.typemap, self.calltypes, self.typingctx = typemap, calltypes, typingctx
+
+    def refuse(self, what, loc):
+        raise TileTypingError(
+            f"{self.label}the interpreter has no rule for {what}, and a kernel it cannot run "
+            f"is refused on both paths (CI could not check it): write it without",
+            filename=getattr(loc, "filename", None), lineno=getattr(loc, "line", None))
+
+    # -- values
+
+    def value(self, value, target, loc):
+        """A function of the environment computing ``value`` (the right side of an
+        assignment to ``target``)."""
+        if isinstance(value, ir.Var):
+            name = value.name
+            return lambda env: env[name]
+        if isinstance(value, (ir.Const, ir.Global, ir.FreeVar)):
+            v = value.value
+            return lambda env: v
+        if isinstance(value, ir.Arg):
+            index = value.index
+            return lambda env: env[_ARGS][index]
+        if isinstance(value, ir.Expr):
+            method = getattr(self, "expr_" + value.op, None)
+            if method is None:
+                self.refuse(f"the operation '{value.op}'", loc)
+            return method(value, target, loc)
+        self.refuse(f"the value {value!r}", loc)
+
+    def _scalar_sig(self, expr):
+        sig = self.calltypes.get(expr)
+        if sig is None or not scalars.is_scalar(sig.return_type):
+            return None
+        if not all(scalars.is_scalar(t) for t in sig.args):
+            return None
+        return sig
+
+    def expr_binop(self, expr, target, loc):
+        fn, lhs, rhs = expr.fn, expr.lhs.name, expr.rhs.name
+        sig = self._scalar_sig(expr)
+        try:
+            impl = scalars.binop_impl(fn, sig) if sig is not None else None
+        except NotImplementedError:         # Python's, the result cast to its variable's type
+            impl = None
+        if impl is None:
+            return lambda env: fn(env[lhs], env[rhs])
+        return lambda env: impl(env[lhs], env[rhs])
+
+    expr_inplace_binop = expr_binop
+
+    def expr_unary(self, expr, target, loc):
+        fn, arg = expr.fn, expr.value.name
+        sig = self._scalar_sig(expr)
+        if sig is None:
+            return lambda env: fn(env[arg])
+        unary = scalars.unary
+
+        def scalar(env):
+            a = env[arg]
+            try:
+                return unary(fn, sig, a)
+            except NotImplementedError:
+                return fn(a)
+
+        return scalar
+
+    def expr_call(self, expr, target, loc):
+        func = expr.func.name
+        args = [a.name for a in expr.args]
+        kws = [(k, v.name) for k, v in expr.kws]
+        vararg = expr.vararg.name if expr.vararg is not None else None
+        varkwarg = expr.varkwarg.name if expr.varkwarg is not None else None
+        sig = self.calltypes.get(expr)
+        scalar_sig = self._scalar_sig(expr) if not kws and varkwarg is None else None
+        typingctx = self.typingctx
+
+        def call(env):
+            f = env[func]
+            a = [env[n] for n in args]
+            if vararg is not None:
+                a.extend(env[vararg])
+            if scalar_sig is not None and _is_library(f):
+                return scalars.call(f, scalar_sig, a, typingctx)
+            kw = {k: env[v] for k, v in kws}
+            if varkwarg is not None:
+                kw.update(env[varkwarg])
+            if sig is not None and _is_device_function(f):
+                return _call_device_function(f, sig, a, kw)
+            return f(*a, **kw)
+
+        return call
+
+    def expr_getattr(self, expr, target, loc):
+        obj, attr = expr.value.name, expr.attr
+        return lambda env: getattr(env[obj], attr)
+
+    def expr_getitem(self, expr, target, loc):
+        obj, index = expr.value.name, expr.index.name
+        return lambda env: env[obj][env[index]]
+
+    expr_typed_getitem = expr_getitem
+
+    def expr_static_getitem(self, expr, target, loc):
+        obj, index = expr.value.name, expr.index
+        return lambda env: env[obj][index]
+
+    def expr_build_tuple(self, expr, target, loc):
+        items = [v.name for v in expr.items]
+        return lambda env: tuple(env[n] for n in items)
+
+    def expr_build_list(self, expr, target, loc):
+        items = [v.name for v in expr.items]
+        return lambda env: [env[n] for n in items]
+
+    def expr_build_set(self, expr, target, loc):
+        items = [v.name for v in expr.items]
+        return lambda env: {env[n] for n in items}
+
+    def expr_build_map(self, expr, target, loc):
+        items = [(k.name, v.name) for k, v in expr.items]
+        return lambda env: {env[k]: env[v] for k, v in items}
+
+    def expr_getiter(self, expr, target, loc):
+        obj = expr.value.name
+        return lambda env: iter(env[obj])
+
+    def expr_iternext(self, expr, target, loc):
+        obj = expr.value.name
+        sig = self.calltypes.get(expr)
+        pair = sig.return_type if sig is not None else None
+        first = getattr(pair, "first_type", None)
+        try:
+            done = null_value(first) if first is not None else None
+        except TypeError:
+            done = None
+
+        def iternext(env):
+            try:
+                return next(env[obj]), True
+            except StopIteration:
+                return done, False
+
+        return iternext
+
+    def expr_pair_first(self, expr, target, loc):
+        obj = expr.value.name
+        return lambda env: env[obj][0]
+
+    def expr_pair_second(self, expr, target, loc):
+        obj = expr.value.name
+        return lambda env: env[obj][1]
+
+    def expr_exhaust_iter(self, expr, target, loc):
+        obj, count = expr.value.name, expr.count
+
+        def exhaust(env):
+            out = tuple(env[obj])
+            if len(out) != count:
+                raise ValueError(f"expected {count} values to unpack, got {len(out)}")
+            return out
+
+        return exhaust
+
+    def expr_cast(self, expr, target, loc):
+        obj = expr.value.name
+        return lambda env: env[obj]
+
+    def expr_null(self, expr, target, loc):
+        value = self._null(target, loc)
+        return lambda env: value
+
+    expr_undef = expr_null
+
+    def _null(self, target, loc):
+        """Numba's zero of ``target``'s type; for a type without one, a marker no statement
+        reads (``typing/undefined.py`` refused every read of such a variable)."""
+        try:
+            return null_value(self.typemap.get(target))
+        except TypeError:
+            return _UNASSIGNED
+
+    # -- statements
+
+    def statement(self, inst):
+        """A function of the environment running statement ``inst`` (None: nothing to do)."""
+        loc = inst.loc
+        if isinstance(inst, ir.Assign):
+            target = inst.target.name
+            conv = _converter(self.typemap.get(target))
+            if isinstance(inst.value, (ir.Const, ir.Global, ir.FreeVar)):
+                v = inst.value.value
+                v = conv(v) if conv is not None else v
+
+                def const(env):
+                    env[target] = v
+                return const
+            ev = self.value(inst.value, target, loc)
+            if conv is None:
+                def assign(env):
+                    env[target] = ev(env)
+            else:
+                def assign(env):
+                    env[target] = conv(ev(env))
+            return assign
+        if isinstance(inst, ir.Del):
+            return None
+        if isinstance(inst, ir.SetItem):
+            t, i, v = inst.target.name, inst.index.name, inst.value.name
+
+            def setitem(env):
+                env[t][env[i]] = env[v]
+            return setitem
+        if isinstance(inst, ir.StaticSetItem):
+            t, i, v = inst.target.name, inst.index, inst.value.name
+
+            def static_setitem(env):
+                env[t][i] = env[v]
+            return static_setitem
+        if isinstance(inst, ir.SetAttr):
+            t, a, v = inst.target.name, inst.attr, inst.value.name
+            return lambda env: setattr(env[t], a, env[v])
+        if isinstance(inst, ir.Print):
+            args = [a.name for a in inst.args]
+            return lambda env: print(*[env[a] for a in args])
+        self.refuse(f"the statement '{inst}'", loc)
+
+    def terminator(self, inst):
+        if isinstance(inst, ir.Jump):
+            target = inst.target
+            return lambda env: target
+        if isinstance(inst, ir.Branch):
+            cond, yes, no = inst.cond.name, inst.truebr, inst.falsebr
+            truth = scalars.truth
+            return lambda env: yes if truth(env[cond]) else no
+        if isinstance(inst, ir.Return):
+            v = inst.value.name
+            return lambda env: _Return(env[v])
+        if isinstance(inst, (ir.StaticRaise, ir.StaticTryRaise)):
+            cls, args = inst.exc_class, inst.exc_args
+
+            def static_raise(env):
+                if cls is None:
+                    raise RuntimeError("re-raise in kernel code")
+                raise cls(*(args or ()))
+            return static_raise
+        dynamic = tuple(c for c in (getattr(ir, "DynamicRaise", None),
+                                    getattr(ir, "DynamicTryRaise", None)) if c is not None)
+        if dynamic and isinstance(inst, dynamic):
+            cls, args = inst.exc_class, inst.exc_args
+
+            def dynamic_raise(env):
+                vals = [env[a.name] if isinstance(a, ir.Var) else a for a in (args or ())]
+                raise (cls or RuntimeError)(*vals)
+            return dynamic_raise
+        if isinstance(inst, (ir.Raise, ir.TryRaise)):
+            exc = inst.exception.name if inst.exception is not None else None
+
+            def raise_(env):
+                e = env[exc] if exc is not None else RuntimeError("re-raise in kernel code")
+                raise e
+            return raise_
+        self.refuse(f"the statement '{inst}'", inst.loc)
+
+    def block(self, blk):
+        phis, steps = [], []
+        for inst in blk.body[:-1]:
+            if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Expr) \
+                    and inst.value.op == "phi":
+                phis.append(self.phi(inst))
+                continue
+            step = self.statement(inst)
+            if step is not None:
+                steps.append((step, inst.loc))
+        term = blk.body[-1]
+        return _Block(tuple(phis), tuple(steps), self.terminator(term), term.loc)
+
+    def phi(self, inst):
+        target = inst.target.name
+        incoming = {}
+        for value, label in zip(inst.value.incoming_values, inst.value.incoming_blocks):
+            if isinstance(value, ir.Var):
+                name = value.name
+                incoming[label] = (lambda n: (lambda env: env[n]))(name)
+            else:                                   # ir.UNDEFINED: Numba's zero
+                incoming[label] = _Const(self._null(target, inst.loc))
+        return target, incoming, _converter(self.typemap.get(target))
+
+
+#: the value of a variable no assignment reached, of a type with no zero value (never read)
+_UNASSIGNED = object()
+
+
+class _Const:
+    """A phi's incoming constant (callable like the others)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, env):
+        return self.value
+
+
+def build(name: str, blocks: dict, typemap: dict, calltypes: dict, return_type,
+          typingctx=None, label: str = "") -> Program:
+    """A :class:`Program` of typed IR.
+
+    Args:
+        name: the function's name (messages).
+        blocks: label -> ``ir.Block``; the lowest label is the entry. Phi nodes (the IR
+            right after type inference) and their stripped form (assignments in the
+            predecessors, numba-cuda's ``PreLowerStripPhis``) both run.
+        typemap: variable name -> Numba type.
+        calltypes: IR expression -> signature.
+        return_type: the function's result type.
+        typingctx: Numba's typing context (unifies the arguments of ``min``/``max``).
+        label: what starts a refusal's message (a kernel's compile adds its name).
+
+    Raises:
+        TileTypingError: a statement or operation the interpreter has no rule for.
+    """
+    if typingctx is None:
+        from numba.cuda.descriptor import cuda_target
+        typingctx = cuda_target.typing_context
+    b = _Builder(name, blocks, typemap, calltypes, typingctx, label)
+    built = {label: b.block(blk) for label, blk in blocks.items()}
+    return Program(name, built, min(blocks), return_type)
+
+
+def from_state(state, name: str) -> Program:
+    """The :class:`Program` of a kernel from Numba's compiler state right after the checks
+    (``compiler.TypedIRPass``, on every compile: what it cannot run is refused on both
+    paths), built at once: later passes rewrite that IR."""
+    return build(name, state.func_ir.blocks, state.typemap, state.calltypes,
+                 state.return_type, state.typingctx)
+
+
+# ----------------------------------------------------------------------------- callees
+
+
+def _is_library(f) -> bool:
+    """``f`` is one of Python's, ``math``'s or NumPy's own functions (the scalar functions a
+    safe kernel may call: ``typing/closed_world.py``)."""
+    return id(f) in _LIBRARY_IDS or isinstance(f, np.ufunc)
+
+
+def _is_device_function(f) -> bool:
+    return is_device_function(f)
+
+
+def _call_device_function(f, sig, args, kwargs):
+    """A device function called by one being interpreted: its keyword and default arguments
+    bound as Numba binds them (``sig.args`` holds every parameter's type, a default's as
+    ``Omitted``), then its own typed IR run."""
+    import inspect
+    bound = inspect.signature(f.py_func).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = [scalars.cast(v, t) if scalars.is_scalar(t) else v
+              for v, t in zip(bound.args, sig.args)]
+    return device_program(f, tuple(types.unliteral(t) for t in sig.args)).run(values)
+
+
+#: (frozen device function, argument types) -> Program
+_DEVICE_PROGRAMS: dict = {}
+
+
+def device_program(fn, argtypes: tuple) -> Program:
+    """The :class:`Program` of device function ``fn`` (a numba-cuda ``@cuda.jit(device=True)``
+    dispatcher) for ``argtypes``: the typed IR of the frozen copy the compiled kernel links
+    (``typing/device.compiled_device_function``)."""
+    from ..typing.device import compiled_device_function, fresh_copy
+    fresh = fresh_copy(fn)
+    key = (fresh, tuple(argtypes))
+    prog = _DEVICE_PROGRAMS.get(key)
+    if prog is None:
+        cres = compiled_device_function(fn, tuple(argtypes))
+        ann = cres.type_annotation
+        name = getattr(fresh.py_func, "__qualname__", str(fn))
+        prog = build(name, ann.blocks, ann.typemap, ann.calltypes, cres.signature.return_type,
+                     cres.typing_context, label=f"device function '{name}': ")
+        _DEVICE_PROGRAMS[key] = prog
+    return prog

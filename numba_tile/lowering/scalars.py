@@ -1,0 +1,188 @@
+"""Scalar integer arithmetic, shifts, float-to-integer casts and powers with defined results.
+
+numba-cuda lowers a scalar ``a << n`` / ``a >> n`` to LLVM's ``shl`` / ``ashr`` / ``lshr`` and
+a float-to-integer cast (``int(x)``, ``np.int8(x)``, an assignment Numba converts) to
+``fptosi`` / ``fptoui``. LLVM makes all of them *poison* where the count is outside
+``[0, bits)`` or the value outside the integer's range: the GPU's result then depends on
+NVVM's code generation (an 8-bit ``fptoui`` of 300.0 became a 16-bit ``cvt`` and a truncation:
+44), and the interpreter could not agree with it. In numba_tile's code (its kernels and the
+frozen copies of the device functions they call: ``compiler_context.own_code``) these
+operations get the results tiles already have (``lowering/elementwise._shift_impl``,
+``lowering/common._float_to_int_sat``), which the interpreter computes too
+(``interpreter/scalars.py``):
+
+* ``a << n`` is 0 and ``a >> n`` is 0 (unsigned) or the sign (signed) for a count ``n``
+  outside ``[0, bits)`` of the operation's type (a negative count included);
+* a float32 or float64 converted to an integer type truncates toward zero and saturates at
+  the type's range; NaN gives 0 (PTX ``cvt.rzi``'s rule). (numba-cuda converts a float16
+  with ``cvt.rni``: rounding to nearest, saturated; left as it is.)
+* ``a ** n`` with an integer exponent never raises (:func:`_power_impl`): numba-cuda's loop
+  raises inside (``0.0 ** -1``), which on the GPU silently ends the thread;
+* integer ``+ - *`` wrap (two's complement) without LLVM's ``nsw`` flag (:func:`_wrapping`),
+  so no optimization assumes a signed result did not overflow.
+
+Elsewhere (a user's own numba-cuda kernels) Numba's lowering is unchanged. The registry is
+installed on numba-cuda's target context after its own (:func:`install`), so its
+implementations take precedence for these signatures.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from llvmlite import ir
+from numba.cuda import types
+from numba.cuda.core.imputils import Registry, impl_ret_untracked
+
+__all__ = ["registry", "install"]
+
+registry = Registry("numba_tile_scalars")
+_installed: set = set()
+
+
+def _own_code() -> bool:
+    from ..compiler_context import in_own_code
+    return in_own_code()
+
+
+@registry.lower_cast(types.Float, types.Integer)
+def float_to_integer(context, builder, fromty, toty, val):
+    """Toward zero, saturated to ``toty``'s range, NaN to 0 (module docstring)."""
+    from numba.cuda.cpython import numbers
+    if not _own_code():
+        return numbers.float_to_integer(context, builder, fromty, toty, val)
+    lty = context.get_value_type(toty)
+    r = builder.fptosi(val, lty) if toty.signed else builder.fptoui(val, lty)
+    bits = toty.bitwidth
+    lo = -(1 << (bits - 1)) if toty.signed else 0
+    hi = (1 << (bits - 1)) - 1 if toty.signed else (1 << bits) - 1
+    # compared in float64, where lo and hi + 1 (0 or powers of two) are exact
+    wide = val if val.type == ir.DoubleType() else builder.fpext(val, ir.DoubleType())
+    below = builder.fcmp_ordered("<", wide, ir.Constant(ir.DoubleType(), float(lo)))
+    above = builder.fcmp_ordered(">=", wide, ir.Constant(ir.DoubleType(), float(hi + 1)))
+    nan = builder.fcmp_unordered("uno", wide, wide)
+    r = builder.select(above, ir.Constant(lty, hi), r)
+    r = builder.select(below, ir.Constant(lty, lo), r)
+    return builder.select(nan, ir.Constant(lty, 0), r)
+
+
+def _shift(name):
+    def impl(context, builder, sig, args):
+        from numba.cuda.cpython import numbers
+        if not _own_code():
+            fallback = numbers.int_shl_impl if name == "lshift" else numbers.int_shr_impl
+            return fallback(context, builder, sig, args)
+        valty, amtty = sig.args
+        ret = sig.return_type
+        val = context.cast(builder, args[0], valty, ret)
+        amt = context.cast(builder, args[1], amtty, ret)
+        bits = ret.bitwidth
+        # unsigned compare: a negative count is outside too
+        inside = builder.icmp_unsigned("<", amt, ir.Constant(amt.type, bits))
+        safe = builder.select(inside, amt, ir.Constant(amt.type, 0))
+        if name == "lshift":
+            res = builder.select(inside, builder.shl(val, safe), ir.Constant(val.type, 0))
+        elif not ret.signed:
+            res = builder.select(inside, builder.lshr(val, safe), ir.Constant(val.type, 0))
+        else:
+            sign = builder.ashr(val, ir.Constant(val.type, bits - 1))
+            res = builder.select(inside, builder.ashr(val, safe), sign)
+        return impl_ret_untracked(context, builder, ret, res)
+    return impl
+
+
+for _op in (operator.lshift, operator.ilshift):
+    registry.lower(_op, types.Integer, types.Integer)(_shift("lshift"))
+for _op in (operator.rshift, operator.irshift):
+    registry.lower(_op, types.Integer, types.Integer)(_shift("rshift"))
+
+
+def _wrapping(name):
+    """Integer ``+ - *`` that wraps: numba-cuda's ``int_add_impl`` and its siblings mark signed
+    arithmetic ``nsw`` (no signed wrap), which lets LLVM assume it never overflows and fold
+    ``v * v > 0`` into ``v != 0``; then a kernel's branch on an overflowing value goes the way
+    no wrapped value would. Here the operation is two's complement, always."""
+    def impl(context, builder, sig, args):
+        from numba.cuda.cpython import numbers
+        if not _own_code():
+            return getattr(numbers, f"int_{name}_impl")(context, builder, sig, args)
+        (ta, tb), ret = sig.args, sig.return_type
+        a = context.cast(builder, args[0], ta, ret)
+        b = context.cast(builder, args[1], tb, ret)
+        res = getattr(builder, name)(a, b)
+        return impl_ret_untracked(context, builder, ret, res)
+    return impl
+
+
+for _name, _ops in (("add", (operator.add, operator.iadd)), ("sub", (operator.sub, operator.isub)),
+                    ("mul", (operator.mul, operator.imul))):
+    for _op in _ops:
+        registry.lower(_op, types.Integer, types.Integer)(_wrapping(_name))
+
+
+def _power_impl(context, builder, sig, args):
+    """``a ** n`` for an integer exponent: numba-cuda's ``int_power_impl`` (square and multiply
+    in the result type), but with no path that raises. Numba compiles that loop as a
+    subroutine with Python's error model, where ``1.0 / r`` of a float ``r`` that is 0
+    (``0.0 ** -1``) and ``-n`` of the most negative exponent raise; on the GPU the thread then
+    returns from the kernel, skipping the rest of it. Here ``1.0 / 0.0`` is the IEEE infinity
+    (of ``r``'s sign) and the most negative exponent goes to ``pow`` in float64, as exponents
+    past 65536 already do."""
+    import math
+
+    from numba.cuda.cpython import numbers
+    if not _own_code():
+        return numbers.int_power_impl(context, builder, sig, args)
+    is_integer = isinstance(sig.args[0], types.Integer)
+    tp = sig.return_type
+    zerodiv_return = -1 << (tp.bitwidth - 1) if isinstance(tp, types.Integer) else 0
+
+    def int_power(a, b):
+        r = tp(1)
+        a = tp(a)
+        if b < 0:
+            invert = True
+            exp = -b
+            if is_integer:
+                if a == 0:
+                    return zerodiv_return
+                if a != 1 and a != -1:
+                    return 0
+            if exp < 0:                 # -b overflowed: b is its type's most negative value
+                return math.pow(a, float(b))
+        else:
+            invert = False
+            exp = b
+        if exp > 0x10000:
+            return math.pow(a, float(b))
+        while exp != 0:
+            if exp & 1:
+                r *= a
+            exp >>= 1
+            a *= a
+        if invert:
+            if r == 0:                  # a float underflowed to zero (or was zero)
+                return math.copysign(math.inf, r)
+            return 1.0 / r
+        return r
+
+    res = context.compile_internal(builder, int_power, sig, args)
+    return impl_ret_untracked(context, builder, sig.return_type, res)
+
+
+for _op in (operator.pow, operator.ipow, pow):
+    registry.lower(_op, types.Integer, types.Integer)(_power_impl)
+    for _ty in sorted(types.signed_domain | types.unsigned_domain, key=str):
+        registry.lower(_op, types.Float, _ty)(_power_impl)
+
+
+def install(targetctx) -> None:
+    """Install the registry on numba-cuda's target context ``targetctx``, once, after the
+    context's own registries (so these implementations are the ones chosen). Call it with
+    numba-cuda's target selected (``utils.numba_target_override``), as a compile does: the
+    context's first refresh loads the registries that target's way."""
+    if id(targetctx) in _installed:
+        return
+    targetctx.refresh()                 # its own registries first
+    targetctx.install_registry(registry)
+    _installed.add(id(targetctx))

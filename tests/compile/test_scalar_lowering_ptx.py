@@ -1,0 +1,75 @@
+"""numba_tile's scalar lowering (``lowering/scalars.py``), on PTX (no GPU needed): the scalar
+kernels of the GPU tier compile for every dtype pair they run with; a scalar shift compares
+its count with the width before shifting, a float-to-integer cast saturates (selects around
+``cvt.rzi``), while a numba-cuda device function compiled outside numba_tile keeps numba-cuda's
+own lowering."""
+
+import re
+
+import numpy as np
+import pytest
+from numba import cuda
+from numba.cuda import types
+
+import numba_tile as nt
+from tests import scalar_cases as sc
+
+
+def _ptx(kernel, inputs, outputs):
+    return kernel.ptx(*inputs, *[nt.partition(np.zeros(8, dt), 1) for dt in outputs])
+
+
+def _body(ptx):
+    return ptx[ptx.index(".entry"):]
+
+
+@pytest.mark.parametrize("da, db", sc.PAIRS, ids=lambda d: np.dtype(d).name)
+def test_the_scalar_kernels_compile_for_every_pair(da, db):
+    a, b = np.zeros(8, da), np.zeros(8, db)
+    ptx = _ptx(sc.arithmetic, (a, b), sc.result_dtypes(sc.arithmetic_ref, a[0], b[0]))
+    assert ".local" not in ptx
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        _ptx(sc.bitwise, (a, b), sc.result_dtypes(sc.bitwise_ref, a[0], b[0]))
+    _ptx(sc.power, (a, b), sc.result_dtypes(sc.power_ref, a[0], b[0]))
+
+
+@pytest.mark.parametrize("dt", sc.INTS + sc.FLOATS, ids=lambda d: np.dtype(d).name)
+def test_unary_kernels_compile(dt):
+    a = np.zeros(8, dt)
+    _ptx(sc.unary, (a,), sc.result_dtypes(sc.unary_ref, a[0]))
+
+
+@nt.jit
+def shift(x, y, z: nt.Partition):
+    i = nt.bid(0)
+    nt.store(z, x[i] << y[i])
+
+
+@nt.jit
+def to_uint8(x, z: nt.Partition):
+    nt.store(z, np.uint8(x[nt.bid(0)]))
+
+
+def test_a_scalar_shift_compares_its_count_with_the_width():
+    x = np.zeros(8, np.int64)
+    body = _body(shift.ptx(x, x, nt.partition(np.zeros(8, np.int64), 1)))
+    assert re.search(r"setp\.lt\.u64\s+%p\d+, %rd\d+, 64;", body), body
+    assert "shl.b64" in body and "selp.b64" in body
+
+
+def test_a_float_to_integer_cast_saturates():
+    body = _body(to_uint8.ptx(np.zeros(8, np.float32), nt.partition(np.zeros(8, np.uint8), 1)))
+    assert "cvt.rzi" in body
+    # above the range: 255; below it or NaN (an unordered compare): 0
+    assert re.search(r"setp\.ge\.f(32|64)", body) and re.search(r"setp\.(ltu|lt)\.f", body)
+    assert "selp" in body
+
+
+def test_numba_cudas_own_code_keeps_its_lowering():
+    def shl(a, b):
+        return a << b
+
+    shift.ptx(np.zeros(8, np.int64), np.zeros(8, np.int64),
+              nt.partition(np.zeros(8, np.int64), 1))        # numba_tile's code compiled first
+    ptx, _ = cuda.compile_ptx(shl, (types.int64, types.int64), device=True, cc=(9, 0))
+    assert "shl.b64" in ptx and not re.search(r"setp\.lt\.u64\s+%p\d+, %rd\d+, 64;", ptx)
