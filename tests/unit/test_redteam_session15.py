@@ -303,7 +303,7 @@ def test_held_autotune_specializes_on_the_mutable_arrays_device(peers, fake):
     from numba_tile.autotune import _specialize
     state = peers
     w, x, out = _on(state, 0, 512), _on(state, 1, 512), _on(state, 1, 512)
-    _spec, _ck, device, _cc = _specialize(axpy, (w, x, nt.partition(out, 256), 256), False)
+    _kern, _spec, _ck, device, _cc = _specialize(axpy, (w, x, nt.partition(out, 256), 256), False)
     assert device == 1 and (1, 0) in state["enabled"]
     state["possible"] = False
     with pytest.raises(TileArgumentError, match="cannot read"):
