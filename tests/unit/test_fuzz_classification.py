@@ -54,9 +54,10 @@ def test_a_hung_case_is_killed_at_its_timeout():
 
 
 FAKE_SANITIZER = """#!/bin/sh
-# compute-sanitizer's command line: --tool TOOL --error-exitcode N PROGRAM ARGS...
-code=$4
-shift 4
+# compute-sanitizer's command line:
+#   --tool TOOL --report-api-errors no --error-exitcode N PROGRAM ARGS...
+code=$6
+shift 6
 "$@" || exit $?
 if [ -n "$FAKE_SANITIZER_ERROR" ]; then
     echo "========= Invalid __shared__ write of size 16 bytes"
