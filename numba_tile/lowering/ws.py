@@ -29,7 +29,14 @@ for ``kk`` in ``0 .. n-1``: waits until slot ``kk mod S`` is empty (``kk >= S``:
 ``empty[kk mod S]``, parity ``(kk / S + 1) mod 2``), posts the tile's bytes on
 ``full[kk mod S]`` and issues its boxes (``lowering/tma.issue_boxes``). Exactly ``n`` tiles:
 nothing is in flight when the job ends. Every return of the consumers' code posts the stop
-job (thread 0), and the producer returns.
+job (thread 0), and the producer returns. Consumers can return mid-loop (a ``return``, or an
+exception Numba raises in the loop's body: a ``range`` step of 0, a tuple index past its end,
+which end the GPU thread): the producer's wait for an empty slot also reads the job's loop
+number and leaves on the stop value, and before returning it waits on the ``full`` barriers
+of the last ``S`` positions it issued, so no box lands after the block has exited
+(:func:`_wait_or_stop`, :func:`_drain`). In a cluster's kernel (below) a block whose
+consumers leave mid-loop still leaves its partner waiting for their slot releases: clusters
+are opt-in, and a kernel that can raise inside its K loop should not opt in.
 
 **Consumers** in iteration ``k``: wait on ``full[k mod S]`` (no block barrier), issue the
 ``wgmma``s, commit, ``wgmma.wait_group P``, then lane 0 of every warp arrives on
@@ -284,6 +291,57 @@ def _wait(builder, bar32, parity32):
                   "@!P1 bra NT_WS_WAIT;\n\t}", "r,r", (bar32, parity32), (I32, I32))
 
 
+def _try_wait(builder, bar32, parity32):
+    """i1: one ``mbarrier.try_wait.parity`` (it suspends the thread for a while in the
+    hardware before it answers no)."""
+    fn = ir.InlineAsm(ir.FunctionType(I32, [I32, I32]),
+                      "{\n\t.reg .pred P1;\n\t"
+                      "mbarrier.try_wait.parity.shared::cta.b64 P1, [$1], $2;\n\t"
+                      "selp.u32 $0, 1, 0, P1;\n\t}", "=r,r,r,~{memory}", side_effect=True)
+    return builder.icmp_unsigned("!=", builder.call(fn, [bar32, parity32]), ir.Constant(I32, 0))
+
+
+def _stopped(builder):
+    """i1: the consumers have posted the stop job (a volatile read of the job's loop number:
+    the consumers may write it at any time)."""
+    job = _job_region(builder)
+    fn = ir.InlineAsm(ir.FunctionType(I32, [I32]), "ld.volatile.shared.u32 $0, [$1];",
+                      "=r,r,~{memory}", side_effect=True)
+    which = builder.call(fn, [builder.add(address32(builder, job), ir.Constant(I32, 8))])
+    return builder.icmp_unsigned("==", which, ir.Constant(I32, STOP))
+
+
+def _wait_or_stop(builder, bar32, parity32, stop_block):
+    """The producer's wait for a slot to be empty, watching for the consumers' stop job: a
+    consumer that leaves mid-loop (a return, or an exception Numba raises in the loop's body:
+    a ``range`` step of 0, a tuple index out of range) releases no more slots, so the
+    producer, instead of waiting forever, goes to ``stop_block`` (drain and return)."""
+    fn = builder.function
+    spin = fn.append_basic_block("ws.spin")
+    check = fn.append_basic_block("ws.check")
+    ready = fn.append_basic_block("ws.ready")
+    builder.branch(spin)
+    builder.position_at_end(spin)
+    builder.cbranch(_try_wait(builder, bar32, parity32), ready, check)
+    builder.position_at_end(check)
+    builder.cbranch(_stopped(builder), stop_block, spin)
+    builder.position_at_end(ready)
+
+
+def _drain(builder, bars, S: int, issued):
+    """Before the producer returns: every box it issued has landed (``full`` of the last
+    ``S`` ring positions below ``issued``, i64, each the newest tile of its slot), so no TMA
+    copy writes the block's shared memory after the block has exited. Positions whose tiles
+    the consumers read have completed already: the waits return at once."""
+    for j in range(1, S + 1):
+        with builder.if_then(builder.icmp_unsigned(">=", issued, const_i64(j))):
+            pos = builder.sub(issued, const_i64(j))
+            s = builder.trunc(builder.urem(pos, const_i64(S)), I32)
+            lap = builder.trunc(builder.udiv(pos, const_i64(S)), I32)
+            _wait(builder, builder.add(bars, builder.mul(s, ir.Constant(I32, 8))),
+                  builder.and_(lap, ir.Constant(I32, 1)))
+
+
 def split_roles(kernel) -> None:
     """Give ``kernel`` (its ``llvmlite.ir`` function, the consumers' code as lowered) its
     producer warpgroup: a new entry block (the old one's ``alloca``s moved into it) that
@@ -347,11 +405,21 @@ def split_roles(kernel) -> None:
     done = kernel.append_basic_block("ws.done")
     head = kernel.append_basic_block("ws.job")
     parity = cgutils.alloca_once_value(b, ir.Constant(I32, 0))
+    # per loop, the ring positions its current job has issued (0 for a loop not running):
+    # what a stop drains
+    issued = {loop["id"]: cgutils.alloca_once_value(b, const_i64(0)) for loop in loops}
     b.cbranch(b.icmp_unsigned("==", tid, ir.Constant(I32, n_cons)), head, done)
     b.position_at_end(done)
     if paired_kernel:
         _cluster_sync(b, aligned=False)
     b.ret_void()
+
+    stop = kernel.append_basic_block("ws.stop")
+    b.position_at_end(stop)
+    for loop in loops:
+        _drain(b, address32(b, pool().at(b, loop["bars_off"])), loop["stages"],
+               b.load(issued[loop["id"]]))
+    b.branch(done)
 
     b.position_at_end(head)
     job = _job_region(b)
@@ -362,11 +430,14 @@ def split_roles(kernel) -> None:
     def get(offset, ty):
         return b.load(b.bitcast(b.gep(job, [const_i64(offset)]), ty.as_pointer(3)))
     which = get(8, I32)
-    switch = b.switch(which, done)
+    switch = b.switch(which, stop)
     for loop in loops:
         blk = kernel.append_basic_block(f"ws.loop{loop['id']}")
         switch.add_case(ir.Constant(I32, loop["id"]), blk)
         b.position_at_end(blk)
+        for cell in issued.values():        # a new job: only this loop's ring is in use
+            b.store(const_i64(0), cell)
+        mine = issued[loop["id"]]
         n = get(16, I64)
         others = None if loop["persistent"] else [get(24 + 16 * j, I32)
                                                   for j in range(len(loop["loads"]))]
@@ -392,8 +463,10 @@ def split_roles(kernel) -> None:
             lap = b.trunc(b.udiv(g, const_i64(S)), I32)
             with b.if_then(b.icmp_unsigned(">=", g, const_i64(S))):
                 empty = b.add(bars, b.mul(b.add(s, ir.Constant(I32, S)), ir.Constant(I32, 8)))
-                _wait(b, empty, b.and_(b.add(lap, ir.Constant(I32, 1)), ir.Constant(I32, 1)))
+                _wait_or_stop(b, empty, b.and_(b.add(lap, ir.Constant(I32, 1)),
+                                               ir.Constant(I32, 1)), stop)
             full = b.add(bars, b.mul(s, ir.Constant(I32, 8)))
+            b.store(b.add(g, const_i64(1)), mine)       # position g is issued below
             if paired is not None:      # read by the consumers' release (acquired on full)
                 b.store(b.zext(paired, I32), _flag_ptr(b, s))
             expect_bytes(b, full, total)
