@@ -23,7 +23,7 @@ from numba.cuda import types
 from numba.cuda.core.errors import TypingError as NumbaTypingError
 from numba.cuda.typing.templates import AbstractTemplate, signature, fold_arguments
 
-from .errors import TileError
+from .errors import TileError, TileTypingError
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,37 @@ def typed_by_rule(d: OpDef, sig) -> bool:
     return (d.name, tuple(sig.args), sig.return_type) in seen
 
 
+def call_mismatch(name: str, pysig: inspect.Signature, nargs: int, kws) -> str:
+    """Why a call of op ``name`` with ``nargs`` positional arguments and keywords ``kws`` does
+    not bind to its signature: the required arguments missing, an unknown keyword, an argument
+    given twice, or too many positional ones."""
+    kws = dict(kws)
+    params = list(pysig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if nargs > len(positional) and not any(p.kind is p.VAR_POSITIONAL for p in params):
+        n = len(positional)
+        return (f"{name}() takes at most {n} positional argument{'s' if n != 1 else ''} "
+                f"({', '.join(p.name for p in positional)}), got {nargs}")
+    names = {p.name: i for i, p in enumerate(params)}
+    for k in kws:
+        if k not in names or params[names[k]].kind in (params[names[k]].POSITIONAL_ONLY,
+                                                       params[names[k]].VAR_POSITIONAL,
+                                                       params[names[k]].VAR_KEYWORD):
+            return f"{name}() has no argument '{k}'"
+        if names[k] < nargs and params[names[k]].kind is not params[names[k]].KEYWORD_ONLY:
+            return f"{name}() got argument '{k}' twice (by position and by keyword)"
+    missing = [p.name for i, p in enumerate(params)
+               if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               and p.name not in kws
+               and not (i < nargs and p.kind is not p.KEYWORD_ONLY)]
+    if missing:
+        s = "s" if len(missing) > 1 else ""
+        return (f"{name}() missing required argument{s} "
+                f"{', '.join(repr(m) for m in missing)}: it takes "
+                f"({', '.join(str(p) for p in params)})")
+    return f"{name}(): the arguments do not match its signature ({pysig})"
+
+
 def _make_template(d: OpDef):
     from . import compiler_context  # late: avoids an import cycle
 
@@ -205,14 +236,19 @@ def _make_template(d: OpDef):
                         lambda index, param, value: value,
                         lambda index, param, default: types.Omitted(default),
                         lambda index, param, values: types.StarArgTuple(values))
-                except TypeError:
-                    return None
+                except (TypeError, NumbaTypingError):     # numba-cuda's: "Cannot bind"
+                    folded = None
             else:
                 if kws:
                     return None
                 folded = tuple(args)
             loc = _typing_loc()
             try:
+                if folded is None:
+                    # a numba_tile op whose call does not bind (a required argument left
+                    # out, one too many): say so, rather than "no implementation" and a hint
+                    # that tiles need numba_tile's ops
+                    raise TileTypingError(call_mismatch(d.name, d.pysig, len(args), kws))
                 ret = d.typer(*folded)
             except TileError as exc:
                 # Numba does not carry this error's class or line through its own error

@@ -243,6 +243,18 @@ class Autotuned:
             raise self._fixed(name)
         object.__delattr__(self, name)
 
+    # copies and pickles: as its kernel's, by reference (numba_tile/references.py)
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        from . import references
+        return references.reduce(self, "autotuned kernel", self.kernel._fn.__module__,
+                                 self.__qualname__, Autotuned)
+
     def _fixed(self, name):
         from .errors import FixedAttributeError
         from .options import at_user_line
@@ -549,11 +561,12 @@ class Autotuned:
         if path is None:
             return None
         try:
-            with open(path) as f:
-                i = int(json.load(f)["config"])
-            return self.configs[i] if 0 <= i < len(self.configs) else None
-        except (OSError, ValueError, KeyError, TypeError):
+            i = json.loads(cache.read_regular(path))["config"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None
+        # an exact int in range (not a bool, a float or a string that int() would take);
+        # anything else tunes again
+        return self.configs[i] if type(i) is int and 0 <= i < len(self.configs) else None
 
     def _store(self, key, device, c: Config):
         path = self._disk_path(key, device)

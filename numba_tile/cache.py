@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 
 CACHE_ENV = "NUMBA_TILE_CACHE_DIR"
@@ -169,17 +170,36 @@ def _from_fields(data: dict, key: str):
                           tensor_maps=tuple((n, r) for n, r in maps), cluster=cluster)
 
 
+def read_regular(path: str) -> bytes:
+    """The bytes of the regular file at ``path``. Opened without blocking (``O_NONBLOCK``) and
+    checked with ``fstat`` before reading: a FIFO, a device (a link to ``/dev/zero``), a socket
+    or a directory put in place of a cache file is refused, never waited on or read forever.
+
+    Raises:
+        OSError: no such file, unreadable, or not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb") as f:
+            fd = None
+            return f.read()
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 def load(digest: str):
     """The cached ``CompiledKernel`` for ``digest``, or None: no entry, or one that does not
-    verify (unreadable, truncated, not JSON, a field missing, mistyped or out of range, or a
-    stored digest that does not match the entry's key and fields). The caller then compiles
-    and overwrites the entry; a bad entry is never an error."""
+    verify (not a regular file, unreadable, truncated, not JSON, a field missing, mistyped or
+    out of range, or a stored digest that does not match the entry's key and fields). The
+    caller then compiles and overwrites the entry; a bad entry is never an error."""
     d = cache_dir()
     if d is None:
         return None
     try:
-        with open(os.path.join(d, digest + ".json"), "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+        data = json.loads(read_regular(os.path.join(d, digest + ".json")).decode("utf-8"))
         return _from_fields(data, digest)
     except (OSError, ValueError, RecursionError, MemoryError):
         return None     # unreadable, or not JSON: recompile

@@ -32,7 +32,7 @@ import threading
 import numpy as np
 from numba.cuda import types
 
-from . import binding, cache, dtypes, frozen
+from . import binding, cache, dtypes, frozen, references
 from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
 from .constant_identity import identity as constant_identity
@@ -51,6 +51,7 @@ from .runtime.partition import Partition  # noqa: F401 - re-exported
 from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, _at_definition, check_kernel_function, parse_params)
+from .targets import check_target
 from .typing.types import ConstantArgType, PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
@@ -119,10 +120,6 @@ def _arg_error(message: str) -> TileArgumentError:
     return TileArgumentError(message, filename=site[0], lineno=site[1])
 
 
-#: ``with_options``' default: the option as the kernel has it
-_UNCHANGED = object()
-
-
 def _vec16(a) -> bool:
     """16-byte vector accesses are legal for this array (see lowering/memory.py)."""
     if a.size == 0 or a.ndim == 0:
@@ -146,7 +143,9 @@ def _zero_axes(a) -> tuple:
                  for d, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0)
 
 
-def _scalar_type(value, name):
+def _scalar_type(value, name, kernel_name):
+    """The Numba type of runtime scalar argument ``name``: a bool, an int that fits 32 (else 64)
+    bits, a float (float64); anything else is a TileArgumentError naming the kernel."""
     if isinstance(value, (bool, np.bool_)):
         return types.boolean
     if isinstance(value, (int, np.integer)):
@@ -155,11 +154,13 @@ def _scalar_type(value, name):
             return types.int32          # as Triton: int arguments that fit are int32
         if -2**63 <= v < 2**63:
             return types.int64
-        raise _arg_error(f"argument '{name}': {v} does not fit in 64 bits")
+        raise _arg_error(f"kernel '{kernel_name}': argument '{name}': a runtime int scalar is "
+                         f"an int64, got {v}, which does not fit in 64 bits")
     if isinstance(value, (float, np.floating)):
         return types.float64
-    raise _arg_error(f"argument '{name}': expected an array or a Python number, "
-                     f"got {type(value).__name__}")
+    raise _arg_error(f"kernel '{kernel_name}': argument '{name}': expected an array or a "
+                     f"runtime scalar (a bool, an int or a float), got "
+                     f"{shown(value, with_type=True, qualified=False)}")
 
 
 class _Specialization:
@@ -183,7 +184,7 @@ class Kernel:
     makes a kernel with other options; ``numba_tile/options.py``).
 
     Attributes:
-        fn: the Python function.
+        fn: a new copy, on each read, of the function as decorated (what the kernel runs).
         num_warps: warps per block (threads = 32 * num_warps).
         min_blocks_per_sm: blocks the compiler must fit on one multiprocessor (None: no
             requirement).
@@ -194,7 +195,7 @@ class Kernel:
     """
 
     def __setattr__(self, name, value):
-        if name in _FIXED and name in self.__dict__:
+        if name in _FIXED and (name in self.__dict__ or name == "fn"):
             raise _fixed_error(self, name)
         object.__setattr__(self, name, value)
 
@@ -220,7 +221,6 @@ class Kernel:
                              f"apply numba_tile.jit once (its options go in that one call)")
         check_kernel_function(fn)
         _check_options(num_warps, interpret, unchecked, min_blocks_per_sm, num_stages)
-        self.fn = fn
         # what every specialization snapshots and every group rewrite starts from: the
         # function as decorated (a later ``fn.__code__ = ...`` or ``fn.__defaults__ = ...``
         # on the user's function changes nothing this kernel runs)
@@ -277,21 +277,47 @@ class Kernel:
     def __repr__(self):
         return f"<numba_tile kernel {self.__qualname__} num_warps={self.num_warps}>"
 
-    def with_options(self, *, num_warps: int | None = None,
-                     num_stages: int | None = None, min_blocks_per_sm=_UNCHANGED) -> "Kernel":
+    @property
+    def fn(self):
+        """A new copy, on each read, of the function as decorated (what this kernel runs):
+        changing it changes nothing the kernel runs, and ``numba_tile.jit(...)(kernel.fn)``
+        decorates what it runs even after the decorated function changed."""
+        return frozen.function_copy(self._fn)
+
+    # -- copies and pickles: as a function's (numba_tile/references.py) ------------------
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return references.reduce(self, "kernel", self._fn.__module__, self.__qualname__,
+                                 Kernel)
+
+    def with_options(self, **options) -> "Kernel":
         """This kernel with other ``num_warps`` / ``num_stages`` / ``min_blocks_per_sm`` (the
         autotuner's variants; ``min_blocks_per_sm=None`` drops the bound, leaving it out keeps
         this kernel's): the same function and parameters, its own compiled specializations.
 
+        Args:
+            **options: ``num_warps``, ``num_stages``, ``min_blocks_per_sm`` (as :func:`jit`);
+                an option left out keeps this kernel's.
+
         Raises:
-            TileArgumentError: an option out of range (as :func:`jit`).
+            TileArgumentError: another option, or an option out of range (as :func:`jit`),
+                naming the kernel, at the user's line.
         """
-        import copy
-        nw = self.num_warps if num_warps is None else num_warps
-        ns = self.num_stages if num_stages is None else num_stages
-        mb = self.min_blocks_per_sm if min_blocks_per_sm is _UNCHANGED else min_blocks_per_sm
-        _check_options(nw, self.interpret, self.unchecked, mb, ns)
-        k = copy.copy(self)
+        from .options import check_variant_options
+        check_variant_options(self.__qualname__, options)
+        nw, ns = options.get("num_warps"), options.get("num_stages")   # None: this kernel's
+        nw, ns = self.num_warps if nw is None else nw, self.num_stages if ns is None else ns
+        mb = options.get("min_blocks_per_sm", self.min_blocks_per_sm)
+        _check_options(nw, self.interpret, self.unchecked, mb, ns,
+                       where=f"kernel '{self.__qualname__}': with_options()")
+        k = object.__new__(type(self))
+        k.__dict__.update(self.__dict__)
         for name, value in (("num_warps", nw), ("num_stages", ns), ("min_blocks_per_sm", mb)):
             object.__setattr__(k, name, value)     # the new kernel's, before anyone sees it
         k._compiled, k._checked, k._snapshots, k._programs = {}, set(), {}, {}
@@ -414,12 +440,12 @@ class Kernel:
                                             f"{type(b).__name__}") from None
                 key.append(constant_identity(b))
             else:
-                key.append(_scalar_type(b, p.name))
+                key.append(_scalar_type(b, p.name, self.__qualname__))
         key = tuple(key)
         hit = self._signatures.get(key)
         if hit is None:
             argtypes, grid_param = self._argtypes(bound)
-            groups_mod.check_parameter_space(self.__qualname__, self.fn,
+            groups_mod.check_parameter_space(self.__qualname__, self._fn,
                                              [p.name for p in self.params], argtypes)
             hit = self._signatures[key] = _Specialization(key, argtypes, grid_param)
         return hit
@@ -443,7 +469,7 @@ class Kernel:
             elif p.role == "constant":
                 argtypes.append(ConstantArgType(b))
             else:
-                argtypes.append(_scalar_type(b, p.name))
+                argtypes.append(_scalar_type(b, p.name, self.__qualname__))
         if grid_param is None and not self.unchecked:
             raise _arg_error(
                 f"kernel '{self.__qualname__}' has no Partition parameter: a safe kernel writes "
@@ -921,17 +947,21 @@ class Kernel:
 
         Arguments may be device arrays, host arrays or fake ``__cuda_array_interface__``
         objects: only their dtype, rank, alignment and strides matter. ``cc``: the target
-        compute capability ``(major, minor)``, 8.0 or newer (default 9.0, the H200's); the
-        shared-memory limit checked is that target's.
+        compute capability ``(major, minor)``, a tuple of two ints, 8.0 or newer (default 9.0,
+        the H200's), one the CUDA toolkit compiles for; the shared-memory limit checked is
+        that target's.
 
         Raises:
             TileTypingError: as a launch, and for a ``cc`` below 8.0.
+            TileArgumentError: as a launch, and for a ``cc`` that is not a tuple of two ints or
+                not a target of the CUDA toolkit.
         """
         return self.compiled(*args, cc=cc, **kwargs).ptx
 
     def compiled(self, *args, cc=(9, 0), **kwargs):
         """The :class:`~numba_tile.compiler.CompiledKernel` these arguments select (its PTX,
         entry, parameter kinds, shared memory, tensor maps), as :meth:`ptx`."""
+        cc = check_target(self.__qualname__, cc)
         values = self._bind(args, kwargs)
         groups = self._group_lengths(values)
         if groups:

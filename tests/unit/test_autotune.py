@@ -4,6 +4,7 @@ do not compile, one tuning per key (in memory and on disk), and clear errors; th
 PTX-to-cubin step run by worker threads (real nvJitLink, on the CPU) gives the trials of one
 worker, and tunings in several threads at once agree."""
 
+import json
 import os
 import sys
 import threading
@@ -92,6 +93,61 @@ def test_tuning_is_kept_on_disk(tmp_path):
     assert second.trials == {}                   # read from disk: nothing tried
     assert second.best_config(x, z) == first.best_config(x, z)
     np.testing.assert_allclose(z, 2 * x)
+
+
+@pytest.mark.parametrize("stored", [1.5, 1.0, True, False, "0", "1", -1, 3, 2**64, None, [1],
+                                    {"i": 1}])
+def test_a_stored_choice_that_is_not_an_index_in_range_tunes_again(tmp_path, stored):
+    """Only an exact int from 0 to len(configs) - 1 names a configuration (not a bool, a float
+    or a string that int() would take); anything else is tuned again and overwritten."""
+    x = np.random.default_rng().integers(-50, 50, 700).astype(np.float32)
+    first = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    first(x, np.zeros_like(x)).sync()
+    (path,) = (tmp_path / "cache").glob("autotune-*.json")
+    path.write_text(json.dumps({"config": stored}))
+    second = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    z = np.zeros_like(x)
+    second(x, z).sync()
+    np.testing.assert_array_equal(z, 2 * x)
+    (trials,) = second.trials.values()
+    assert len(trials) == len(CONFIGS)                   # tuned again
+    best = json.loads(path.read_text())["config"]
+    assert type(best) is int and CONFIGS[best] == second.best_config(x, z)
+
+
+@pytest.mark.parametrize("index", range(len(CONFIGS)))
+def test_a_stored_index_in_range_is_used_without_trials(tmp_path, index):
+    x = np.random.default_rng().integers(-50, 50, 700).astype(np.float32)
+    first = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    first(x, np.zeros_like(x)).sync()
+    (path,) = (tmp_path / "cache").glob("autotune-*.json")
+    path.write_text(json.dumps({"config": index}))
+    second = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    z = np.zeros_like(x)
+    second(x, z).sync()
+    assert second.trials == {} and second.best_config(x, z) is CONFIGS[index]
+    np.testing.assert_array_equal(z, 2 * x)
+
+
+def test_a_fifo_in_place_of_the_stored_choice_tunes_again(tmp_path):
+    """A FIFO (or any file that is not regular) is never opened for a blocking read."""
+    x = np.random.default_rng().integers(-50, 50, 700).astype(np.float32)
+    first = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    first(x, np.zeros_like(x)).sync()
+    (path,) = (tmp_path / "cache").glob("autotune-*.json")
+    path.unlink()
+    os.mkfifo(path)
+    second = nt.autotune(configs=CONFIGS, reps=1, warmup=0)(accumulate.kernel)
+    z = np.zeros_like(x)
+    done = threading.Thread(target=lambda: second(x, z).sync(), daemon=True)
+    done.start()
+    done.join(60)
+    if done.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))   # let the blocked reader go
+        done.join(60)
+        pytest.fail("reading the stored choice blocked on a FIFO")
+    np.testing.assert_array_equal(z, 2 * x)
+    assert len(second.trials) == 1 and path.is_file()
 
 
 @nt.autotune(configs=[nt.Config({"BM": 16, "BN": 64}, partitions={"c": {"order": nt.grouped(2)}}),

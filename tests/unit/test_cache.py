@@ -474,3 +474,45 @@ def test_a_verified_entry_is_used_without_compiling(tmp_path, monkeypatch):
     first = _compiled(_make_scale())
     monkeypatch.setattr("numba_tile.kernel.compile_kernel", _no_compile)
     assert _compiled(_make_scale()) == first
+
+
+def _release_fifo(path):
+    """Let a reader blocked in open() on the FIFO at ``path`` go (it reads end of file)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dangling_link"])
+def test_an_entry_that_is_not_a_regular_file_is_missing(tmp_path, monkeypatch, kind):
+    """A FIFO or a directory in place of an entry is never read (opening a FIFO blocks until a
+    writer comes): the kernel compiles and the entry is written again. (A link to a device,
+    ``/dev/zero``, is refused by the same test of the file's type; it is not run here, where a
+    regression would read without end.)"""
+    import threading
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    first = _compiled(_make_scale())
+    path = _entry(tmp_path)
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        os.symlink(tmp_path / "nowhere.json", path)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(cache.load(path.stem)), daemon=True)
+    reader.start()
+    reader.join(30)
+    if reader.is_alive():
+        _release_fifo(path)
+        reader.join(30)
+        pytest.fail(f"reading an entry that is a {kind} did not return")
+    assert got == [None]
+    if kind == "directory":
+        path.rmdir()             # the store's rename cannot replace a directory
+    calls = _counting_compiles(monkeypatch)
+    again = _compiled(_make_scale())
+    assert calls == [1] and _same_code(again) == _same_code(first)
+    assert cache.load(path.stem) == again and path.is_file() and not path.is_symlink()

@@ -88,6 +88,33 @@ def test_replacing_the_functions_code_after_the_decoration_changes_nothing_it_ru
         assert "0d4008000000000000" in k.ptx(x, nt.partition(np.zeros(100), tile), tile)  # 3.0
 
 
+def test_kernel_fn_is_what_the_kernel_runs_after_the_function_changed():
+    """``numba_tile.jit(...)(kernel.fn)``, the refusal's recipe for another ``unchecked`` or
+    ``interpret``, decorates what the kernel runs, not the function as changed since; and
+    changing ``kernel.fn`` changes nothing the kernel runs."""
+    def scaled(x, z: nt.Partition["B"], B: nt.Constant, factor=3.0):
+        nt.store(z, nt.load_like(x, z) * factor)
+    k = nt.jit(scaled)
+    scaled.__code__ = _plus_seven.__code__
+    scaled.__defaults__ = (100.0,)
+    fn = k.fn
+    assert fn is not scaled and fn.__code__ is not scaled.__code__
+    assert fn.__defaults__ == (3.0,)
+    fn.__code__ = _plus_seven.__code__               # a copy: the kernel keeps its own
+    fn.__defaults__ = (5.0,)
+    rng = np.random.default_rng()
+    x = rng.standard_normal(100)
+    for kernel in (k, nt.jit(interpret=True)(k.fn), nt.jit(unchecked=True)(k.fn),
+                   k.with_options(num_warps=8)):
+        z = np.zeros(100)
+        kernel(x, nt.partition(z, 64), 64, interpret=True, unchecked=kernel.unchecked)
+        np.testing.assert_array_equal(z, x * 3.0)
+
+
+def _plus_seven(x, z: nt.Partition["B"], B: nt.Constant, factor=0.0):
+    nt.store(z, nt.load_like(x, z) + 7.0)
+
+
 # ----------------------------------------------------------------------------- fixed options
 
 @nt.jit
@@ -117,7 +144,10 @@ def test_a_kernels_function_parameters_and_options_cannot_be_assigned(name):
         setattr(k, name, OTHER_VALUES[name])
     with pytest.raises(AttributeError, match="is fixed"):
         delattr(k, name)
-    assert getattr(k, name) is before
+    if name == "fn":       # a new copy of the function as decorated on each read
+        assert k.fn.__code__ is before.__code__ and k.fn is not before
+    else:
+        assert getattr(k, name) is before
     x = np.random.default_rng().standard_normal(100)
     z = np.zeros(100)
     k(x, nt.partition(z, 64), 64, interpret=True)
