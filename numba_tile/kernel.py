@@ -30,11 +30,11 @@ import sys
 import threading
 
 import numpy as np
-from numba.cuda import types
 
 from . import binding, cache, dtypes, frozen, references
 from . import groups as groups_mod
 from .compiler import check_kernel, compile_kernel
+from .argtypes import scalar_type, vec16, zero_axes
 from .constant_identity import identity as constant_identity
 from .errors import TileArgumentError, shown
 from .options import FIXED as _FIXED
@@ -118,49 +118,6 @@ def _arg_error(message: str) -> TileArgumentError:
     from .runtime.launch_checks import user_call_site
     site = user_call_site() or (None, None)
     return TileArgumentError(message, filename=site[0], lineno=site[1])
-
-
-def _vec16(a) -> bool:
-    """16-byte vector accesses are legal for this array (see lowering/memory.py)."""
-    if a.size == 0 or a.ndim == 0:
-        return False
-    isz = a.itemsize
-    return (a.ptr % 16 == 0 and a.strides[-1] == isz and (a.shape[-1] * isz) % 16 == 0
-            and all(s % 16 == 0 for s in a.strides[:-1]))
-
-
-#: the largest power-of-two divisor of a stride-0 extent a key records (beyond any tile)
-_DIVISOR_CAP = 1 << 16
-
-
-def _zero_axes(a) -> tuple:
-    """``(axis, divisor)`` for each axis along which the array's stride is 0 (a broadcast
-    view): the lowering uses the constant 0 for the stride, and the extent's largest
-    power-of-two divisor (capped, 0 for an empty axis) tells it which tiles along the axis
-    are wholly inside or wholly outside (``lowering/memory._load_masked``), so both are part
-    of the key."""
-    return tuple((d, min(n & -n, _DIVISOR_CAP))
-                 for d, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0)
-
-
-def _scalar_type(value, name, kernel_name):
-    """The Numba type of runtime scalar argument ``name``: a bool, an int that fits 32 (else 64)
-    bits, a float (float64); anything else is a TileArgumentError naming the kernel."""
-    if isinstance(value, (bool, np.bool_)):
-        return types.boolean
-    if isinstance(value, (int, np.integer)):
-        v = int(value)
-        if -2**31 <= v < 2**31:
-            return types.int32          # as Triton: int arguments that fit are int32
-        if -2**63 <= v < 2**63:
-            return types.int64
-        raise _arg_error(f"kernel '{kernel_name}': argument '{name}': a runtime int scalar is "
-                         f"an int64, got {v}, which does not fit in 64 bits")
-    if isinstance(value, (float, np.floating)):
-        return types.float64
-    raise _arg_error(f"kernel '{kernel_name}': argument '{name}': expected an array or a "
-                     f"runtime scalar (a bool, an int or a float), got "
-                     f"{shown(value, with_type=True, qualified=False)}")
 
 
 class _Specialization:
@@ -429,8 +386,8 @@ class Kernel:
         for p, b in zip(self.params, bound):
             if b.__class__ is BoundArray:
                 a = b.array
-                key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, _vec16(a),
-                            _zero_axes(a), b.blocks is not None, b.order))
+                key.append((b.mutable, a.dtype, len(a.shape), b.tile_shape, vec16(a),
+                            zero_axes(a), b.blocks is not None, b.order))
             elif p.role == "constant":
                 try:
                     hash(b)
@@ -440,7 +397,7 @@ class Kernel:
                                             f"{type(b).__name__}") from None
                 key.append(constant_identity(b))
             else:
-                key.append(_scalar_type(b, p.name, self.__qualname__))
+                key.append(scalar_type(b, p.name, self.__qualname__))
         key = tuple(key)
         hit = self._signatures.get(key)
         if hit is None:
@@ -459,17 +416,17 @@ class Kernel:
                 if b.spec.kind == "partition":
                     if grid_param is None:
                         grid_param = i
-                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, _vec16(a), p.name,
+                    argtypes.append(PartitionType(dt, a.ndim, b.tile_shape, vec16(a), p.name,
                                                   mapped=b.blocks is not None, order=b.order,
-                                                  zero_axes=_zero_axes(a)))
+                                                  zero_axes=zero_axes(a)))
                 else:
-                    argtypes.append(TensorType(dt, a.ndim, _vec16(a), p.name,
+                    argtypes.append(TensorType(dt, a.ndim, vec16(a), p.name,
                                                writable=b.spec.kind == "mutable",
-                                               zero_axes=_zero_axes(a)))
+                                               zero_axes=zero_axes(a)))
             elif p.role == "constant":
                 argtypes.append(ConstantArgType(b))
             else:
-                argtypes.append(_scalar_type(b, p.name, self.__qualname__))
+                argtypes.append(scalar_type(b, p.name, self.__qualname__))
         if grid_param is None and not self.unchecked:
             raise _arg_error(
                 f"kernel '{self.__qualname__}' has no Partition parameter: a safe kernel writes "

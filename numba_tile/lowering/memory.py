@@ -16,7 +16,7 @@ inside, every tile but the edges', is accessed without masks, each chunk at the 
 base offset plus a constant of the repetition; an edge tile takes the masked path below, as
 does every access at a block's own tile and any fragment above 128 bytes a thread
 (``_two_paths`` says what was measured). Axes of stride 0 in the specialization (a broadcast view:
-``kernel._zero_axes``) use the constant 0, so the chunks that differ only along them are one
+``argtypes.zero_axes``) use the constant 0, so the chunks that differ only along them are one
 access (a ``(seq, heads, D)`` table repeated over heads is read once per row, not per head).
 
 A tile index built by hand (a runtime integer, not the block's own tile nor one minted by
@@ -83,7 +83,7 @@ class ArrayView:
         self.shape = cgutils.unpack_tuple(builder, s.shape, ty.ndim)
         self.strides = cgutils.unpack_tuple(builder, s.strides, ty.ndim)
         self.zero = {d: div for d, div in getattr(ty, "zero_axes", ())}
-        for d in self.zero:                    # 0 in this specialization (kernel._zero_axes)
+        for d in self.zero:                    # 0 in this specialization (argtypes.zero_axes)
             self.strides[d] = const_i64(0)
         if ty.vec16 and ty.ndim and (ty.ndim - 1) not in self.zero:
             self.strides[-1] = const_i64(1)        # vec16: the last axis is contiguous

@@ -63,7 +63,7 @@ class TensorType(_ArrayParam):
             at any index may write it).
         zero_axes: ``(axis, divisor)`` for each axis whose stride is 0 in this
             specialization (a broadcast view, such as a table row repeated for every head),
-            with the extent's largest power-of-two divisor (``kernel._zero_axes``): the
+            with the extent's largest power-of-two divisor (``argtypes.zero_axes``): the
             lowering uses the constant 0 for the stride, so the chunks that differ only along
             those axes are one access.
     """
