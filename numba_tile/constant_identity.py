@@ -57,13 +57,13 @@ def identity(value):
     # an instance of a subclass of Python's numbers (``class F(float)``, an IntEnum member):
     # Numba types it as its base type (float64, int64...) and folds the value that base holds,
     # so its class and that value's bits, never the subclass's own ``__eq__`` or ``__hash__``
-    # (``F(0.0) == F(-0.0)``)
-    if isinstance(value, float):
+    # (``F(0.0) == F(-0.0)``). By its true type (an object's ``__class__`` may claim float)
+    if issubclass(t, float):
         return t, _DOUBLE(value)                # struct reads the float's own value
-    if isinstance(value, int):
+    if issubclass(t, int):
         return t, int.__index__(value)
-    if isinstance(value, complex):
+    if issubclass(t, complex):
         return t, _COMPLEX(_REAL(value), _IMAG(value))
-    if isinstance(value, frozenset):
+    if issubclass(t, frozenset):
         return t, frozenset(identity(v) for v in value)
     return t, value

@@ -375,7 +375,7 @@ def exact_constant(v):
     """A Constant's value with :func:`exact_scalar` applied to every leaf, inside tuples (and
     named tuples) at any depth: what the kernel is typed and folded with, so a subclass's own
     operators decide nothing in the interpreter there either."""
-    if not isinstance(v, tuple):
+    if not issubclass(type(v), tuple):          # its true type (``__class__`` may lie)
         return exact_scalar(v)
     items = [exact_constant(x) for x in v]
     if all(a is b for a, b in zip(items, v)):

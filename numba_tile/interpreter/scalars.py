@@ -45,8 +45,8 @@ import operator
 import numpy as np
 from numba.cuda import types
 
-__all__ = ["is_scalar", "is_value", "cast", "caster", "null", "binop", "binop_impl", "unary", "call",
-           "has_rule", "truth"]
+__all__ = ["is_scalar", "is_value", "cast", "caster", "null", "binop", "binop_impl", "unary",
+           "call", "cast_result", "has_rule", "truth"]
 
 _NP = {types.int8: np.int8, types.int16: np.int16, types.int32: np.int32, types.int64: np.int64,
        types.uint8: np.uint8, types.uint16: np.uint16, types.uint32: np.uint32,

@@ -11,6 +11,13 @@ type, each operator and library call on scalars computes in its signature's type
 tensors and the other values of numba_tile's types go to the same ops' interpreter rules
 as before (an operator on a tile calls the tile's Python operator).
 
+Calls run what the compiled code calls: a call Numba typed with one of its own ``@overload``
+implementations (``min(C)``, ``sum(C)``, ``sum(range(n))``) runs that implementation's typed
+IR (:func:`overload_result`); a library function gets its arguments converted to the
+signature Numba chose (``range(x)`` of a float); and a module's attribute (``math.exp``,
+``nt.exp``, ``math.pi``) is the one it held when the kernel was typed, not what the module
+holds at a later launch.
+
 Numba's rules for a variable read where no assignment reached it (a loop that ran zero
 times) hold too: it is zero-initialized. A number is 0, a tile is all zeros (and, if its
 type is masked, has no valid element), a tile index of ``tiles()`` or ``strips()`` is not
@@ -225,16 +232,18 @@ class _Builder:
         self.refuse(f"the value {value!r}", loc)
 
     def _scalar_sig(self, expr, tuples=False):
-        """The signature of ``expr`` if it takes scalars and returns a scalar (or, with
-        ``tuples``, a tuple of scalars: ``divmod``, ``np.modf``), else None."""
+        """The signature of ``expr`` if it takes scalars and returns a scalar, else None. With
+        ``tuples``, tuples of scalars count as scalars (``divmod`` and ``np.modf`` return
+        one, ``min(C)`` of a tuple Constant takes one)."""
         sig = self.calltypes.get(expr)
         if sig is None:
             return None
-        ret = sig.return_type
-        if not (scalars.is_scalar(ret) or (tuples and isinstance(ret, types.BaseTuple) and ret.types
-                                            and all(scalars.is_scalar(t) for t in ret.types))):
-            return None
-        if not all(scalars.is_scalar(t) for t in sig.args):
+
+        def ok(t):
+            return scalars.is_scalar(t) or (tuples and isinstance(t, types.BaseTuple) and t.types
+                                            and all(scalars.is_scalar(u) for u in t.types))
+
+        if not ok(sig.return_type) or not all(ok(t) for t in sig.args):
             return None
         return sig
 
@@ -279,14 +288,17 @@ class _Builder:
         typingctx = self.typingctx
         fnty = self.typemap.get(func)
         key = fnty.typing_key if isinstance(fnty, types.Function) else None
+        if scalar_sig is not None and key not in (min, max) and any(
+                isinstance(t, types.BaseTuple) for t in scalar_sig.args):
+            scalar_sig = None           # a tuple argument: only min(C) and max(C) take one
         overload = None
         if not (scalar_sig is not None and scalars.has_rule(key)):
             overload = self._overload(fnty, sig, loc)
         # a library function given its arguments as Numba converts them to the signature it
-        # chose (range(x) of a float64 x: range(int64), truncated and saturated)
+        # chose (range(x) of a float64 x: range of int32, truncated and saturated)
         converted = None
         if (overload is None and sig is not None and id(key) in _LIBRARY_IDS and vararg is None
-                and len(sig.args) == len(args)):
+                and len(sig.args) == len(args) and all(scalars.is_scalar(t) for t in sig.args)):
             converted = tuple(scalars.caster(t) if scalars.is_scalar(t)
                               and not isinstance(t, types.Literal) else None for t in sig.args)
             if not any(converted):
@@ -296,15 +308,14 @@ class _Builder:
             a = [env[n] for n in args]
             if vararg is not None:
                 a.extend(env[vararg])
-            if overload is None:
-                f = env[func]
-                if scalar_sig is not None and _is_library(f):
-                    return scalars.call(f, scalar_sig, a, typingctx)
             kw = {k: env[v] for k, v in kws}
             if varkwarg is not None:
                 kw.update(env[varkwarg])
             if overload is not None:
                 return overload(a, kw)
+            f = env[func]
+            if scalar_sig is not None and _is_library(f):
+                return scalars.call(f, scalar_sig, a, typingctx)
             if converted is not None:
                 a = [c(v) if c is not None and scalars.is_value(v) else v
                      for c, v in zip(converted, a)]
@@ -325,8 +336,15 @@ class _Builder:
         if call is None or call.cres is not cres:
             name = getattr(fnty, "typing_key", None)
             name = getattr(name, "__name__", None) or str(fnty)
-            call = _OverloadCall(disp, cres, f"{self.label}Numba's implementation of "
-                                             f"{name}(): ")
+            try:
+                call = _OverloadCall(disp, cres)
+            except TileTypingError as exc:
+                # refused at the kernel's call, naming the implementation's own line
+                where = f" at {exc.filename}:{exc.lineno}" if exc.lineno else ""
+                inner = exc.message.split(", and a kernel it cannot run")[0]
+                inner = inner.split("the interpreter has no rule for ")[-1]
+                self.refuse(f"Numba's implementation of {name}() for {sig} (it uses {inner}"
+                            f"{where})", loc)
             _OVERLOADS[id(cres)] = call
         return call
 
@@ -621,7 +639,7 @@ class _OverloadCall:
     compiled kernel calls), run by this executor on the arguments bound as Numba binds them
     (defaults, ``*args`` as a tuple)."""
 
-    def __init__(self, disp, cres, label):
+    def __init__(self, disp, cres):
         import inspect
         self.cres = cres
         self.pysig = inspect.signature(disp.py_func)
@@ -629,7 +647,7 @@ class _OverloadCall:
         ann = cres.type_annotation
         name = getattr(disp.py_func, "__qualname__", str(disp))
         self.program = build(name, ann.blocks, ann.typemap, ann.calltypes,
-                             cres.signature.return_type, cres.typing_context, label=label)
+                             cres.signature.return_type, cres.typing_context)
 
     def __call__(self, args, kwargs):
         import inspect
