@@ -225,7 +225,32 @@ def _translate(exc: Exception, ctx) -> Exception:
             f"interpreter mode without a GPU", **kw)
     if isinstance(exc, NumbaError) or isinstance(exc, AttributeError):
         return _summarize(exc, loc, ctx)
+    overload = _failed_overload(exc)
+    if overload is not None:
+        code = getattr(ctx.pyfunc, "__code__", None)
+        where = _loc_from_traceback(exc, code.co_filename if code else None)
+        kw = dict(filename=where.filename, lineno=where.line) if where is not None else {}
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return TileTypingError(
+            f"kernel '{ctx.kernel_name}' does not type: Numba's implementation of "
+            f"{overload}() failed to compile for these arguments ({type(exc).__name__}: "
+            f"{first})", **kw)
     return exc
+
+
+def _failed_overload(exc) -> str | None:
+    """The function whose ``@overload`` implementation Numba was compiling, while typing the
+    kernel, when ``exc`` (not one of Numba's errors) was raised inside it (numba-cuda's
+    ``getattr(module, name)`` fails so while lowering), or None."""
+    tb = exc.__traceback__
+    name = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "_build_impl" and "typing" in frame.f_code.co_filename:
+            key = getattr(frame.f_locals.get("self"), "key", None)
+            name = getattr(key, "__name__", None) or str(key)
+        tb = tb.tb_next
+    return name
 
 
 _HINTS = [
@@ -372,7 +397,10 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
         flags.dbg_directives_only = True
     targetctx = cuda_target.target_context
     from .lowering.scalars import install
-    with utils.numba_target_override():
+    from .typing.device import compile_for_cc
+    # Numba's @overloads of builtins (min(C), sum(C)...) compile for the kernel's target,
+    # not the current device's: typing them needs no GPU (typing/device.compile_for_cc)
+    with utils.numba_target_override(), compile_for_cc(tuple(cc)[:2]):
         install(targetctx)      # numba_tile's defined scalar operations (its docstring)
         return compile_extra(
             typingctx=cuda_target.typing_context, targetctx=targetctx, func=pyfunc,

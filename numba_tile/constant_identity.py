@@ -21,12 +21,14 @@ __all__ = ["identity"]
 
 _DOUBLE = struct.Struct("<d").pack
 _COMPLEX = struct.Struct("<dd").pack
+_REAL, _IMAG = complex.real.__get__, complex.imag.__get__
 
 
 def identity(value):
     """A hashable stand-in for ``value`` that equals another's only when the two values are
-    the same constant: the same exact type and, for ``float``, ``complex`` and NumPy scalars,
-    the same bits; tuples (and named tuples) and frozensets item by item.
+    the same constant: the same exact type and, for ``float``, ``complex`` and NumPy scalars
+    (and their subclasses), the same bits; tuples (and named tuples) and frozensets item by
+    item.
 
     Args:
         value: a Constant parameter's value.
@@ -52,4 +54,16 @@ def identity(value):
         return t, frozenset(identity(v) for v in value)
     if isinstance(value, np.generic) and not isinstance(value, np.object_):
         return t, value.tobytes()
+    # an instance of a subclass of Python's numbers (``class F(float)``, an IntEnum member):
+    # Numba types it as its base type (float64, int64...) and folds the value that base holds,
+    # so its class and that value's bits, never the subclass's own ``__eq__`` or ``__hash__``
+    # (``F(0.0) == F(-0.0)``). By its true type (an object's ``__class__`` may claim float)
+    if issubclass(t, float):
+        return t, _DOUBLE(value)                # struct reads the float's own value
+    if issubclass(t, int):
+        return t, int.__index__(value)
+    if issubclass(t, complex):
+        return t, _COMPLEX(_REAL(value), _IMAG(value))
+    if issubclass(t, frozenset):
+        return t, frozenset(identity(v) for v in value)
     return t, value

@@ -371,6 +371,25 @@ def exact_scalar(v):
     return v
 
 
+def exact_constant(v):
+    """A Constant's value with :func:`exact_scalar` applied to every leaf, inside tuples (and
+    named tuples) at any depth: what the kernel is typed and folded with, so a subclass's own
+    operators decide nothing in the interpreter there either."""
+    if not issubclass(type(v), tuple):          # its true type (``__class__`` may lie)
+        return exact_scalar(v)
+    items = [exact_constant(x) for x in v]
+    if all(a is b for a, b in zip(items, v)):
+        return v
+    t = type(v)
+    if t is tuple:
+        return tuple(items)
+    make = getattr(t, "_make", None)             # a named tuple: its own class
+    try:
+        return make(items) if make is not None else t(items)
+    except Exception:  # noqa: BLE001 - a tuple class that cannot be rebuilt: left as it is
+        return v
+
+
 def _group(chains) -> dict:
     """Attribute chains grouped by their first attribute: ``{a: {rest, ...}}``."""
     out: dict = {}

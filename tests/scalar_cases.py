@@ -28,8 +28,8 @@ INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, n
 FLOATS = [np.float32, np.float64]
 
 #: operand pairs of the binary cases: every dtype with itself, and mixed pairs that widen,
-#: change signedness, or mix integers and floats (booleans: the bitwise cases; ``min`` and
-#: ``max`` of booleans are overloads numba-cuda compiles as device functions)
+#: change signedness, or mix integers and floats (booleans: the bitwise cases, and ``min``
+#: and ``max`` of booleans, Numba's ``@overload``s, in ``tests/builtin_cases.py``)
 PAIRS = ([(d, d) for d in INTS + FLOATS]
          + [(np.int8, np.uint8), (np.int32, np.int64), (np.int64, np.uint64),
             (np.uint32, np.int8), (np.uint64, np.uint8), (np.int32, np.float32),

@@ -45,8 +45,8 @@ import operator
 import numpy as np
 from numba.cuda import types
 
-__all__ = ["is_scalar", "cast", "caster", "null", "binop", "binop_impl", "unary", "call",
-           "truth"]
+__all__ = ["is_scalar", "is_value", "cast", "caster", "null", "binop", "binop_impl", "unary",
+           "call", "cast_result", "has_rule", "truth"]
 
 _NP = {types.int8: np.int8, types.int16: np.int16, types.int32: np.int32, types.int64: np.int64,
        types.uint8: np.uint8, types.uint16: np.uint16, types.uint32: np.uint32,
@@ -68,6 +68,11 @@ def is_scalar(ty) -> bool:
     """A type whose values this module computes: a number or a boolean (literals included)."""
     return isinstance(types.unliteral(ty), (types.Number, types.Boolean)) \
         and types.unliteral(ty) in _NP
+
+
+def is_value(v) -> bool:
+    """``v`` is a scalar value: a Python or NumPy number or boolean."""
+    return isinstance(v, (int, float, complex, np.number, np.bool_))
 
 
 # ----------------------------------------------------------------------------- casts
@@ -435,29 +440,63 @@ def _abs(sig, args, _ctx):
 
 
 def _round(sig, args, _ctx):
+    """``round(x)`` and ``round(x, ndigits)`` as numba-cuda lowers them (``cudaimpl.py``;
+    Numba types them ``(float32 | float64) -> int64`` and ``(float32 | float64, int64)``)."""
     at = types.unliteral(sig.args[0])
     x = cast(args[0], at)
     if len(args) == 1:
         if isinstance(at, types.Integer):
             return cast(x, sig.return_type)
-        return cast(np.rint(x), sig.return_type)         # llvm.rint, then fptosi
-    nd = _as_int(args[1])
-    if isinstance(at, types.Integer):
+        return cast(np.rint(x), sig.return_type)         # __nv_llrint: saturated, NaN 0
+    if not isinstance(at, types.Float):
         raise NotImplementedError("round of an integer with digits")
-    f = float(x)
+    return cast(_round_ndigits(x, _as_int(cast(args[1], types.int64))), sig.return_type)
+
+
+_F64, _I64 = types.float64, types.int64
+
+
+def _llrint(y) -> float:
+    """libdevice's ``__nv_llrint`` (``cvt.rni.s64.f64``): to nearest even, saturated to
+    int64, NaN to 0; then as float64 (where numba-cuda's code uses it)."""
+    return float(_float_to_int(np.rint(np.float64(y)), _I64))
+
+
+def _round_ndigits(x, nd: int):
+    """numba-cuda's ``round_to_impl`` (``cudaimpl.py``, CPython's fallback ``double_round``)
+    for a float ``x`` and an int64 ``nd``, operation by operation in the types Numba gives
+    them: float64 products and quotients, ``10.0 ** n`` by numba_tile's square-and-multiply
+    loop (inf from 10.0 ** 309 on; ``-nd`` wraps at int64's minimum), and ``round(y)``
+    libdevice's ``__nv_llrint`` (saturated to int64). So a large ``nd`` gives ``x`` (its
+    product overflows), a ``nd`` of -309 or less NaN (``0 * inf``), as on the GPU.
+
+    Returns:
+        A float64 (the caller converts it to the result type).
+    """
+    f = np.float64(x)
     if math.isinf(f) or math.isnan(f):
-        return cast(x, sig.return_type)
-    # numba-cuda's round_ndigits (float64 products, the rounding in the argument's type)
+        return f
+    ten = np.float64(10.0)
     with np.errstate(all="ignore"):
         if nd >= 0:
-            pow1, pow2 = (10.0 ** (nd - 22), 1e22) if nd > 22 else (10.0 ** nd, 1.0)
-            y = (np.float64(f) * pow1) * pow2
+            if nd > 22:
+                pow1 = _power(ten, np.int64(nd - 22), _F64, _F64, _I64)
+                pow2 = np.float64(1e22)
+            else:
+                pow1 = _power(ten, np.int64(nd), _F64, _F64, _I64)
+                pow2 = np.float64(1.0)
+            y = (f * pow1) * pow2
             if math.isinf(y):
-                return cast(x, sig.return_type)
-            return cast((np.float64(np.rint(cast(y, at))) / pow2) / pow1, sig.return_type)
-        pow1 = 10.0 ** (-nd)
-        y = np.float64(f) / pow1
-        return cast(np.float64(np.rint(cast(y, at))) * pow1, sig.return_type)
+                return f
+        else:
+            pow1 = _power(ten, _wrap(-nd, _I64), _F64, _F64, _I64)
+            y = f / pow1
+        z = np.float64(_llrint(y))
+        if abs(y - z) == 0.5:                       # halfway: to even
+            z = np.float64(2.0) * np.float64(_llrint(y / np.float64(2.0)))
+        if nd >= 0:
+            return (z / pow2) / pow1
+        return z * pow1
 
 
 def _divmod(sig, args, _ctx):
@@ -528,7 +567,7 @@ def _ufunc_call(ufunc):
             vals = [cast(v, ret) if not isinstance(t, types.Float) else v
                     for v, t in zip(vals, argtys)]
         with np.errstate(all="ignore"):
-            return cast(ufunc(*vals), ret)
+            return cast_result(ufunc(*vals), ret)
     return impl
 
 
@@ -552,6 +591,12 @@ def _library_table():
 
 
 _LIBRARY = _library_table()
+
+
+def has_rule(fn) -> bool:
+    """Whether this module computes library function ``fn`` on scalars by a rule of its own
+    (``round``, ``divmod``, ``math.exp``, NumPy's ufuncs...)."""
+    return isinstance(fn, np.ufunc) or (_hashable(fn) and fn in _LIBRARY)
 
 
 def call(fn, sig, args, typingctx=None):
@@ -582,7 +627,19 @@ def call(fn, sig, args, typingctx=None):
             if not isinstance(types.unliteral(sig.return_type), types.Float):
                 raise
             out = _ieee_fallback(fn, vals, exc)
-    return cast(out, sig.return_type) if is_scalar(sig.return_type) else out
+    return cast_result(out, sig.return_type)
+
+
+def cast_result(out, ret):
+    """A library function's result ``out`` converted to its Numba type ``ret``: a scalar
+    type, or a tuple of them item by item (``divmod``, ``np.modf``); anything else as it
+    is."""
+    ret = types.unliteral(ret)
+    if is_scalar(ret):
+        return cast(out, ret)
+    if isinstance(ret, types.BaseTuple) and isinstance(out, tuple) and len(out) == len(ret):
+        return tuple(cast_result(v, t) for v, t in zip(out, ret.types))
+    return out
 
 
 def _hashable(fn) -> bool:

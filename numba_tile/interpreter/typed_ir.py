@@ -11,6 +11,13 @@ type, each operator and library call on scalars computes in its signature's type
 tensors and the other values of numba_tile's types go to the same ops' interpreter rules
 as before (an operator on a tile calls the tile's Python operator).
 
+Calls run what the compiled code calls: a call Numba typed with one of its own ``@overload``
+implementations (``min(C)``, ``sum(C)``, ``sum(range(n))``) runs that implementation's typed
+IR (:func:`overload_result`); a library function gets its arguments converted to the
+signature Numba chose (``range(x)`` of a float); and a module's attribute (``math.exp``,
+``nt.exp``, ``math.pi``) is the one it held when the kernel was typed, not what the module
+holds at a later launch.
+
 Numba's rules for a variable read where no assignment reached it (a loop that ran zero
 times) hold too: it is zero-initialized. A number is 0, a tile is all zeros (and, if its
 type is masked, has no valid element), a tile index of ``tiles()`` or ``strips()`` is not
@@ -224,11 +231,19 @@ class _Builder:
             return method(value, target, loc)
         self.refuse(f"the value {value!r}", loc)
 
-    def _scalar_sig(self, expr):
+    def _scalar_sig(self, expr, tuples=False):
+        """The signature of ``expr`` if it takes scalars and returns a scalar, else None. With
+        ``tuples``, tuples of scalars count as scalars (``divmod`` and ``np.modf`` return
+        one, ``min(C)`` of a tuple Constant takes one)."""
         sig = self.calltypes.get(expr)
-        if sig is None or not scalars.is_scalar(sig.return_type):
+        if sig is None:
             return None
-        if not all(scalars.is_scalar(t) for t in sig.args):
+
+        def ok(t):
+            return scalars.is_scalar(t) or (tuples and isinstance(t, types.BaseTuple) and t.types
+                                            and all(scalars.is_scalar(u) for u in t.types))
+
+        if not ok(sig.return_type) or not all(ok(t) for t in sig.args):
             return None
         return sig
 
@@ -268,27 +283,85 @@ class _Builder:
         vararg = expr.vararg.name if expr.vararg is not None else None
         varkwarg = expr.varkwarg.name if expr.varkwarg is not None else None
         sig = self.calltypes.get(expr)
-        scalar_sig = self._scalar_sig(expr) if not kws and varkwarg is None else None
+        scalar_sig = self._scalar_sig(expr, tuples=True) if not kws and varkwarg is None \
+            else None
         typingctx = self.typingctx
+        fnty = self.typemap.get(func)
+        key = fnty.typing_key if isinstance(fnty, types.Function) else None
+        if scalar_sig is not None and key not in (min, max) and any(
+                isinstance(t, types.BaseTuple) for t in scalar_sig.args):
+            scalar_sig = None           # a tuple argument: only min(C) and max(C) take one
+        overload = None
+        if not (scalar_sig is not None and scalars.has_rule(key)):
+            overload = self._overload(fnty, sig, loc)
+        # a library function given its arguments as Numba converts them to the signature it
+        # chose (range(x) of a float64 x: range of int32, truncated and saturated)
+        converted = None
+        if (overload is None and sig is not None and id(key) in _LIBRARY_IDS and vararg is None
+                and len(sig.args) == len(args) and all(scalars.is_scalar(t) for t in sig.args)):
+            converted = tuple(scalars.caster(t) if scalars.is_scalar(t)
+                              and not isinstance(t, types.Literal) else None for t in sig.args)
+            if not any(converted):
+                converted = None
 
         def call(env):
-            f = env[func]
             a = [env[n] for n in args]
             if vararg is not None:
                 a.extend(env[vararg])
-            if scalar_sig is not None and _is_library(f):
-                return scalars.call(f, scalar_sig, a, typingctx)
             kw = {k: env[v] for k, v in kws}
             if varkwarg is not None:
                 kw.update(env[varkwarg])
+            if overload is not None:
+                return overload(a, kw)
+            f = env[func]
+            if scalar_sig is not None and _is_library(f):
+                return scalars.call(f, scalar_sig, a, typingctx)
+            if converted is not None:
+                a = [c(v) if c is not None and scalars.is_value(v) else v
+                     for c, v in zip(converted, a)]
             if sig is not None and _is_device_function(f):
                 return _call_device_function(f, sig, a, kw)
             return f(*a, **kw)
 
         return call
 
+    def _overload(self, fnty, sig, loc):
+        """The :class:`_OverloadCall` of a call Numba typed with one of its ``@overload``
+        implementations (``min`` or ``sum`` of a tuple, ``sum(range(n))``...), or None."""
+        found = overload_result(fnty, sig)
+        if found is None:
+            return None
+        disp, cres = found
+        call = _OVERLOADS.get(id(cres))
+        if call is None or call.cres is not cres:
+            name = getattr(fnty, "typing_key", None)
+            name = getattr(name, "__name__", None) or str(fnty)
+            try:
+                call = _OverloadCall(disp, cres)
+            except TileTypingError as exc:
+                # refused at the kernel's call, naming the implementation's own line
+                where = f" at {exc.filename}:{exc.lineno}" if exc.lineno else ""
+                inner = exc.message.split(", and a kernel it cannot run")[0]
+                inner = inner.split("the interpreter has no rule for ")[-1]
+                self.refuse(f"Numba's implementation of {name}() for {sig} (it uses {inner}"
+                            f"{where})", loc)
+            _OVERLOADS[id(cres)] = call
+        return call
+
     def expr_getattr(self, expr, target, loc):
         obj, attr = expr.value.name, expr.attr
+        module = self.typemap.get(obj)
+        if isinstance(module, types.Module):
+            # a module's attribute (math.exp, np.exp, nt.exp, math.pi) as it was when the
+            # kernel was typed: the compiled code calls the function Numba typed and holds the
+            # constant it read then (BaseContext.get_getattr), so a later assignment to the
+            # module's attribute changes neither
+            try:
+                value = getattr(module.pymod, attr)
+            except AttributeError:
+                pass
+            else:
+                return lambda env: value
         return lambda env: getattr(env[obj], attr)
 
     def expr_getitem(self, expr, target, loc):
@@ -534,6 +607,68 @@ def from_state(state, name: str) -> Program:
 
 
 # ----------------------------------------------------------------------------- callees
+
+
+def overload_result(fnty, sig):
+    """``(dispatcher, compile result)`` of the ``@overload`` implementation Numba compiled for
+    a call of function type ``fnty`` typed as ``sig`` (the implementation the compiled code
+    calls: ``fnty.get_impl_key(sig)`` is the compile result's entry point), or None for a
+    call lowered otherwise."""
+    if not isinstance(fnty, types.Function) or sig is None:
+        return None
+    try:
+        key = fnty.get_impl_key(sig)
+    except Exception:  # noqa: BLE001 - no implementation key recorded: not an overload
+        return None
+    if not isinstance(key, int):            # a CUDA compile result's entry point is its id
+        return None
+    for template in getattr(fnty, "templates", ()):
+        cache = getattr(template, "_impl_cache", None)
+        if not isinstance(cache, dict):
+            continue
+        for entry in list(cache.values()):
+            disp = entry[0] if isinstance(entry, tuple) and entry else None
+            for cres in list(getattr(disp, "overloads", {}).values()):
+                if id(cres) == key:
+                    return disp, cres
+    return None
+
+
+class _OverloadCall:
+    """A call of one of Numba's ``@overload`` implementations: its typed IR (the code the
+    compiled kernel calls), run by this executor on the arguments bound as Numba binds them
+    (defaults, ``*args`` as a tuple)."""
+
+    def __init__(self, disp, cres):
+        import inspect
+        self.cres = cres
+        self.pysig = inspect.signature(disp.py_func)
+        self.argtypes = tuple(cres.signature.args)
+        ann = cres.type_annotation
+        name = getattr(disp.py_func, "__qualname__", str(disp))
+        self.program = build(name, ann.blocks, ann.typemap, ann.calltypes,
+                             cres.signature.return_type, cres.typing_context)
+
+    def __call__(self, args, kwargs):
+        import inspect
+        bound = self.pysig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = []
+        for name, p in self.pysig.parameters.items():
+            v = bound.arguments[name]
+            if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                values.append(tuple(v))
+            elif p.kind is inspect.Parameter.VAR_KEYWORD:
+                raise TypeError(f"{self.program.name}: keyword arguments as **kwargs")
+            else:
+                values.append(v)
+        values = [scalars.cast(v, t) if scalars.is_scalar(t) and v is not None else v
+                  for v, t in zip(values, self.argtypes)]
+        return self.program.run(values)
+
+
+#: id(compile result) -> _OverloadCall
+_OVERLOADS: dict = {}
 
 
 def _is_library(f) -> bool:

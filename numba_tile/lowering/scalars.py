@@ -19,7 +19,9 @@ operations get the results tiles already have (``lowering/elementwise._shift_imp
 * ``a ** n`` with an integer exponent never raises (:func:`_power_impl`): numba-cuda's loop
   raises inside (``0.0 ** -1``), which on the GPU silently ends the thread;
 * integer ``+ - *`` wrap (two's complement) without LLVM's ``nsw`` flag (:func:`_wrapping`),
-  so no optimization assumes a signed result did not overflow.
+  so no optimization assumes a signed result did not overflow;
+* a float16 constant (a ``Constant`` ``np.float16(x)``) is its bits (:func:`float16_constant`),
+  where numba-cuda's wrote IR libNVVM refuses.
 
 Elsewhere (a user's own numba-cuda kernels) Numba's lowering is unchanged. The registry is
 installed on numba-cuda's target context after its own (:func:`install`), so its
@@ -174,6 +176,21 @@ for _op in (operator.pow, operator.ipow, pow):
     registry.lower(_op, types.Integer, types.Integer)(_power_impl)
     for _ty in sorted(types.signed_domain | types.unsigned_domain, key=str):
         registry.lower(_op, types.Float, _ty)(_power_impl)
+
+
+@registry.lower_constant(types.float16)
+def float16_constant(context, builder, ty, pyval):
+    """A float16 constant (a Constant parameter ``np.float16(2.0)``, or an item of a tuple
+    Constant): its bits as numba-cuda's ``i16`` value of a float16. numba-cuda's own
+    (``numbers.constant_integer``) writes ``i16 2.0``, which libNVVM refuses
+    (``ERROR_INVALID_IR``)."""
+    import numpy as np
+    if not _own_code():
+        from numba.cuda.cpython import numbers
+        return numbers.constant_integer(context, builder, ty, pyval)
+    with np.errstate(all="ignore"):
+        bits = int(np.asarray(pyval, dtype=np.float16).view(np.uint16))
+    return ir.Constant(context.get_value_type(ty), bits)
 
 
 def install(targetctx) -> None:

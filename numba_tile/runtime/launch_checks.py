@@ -266,7 +266,7 @@ def _bind_one(spec: ParamSpec, value: object, err: _Raiser, allow_host: bool | N
             raise err(TileArgumentError,
                       f"argument '{spec.name}': a {kind} parameter received a partition {value!r}")
         if kind == "constant":
-            _check_constant_ints(spec.name, value, err)
+            _check_constant_leaves(spec.name, value, err)
         return value
     else:
         raise ValueError(
@@ -319,18 +319,47 @@ def _check_tile_count(spec: ParamSpec, array: ArrayArg, tile_shape: tuple[int, .
                   f"fuller tiles), or tiles of fewer than {SMALL_TILE_ELEMS} elements")
 
 
+def _scalar_text(value) -> str:
+    t = type(value)
+    return f"{value!r} ({t.__module__}.{t.__qualname__}, dtype {value.dtype})"
+
+
 #: the integers a Constant may hold: a kernel types them as int64, or uint64 from 2**63
 _CONSTANT_INTS = (-2**63, 2**64)
 
 
-def _check_constant_ints(name: str, value: object, err: _Raiser, where: str = "") -> None:
-    """Refuses a Constant holding an integer outside int64 and uint64 (the value itself or an
-    element of a tuple, at any depth): the kernel could not type it."""
+#: the NumPy scalars' dtypes a Constant may hold: those a kernel computes with
+_CONSTANT_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                    "uint64", "float16", "float32", "float64", "complex64", "complex128")
+
+
+def _constant_numpy_ok(value) -> bool:
+    """``value`` (a NumPy scalar) has a dtype a kernel computes with; datetimes, strings and
+    other NumPy scalars Numba types for itself are left to typing."""
+    dt = value.dtype
+    return dt.kind in "mMSU" or dt.name in _CONSTANT_DTYPES
+
+
+def _check_constant_leaves(name: str, value: object, err: _Raiser, where: str = "") -> None:
+    """Refuses a Constant holding an integer outside int64 and uint64, or a NumPy scalar of a
+    dtype no kernel computes with (``np.longdouble``, ml_dtypes' ``bfloat16`` and float8
+    types), as the value itself or an element of a tuple, at any depth: the kernel could not
+    type or fold it (Numba's own message named a ``tuple`` or an internal selector)."""
     import numbers
+
+    import numpy as np
     if isinstance(value, tuple):
         for i, v in enumerate(value):
-            _check_constant_ints(name, v, err, f"{where}[{i}]")
+            _check_constant_leaves(name, v, err, f"{where}[{i}]")
         return
+    if isinstance(value, np.generic) and not _constant_numpy_ok(value):
+        held = f"holds {_scalar_text(value)} at {where}" if where else \
+            f"is {_scalar_text(value)}"
+        raise err(TileArgumentError,
+                  f"Constant '{name}' {held}, a NumPy scalar of a dtype a kernel does not "
+                  f"compute with; a Constant holds Python numbers, bools, strings and None, "
+                  f"NumPy scalars of {', '.join(_CONSTANT_DTYPES)}, and tuples of them: "
+                  f"convert it first (float(x), np.float32(x))")
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         v = int(value)
         lo, hi = _CONSTANT_INTS

@@ -147,6 +147,11 @@ def _guarded(ty) -> bool:
 
 
 def describe_callee(fnty) -> str:
+    if isinstance(fnty, types.BoundFunction):        # C.index: "UniTuple(int64 x 2).index"
+        key = fnty.typing_key
+        attr = key[1] if isinstance(key, tuple) and len(key) == 2 else None
+        if isinstance(attr, str):
+            return f"{fnty.this}.{attr}"
     key = getattr(fnty, "typing_key", None)
     if isinstance(fnty, types.Dispatcher):
         key = getattr(fnty.dispatcher, "py_func", key)
@@ -222,12 +227,18 @@ def _untrusted_file(fn, depth=0) -> str | None:
     path = os.path.realpath(code.co_filename)
     if not path.startswith(_TRUSTED_DIRS):
         return code.co_filename
-    # a file name is only a claim (compile() takes any): the function's module must be the
-    # imported module of that file
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    # a file name is only a claim (compile() takes any): the function's globals must be those
+    # of the imported module of that file. Its globals, not its ``__module__``, which anyone
+    # may set and ``functools.wraps`` copies from the function it wraps (Numba's
+    # ``register_simple_overload`` of ``len``, ``hash`` and ``abs`` for jitclasses wraps a
+    # function made by ``exec``, whose ``__module__`` is None)
+    glb = getattr(fn, "__globals__", None)
+    modname = glb.get("__name__") if isinstance(glb, dict) else getattr(fn, "__module__", None)
+    module = sys.modules.get(modname if isinstance(modname, str) else "")
     mfile = getattr(module, "__file__", None)
-    if mfile is None or os.path.realpath(mfile) != path:
-        return f"{code.co_filename} (claimed by a function of module {fn.__module__!r})"
+    if mfile is None or os.path.realpath(mfile) != path or (
+            isinstance(glb, dict) and vars(module) is not glb):
+        return f"{code.co_filename} (claimed by a function of module {modname!r})"
     for cell in fn.__closure__ or ():
         try:
             inner = cell.cell_contents
@@ -285,7 +296,7 @@ def _callee_verdict(fnty, sig=None):
             module = _user_implementation(fnty)
             return None if module is None else (f"an implementation registered in "
                                                 f"{module}", False)
-        return ("a method numba_tile cannot check", False)
+        return ("a method of a value that is not a number", False)
     if isinstance(fnty, types.Dispatcher):
         # a device function called from a device function being checked (typing/device.py);
         # a kernel's own calls of device functions are rewritten to numba_tile's op

@@ -47,7 +47,7 @@ from ..errors import ClosedWorldError, TileTypingError, UnanalyzedCallError
 from .common import is_scalar
 from .types import TileType
 
-__all__ = ["is_device_function", "compiled_device_function", "fresh_copy"]
+__all__ = ["is_device_function", "compiled_device_function", "fresh_copy", "compile_for_cc"]
 
 #: (user's dispatcher, digest of its code and what it reads) -> its frozen copy
 _FRESH: dict = {}
@@ -185,7 +185,7 @@ def compiled_device_function(disp, argtypes: tuple, cc: tuple | None = None):
     _declared(disp, argtypes)
     fresh = fresh_copy(disp)
     try:
-        with _target_cc(cc):
+        with compile_for_cc(cc):
             cres = fresh.compile_device(tuple(argtypes))
     except TileTypingError:
         raise
@@ -212,11 +212,14 @@ class _Device:
         self.compute_capability = cc
 
 
-class _target_cc:
-    """While a device function compiles, the device functions it calls compile for the
-    kernel's compute capability (numba-cuda asks the current device's, which needs a GPU, in
-    ``CUDADispatcher.compile_device``). Under the compiler lock, which every compile holds.
-    What compiles inside is numba_tile's code (``compiler_context.own_code``)."""
+class compile_for_cc:
+    """While a kernel or a device function compiles, the numba-cuda dispatchers compiled
+    inside it (the device functions it calls, and the implementations of Numba's own
+    ``@overload``s of builtins: ``min`` and ``sum`` of a tuple, ``sum(range(n))``...) compile
+    for the kernel's compute capability: numba-cuda asks the current device's
+    (``CUDADispatcher.compile_device``), which needs a GPU even to type a call. Under the
+    compiler lock, which every compile holds. What compiles inside is numba_tile's code
+    (``compiler_context.own_code``)."""
 
     def __init__(self, cc):
         self.cc = cc

@@ -13,7 +13,9 @@ float arithmetic as NumPy's C loops compute it. A call is then accepted when
   GPU implementation, numba-cuda's or numba_tile's; and
 * NumPy itself, given scalars of those dtypes (what the interpreter runs), chooses the same
   loop: for a bool, int8 or uint8 argument NumPy computes ``np.exp`` in float16 where Numba
-  skips float16 loops and computes in float32, so the two backends would differ.
+  skips float16 loops and computes in float32, so the two backends would differ; and for
+  ``np.negative``, ``np.positive``, ``np.sign`` and ``np.subtract`` of booleans NumPy has no
+  loop at all, where Numba casts them to int8.
 
 Anything else is a :class:`~numba_tile.errors.TileTypingError` at the call's line, naming the
 ufunc and what to use instead (``math.exp(s)`` for a scalar, ``nt.exp(t)`` for a tile, an
@@ -148,11 +150,19 @@ def check_scalar_ufunc(fnty, sig, where: dict) -> None:
         raise TileTypingError(
             f"{given}: numba_tile has no GPU implementation of this NumPy ufunc on scalars "
             f"({how}); use {_alternative(ufunc)}", **where)
+    numba_dts = tuple(as_dtype(t) for t in loop.inputs + loop.outputs)
     try:
         numpy_dts = ufunc.resolve_dtypes(arg_dts + (None,) * ufunc.nout)
-    except (TypeError, ValueError, AttributeError):
+    except TypeError:
+        # NumPy has no loop at all (np.negative, np.sign or np.subtract of booleans), where
+        # Numba casts to one (int8): the interpreter could not compute it
+        raise TileTypingError(
+            f"{given}: NumPy (the interpreter) has no loop for these dtypes, and the compiled "
+            f"kernel would compute it as ({_loop_text(numba_dts)}); convert the argument(s) "
+            f"to the dtype wanted first (np.int8(x), int(x), float(x)), or use "
+            f"{_alternative(ufunc)}", **where) from None
+    except (ValueError, AttributeError):
         numpy_dts = None
-    numba_dts = tuple(as_dtype(t) for t in loop.inputs + loop.outputs)
     if numpy_dts is not None and tuple(numpy_dts) != numba_dts:
         raise TileTypingError(
             f"{given}: NumPy (the interpreter) computes it as ({_loop_text(numpy_dts)}) and the "

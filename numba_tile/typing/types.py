@@ -275,8 +275,11 @@ class ConstantArgType(types.Omitted):
     """
 
     def __init__(self, value):
+        from ..frozen import exact_constant
         self._identity = identity(value)
-        super().__init__(value)
+        # folded with its leaves of exact types (``class F(float)`` as float): Numba types
+        # them so, and the interpreter then runs no subclass's operators
+        super().__init__(exact_constant(value))
         # as messages show it (the repr tells 2 from 2.0 and -0.0 from 0.0; the key decides)
         self.name = f"constant({value!r})"
 

@@ -73,3 +73,40 @@ def test_numba_cudas_own_code_keeps_its_lowering():
               nt.partition(np.zeros(8, np.int64), 1))        # numba_tile's code compiled first
     ptx, _ = cuda.compile_ptx(shl, (types.int64, types.int64), device=True, cc=(9, 0))
     assert "shl.b64" in ptx and not re.search(r"setp\.lt\.u64\s+%p\d+, %rd\d+, 64;", ptx)
+
+
+# ----------------------------------------------------------------------------- float16 constants
+
+
+@nt.jit
+def f16_constants(z: nt.Partition, w: nt.Partition, C: nt.Constant, T: nt.Constant):
+    nt.store(z, C * 3.0)
+    nt.store(w, T[1] * 3.0)
+
+
+def test_a_float16_constant_is_its_bits_in_the_ptx():
+    """numba-cuda wrote a float16 constant as ``i16 2.0``, which libNVVM refused
+    (ERROR_INVALID_IR); numba_tile writes its bits, inside tuple Constants too."""
+    rng = np.random.default_rng()
+    c = np.float16(rng.standard_normal())
+    t = (np.float16(1.0), np.float16(-rng.uniform(0.001, 1.0)))
+    ptx = f16_constants.ptx(nt.partition(np.zeros(1), 1), nt.partition(np.zeros(1), 1), c, t)
+    moves = {int(m) % 2 ** 16
+             for m in re.findall(r"mov\.(?:u16|b16)\s+%\w+,\s*(-?\d+);", _body(ptx))}
+    for v in (c, t[1]):
+        assert int(np.asarray(v).view(np.uint16)) in moves, (v, moves)
+
+
+def test_the_builtin_kernels_compile():
+    from tests import builtin_cases as bc
+    for da, db in bc.DIVMOD_PAIRS:
+        a, b = np.zeros(8, da), np.zeros(8, db)
+        _ptx(bc.division, (a, b), sc.result_dtypes(bc.division_ref, a[0], b[0]))
+    for dt in (np.float32, np.float64):
+        a = np.zeros(8, dt)
+        _ptx(bc.rounding, (a, np.zeros(8, np.int64)), [dt])
+        _ptx(bc.counting, (a, np.zeros(8, np.int64)), [np.int64] * 3)
+    for C in bc.tuple_constants(np.random.default_rng()):
+        want = bc.tuple_builtins_ref(C, 5)
+        bc.tuple_builtins.ptx(*[nt.partition(np.zeros(1, np.asarray(w).dtype), 1)
+                                for w in want], C, 5)

@@ -50,3 +50,45 @@ def test_a_tuple_constant_runs_its_own_types_and_signs(tile_backend, order):
         with np.errstate(divide="ignore"):
             expected = x / np.float64(c[1]) + np.float64(square)
         np.testing.assert_array_equal(_run(tile_backend, square_and_divide, x, c), expected)
+
+
+class _Float(float):
+    """A float subclass: Numba types it float64 (its leaves in a tuple shared one
+    specialization, (F(0.0),) and (F(-0.0),))."""
+
+
+@pytest.mark.parametrize("order", [(0.0, -0.0, 0.0), (-0.0, 0.0, -0.0)])
+def test_float_subclass_zeros_in_a_tuple_divide_by_their_own_sign(tile_backend, order):
+    rng = np.random.default_rng()
+    x = rng.standard_normal(700) + 3.0
+    for v in order:
+        c = (ROOT, _Float(v))
+        with np.errstate(divide="ignore"):
+            expected = x / np.float64(v) + np.float64(np.int64(ROOT) * np.int64(ROOT) - NEAR)
+        np.testing.assert_array_equal(_run(tile_backend, square_and_divide, x, c), expected)
+
+
+@nt.jit
+def half_constant(x, z: nt.Partition["B"], w: nt.Partition["B"], C: nt.Constant,
+                  T: nt.Constant, B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + C * 3.0 + T[1])
+    nt.store(w, nt.astype(nt.load_like(x, w) * 0.0, nt.float16) + (C + T[0]))
+
+
+def test_float16_constants_compute_as_float16(tile_backend):
+    """A float16 Constant (top level and in a tuple) is folded as its bits: the GPU's
+    ``C * 3.0`` is float64 arithmetic on that float16, ``C + T[0]`` a float16 sum."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal(500)
+    for _ in range(3):
+        C = np.float16(rng.standard_normal() * 10)
+        T = (np.float16(rng.standard_normal()), np.float16(-rng.uniform(0.0, 1.0)))
+        z = tile_backend.asarray(np.zeros(500))
+        w = tile_backend.asarray(np.zeros(500, np.float16))
+        tile_backend.run(half_constant, tile_backend.asarray(x), nt.partition(z, 256),
+                         nt.partition(w, 256), C, T, 256)
+        want_z = x + np.float64(C) * 3.0 + np.float64(T[1])
+        want_w = np.float16(np.float32(C) + np.float32(T[0]))
+        np.testing.assert_array_equal(tile_backend.to_numpy(z), want_z)
+        np.testing.assert_array_equal(tile_backend.to_numpy(w).view(np.uint16),
+                                      np.full(500, want_w).view(np.uint16))

@@ -121,6 +121,88 @@ def test_the_interpreter_runs_each_constant_by_its_value(no_disk_cache):
             np.testing.assert_array_equal(z, x / np.float64(c[1]) + sq)
 
 
+# ----------------------------------------------------------------------------- subclasses
+
+
+class _Float(float):
+    """Numba types it float64 and folds its value: (F(0.0),) is not (F(-0.0),)."""
+
+
+class _TruthlessFloat(float):
+    def __float__(self):           # what float(c) says, never what the kernel folds
+        return 0.0
+
+    def __bool__(self):
+        return False
+
+
+class _Int(int):
+    pass
+
+
+class _Complex(complex):
+    pass
+
+
+class _F64(np.float64):
+    pass
+
+
+#: (a, b): leaves of subclasses of Python's or NumPy's numbers, equal to Python, other
+#: constants to the kernel (they shared one specialization inside a tuple)
+SUBCLASS_PAIRS = [((3037000499, _Float(0.0)), (3037000499, _Float(-0.0))),
+                  ((3037000499, _F64(0.0)), (3037000499, _F64(-0.0))),
+                  ((_Int(3037000499), _Float(-0.0)), (_Int(3037000499), _Float(0.0))),
+                  ((((_Float(NAN),),), 1.0), (((_Float(-NAN),),), 1.0))]
+
+
+@pytest.mark.parametrize("a, b", SUBCLASS_PAIRS[:3])
+def test_a_tuple_of_subclass_leaves_compiles_its_own_code_after_an_equal_one(no_disk_cache, a, b):
+    k = _tuple_kernel()
+    first, second = _code(_ptx(k, a)), _code(_ptx(k, b))
+    assert second == _code(_ptx(_tuple_kernel(), b)) != first
+    assert len(k._compiled) == 2
+
+
+@pytest.mark.parametrize("a, b", SUBCLASS_PAIRS + [
+    ((_Complex(0j),), (_Complex(complex(0.0, -0.0)),)), (frozenset({_Float(0.0)}),
+                                                          frozenset({_Float(-0.0)}))])
+def test_subclass_leaves_are_keyed_by_their_bits(a, b):
+    import copy
+    assert identity(a) != identity(b)
+    assert identity(copy.deepcopy(a)) == identity(a)    # another object of the same bits
+    ta, tb = ConstantArgType(a), ConstantArgType(b)
+    assert ta is not tb and ConstantArgType(a) is ta
+
+
+@pytest.mark.parametrize("order", [(0.0, -0.0), (-0.0, 0.0)])
+def test_the_interpreter_divides_by_each_subclass_zero(no_disk_cache, order):
+    @nt.jit
+    def reciprocal(x, z: nt.Partition, C: nt.Constant):
+        nt.store(z, nt.load_like(x, z) * 0.0 + 1.0 / C[0][0])
+    x = np.ones(64)
+    for v in order:
+        z = np.zeros(64)
+        with np.errstate(divide="ignore"):
+            reciprocal(x, nt.partition(z, 64), ((_Float(v),),), interpret=True)
+            np.testing.assert_array_equal(z, np.float64(1.0) / np.float64(v))
+
+
+def test_a_subclass_leaf_is_folded_and_run_by_its_value():
+    """The kernel folds the float a subclass holds; its own ``__float__`` or ``__bool__`` must
+    not decide a branch in the interpreter."""
+    @nt.jit
+    def truth(x, z: nt.Partition, C: nt.Constant):
+        if C[0]:
+            nt.store(z, nt.load_like(x, z) * 0.0 + C[0])
+        else:
+            nt.store(z, nt.load_like(x, z) * 0.0 - 1.0)
+    value = float(np.random.default_rng().uniform(1.0, 2.0))
+    z = np.zeros(64)
+    truth(np.ones(64), nt.partition(z, 64), (_TruthlessFloat(value),), interpret=True)
+    np.testing.assert_array_equal(z, value)
+
+
 # ----------------------------------------------------------------------------- launch plans
 
 @nt.jit
