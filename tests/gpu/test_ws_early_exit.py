@@ -58,9 +58,9 @@ def test_consumers_leaving_mid_loop_do_not_hang_the_block(which, stages, tmp_pat
     script.write_text(CHILD.format(root=root))
     try:
         out = subprocess.run([sys.executable, str(script), which, str(stages)],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{which}, {stages} stages: the launch did not finish in 120 s")
+        pytest.fail(f"{which}, {stages} stages: the launch did not finish in 60 s")
     assert out.returncode == 0 and "finished" in out.stdout, out.stdout + out.stderr
 
 
