@@ -193,13 +193,45 @@ def float16_constant(context, builder, ty, pyval):
     return ir.Constant(context.get_value_type(ty), bits)
 
 
+class _ModeKeyedCache(dict):
+    """numba-cuda's cache of compiled internal subroutines (``BaseContext.compile_subroutine``:
+    ``round(x, n)``, integer powers...), its keys told apart by whether numba_tile's code is
+    compiling (``compiler_context.in_own_code``). The implementations lower differently in
+    the two modes (this module's rules apply to numba_tile's code only), and the cache's own
+    key (the implementation's code, its signature, the error model's class) does not say
+    which: without the mode, whichever side compiled a subroutine first would fix its
+    lowering for the other, and for numba_tile's disk cache."""
+
+    @staticmethod
+    def _mode(key):
+        return (_own_code(), key)
+
+    def get(self, key, default=None):
+        return dict.get(self, self._mode(key), default)
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self, self._mode(key))
+
+    def __setitem__(self, key, value):
+        dict.__setitem__(self, self._mode(key), value)
+
+    def __contains__(self, key):
+        return dict.__contains__(self, self._mode(key))
+
+
 def install(targetctx) -> None:
     """Install the registry on numba-cuda's target context ``targetctx``, once, after the
-    context's own registries (so these implementations are the ones chosen). Call it with
-    numba-cuda's target selected (``utils.numba_target_override``), as a compile does: the
-    context's first refresh loads the registries that target's way."""
+    context's own registries (so these implementations are the ones chosen), and key its
+    subroutine cache by mode (:class:`_ModeKeyedCache`; the subtargets a compile makes share
+    it). Call it with numba-cuda's target selected (``utils.numba_target_override``), as a
+    compile does: the context's first refresh loads the registries that target's way."""
     if id(targetctx) in _installed:
         return
     targetctx.refresh()                 # its own registries first
     targetctx.install_registry(registry)
+    cache = _ModeKeyedCache()
+    # what was compiled before was compiled outside numba_tile's code: plain mode
+    for key, value in dict(targetctx.cached_internal_func).items():
+        dict.__setitem__(cache, (False, key), value)
+    targetctx.cached_internal_func = cache
     _installed.add(id(targetctx))

@@ -34,9 +34,11 @@ exception Numba raises in the loop's body: a ``range`` step of 0, a tuple index 
 which end the GPU thread): the producer's wait for an empty slot also reads the job's loop
 number and leaves on the stop value, and before returning it waits on the ``full`` barriers
 of the last ``S`` positions it issued, so no box lands after the block has exited
-(:func:`_wait_or_stop`, :func:`_drain`). In a cluster's kernel (below) a block whose
-consumers leave mid-loop still leaves its partner waiting for their slot releases: clusters
-are opt-in, and a kernel that can raise inside its K loop should not opt in.
+(:func:`_wait_or_stop`, :func:`_drain`). In a cluster's kernel (below) consumers leaving
+mid-loop can still hang the pair: the partner waits for their slot releases, a drain can wait
+for the half of a multicast tile the partner's producer, stopped first, never issued, and
+both blocks' exits pass a cluster barrier. Clusters are opt-in (``NUMBA_TILE_CLUSTER=1``),
+and a kernel that can raise inside its K loop should not opt in.
 
 **Consumers** in iteration ``k``: wait on ``full[k mod S]`` (no block barrier), issue the
 ``wgmma``s, commit, ``wgmma.wait_group P``, then lane 0 of every warp arrives on
@@ -274,8 +276,11 @@ def _post_stop(builder):
     job = _job_region(builder)
     tid = _tid(builder)
     with builder.if_then(builder.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
-        ptr = builder.bitcast(builder.gep(job, [const_i64(8)]), I32.as_pointer(3))
-        builder.store(ir.Constant(I32, STOP), ptr)
+        # volatile: the producer may be polling the word (_stopped), not only waiting on
+        # the job barrier; the arrive's release orders it for the job-barrier path
+        _asm(builder, "st.volatile.shared.u32 [$0], $1;", "r,r",
+             (builder.add(address32(builder, job), ir.Constant(I32, 8)),
+              ir.Constant(I32, STOP)), (I32, I32))
         _asm(builder, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
              (address32(builder, job),), (I32,))
 
