@@ -308,8 +308,17 @@ def argmax(x, axis, keepdims=False):
 @op("reduction")
 def argmin(x, axis, keepdims=False):
     """Index of the minimum along ``axis`` (the first one on ties; the first NaN if there is
-    one, as ``numpy.argmin``; invalid elements of a masked tile skipped). Returns a tile of
-    int32."""
+    one, as ``numpy.argmin``). Invalid elements of a masked tile are skipped (a line with
+    none valid gives 0).
+
+    Args:
+        x (Tile[S]): the tile.
+        axis (int, static): the axis.
+        keepdims (bool, static): keep the reduced axis with extent 1.
+
+    Returns:
+        Tile of int32: indices along ``axis``, in ``[0, S[axis])``.
+    """
 
 
 @op("reduction")
@@ -511,7 +520,14 @@ def permute(x, dims):
 
 @op("shape")
 def transpose(x):
-    """Reverse the tile's axes (the matrix transpose of a 2-D tile)."""
+    """Reverse the tile's axes (the matrix transpose of a 2-D tile; ``permute(x, (1, 0))``).
+
+    Args:
+        x (Tile[S]): the tile.
+
+    Returns:
+        Tile of x's dtype, of shape ``S[::-1]``.
+    """
 
 
 @op("shape")
@@ -707,12 +723,26 @@ def astype(x, dtype):
 
 @op("elementwise")
 def minimum(x, y):
-    """Elementwise minimum; NaN propagates (as ``numpy.minimum``)."""
+    """Elementwise minimum; NaN propagates (as ``numpy.minimum``).
+
+    Args:
+        x, y (Tile or scalar, one a tile): the operands, broadcast and promoted as arithmetic.
+
+    Returns:
+        Tile of the promoted dtype.
+    """
 
 
 @op("elementwise")
 def maximum(x, y):
-    """Elementwise maximum; NaN propagates (as ``numpy.maximum``)."""
+    """Elementwise maximum; NaN propagates (as ``numpy.maximum``).
+
+    Args:
+        x, y (Tile or scalar, one a tile): the operands, broadcast and promoted as arithmetic.
+
+    Returns:
+        Tile of the promoted dtype.
+    """
 
 
 @op("elementwise")
@@ -757,7 +787,14 @@ from .language_math import (  # noqa: E402,F401 - the math ops, re-exported
 
 @op("elementwise", name="abs")
 def abs_(x):
-    """Elementwise absolute value; keeps the dtype (same as builtin ``abs(tile)``)."""
+    """Elementwise absolute value; keeps the dtype (same as builtin ``abs(tile)``).
+
+    Args:
+        x (Tile[S]): the tile.
+
+    Returns:
+        Tile[S] of x's dtype.
+    """
 
 
 # ------------------------------------------------------------------------- creation
@@ -780,12 +817,27 @@ def full(shape, value, dtype=None):
 
 @op("creation")
 def zeros(shape, dtype=None):
-    """A tile of ``shape`` of zeros, float32 unless ``dtype`` is given."""
+    """A tile of ``shape`` of zeros.
+
+    Args:
+        shape (tuple of int, static): powers of two.
+        dtype: element dtype (default float32).
+
+    Returns:
+        Tile[shape] of ``dtype``, unmasked.
+    """
 
 
 @op("creation")
 def arange(n):
-    """The 1-D tile ``[0, 1, ..., n - 1]`` of int32 (``n`` static, a power of two)."""
+    """The 1-D tile ``[0, 1, ..., n - 1]``.
+
+    Args:
+        n (int, static): a power of two.
+
+    Returns:
+        Tile[n] of int32.
+    """
 
 
 # --------------------------------------------------------------------------- random
@@ -930,7 +982,14 @@ def bid(axis=0):
 
 @op("program")
 def num_blocks(axis=0):
-    """Number of blocks along ``axis`` of the launch grid (int64)."""
+    """Number of blocks along ``axis`` of the launch grid.
+
+    Args:
+        axis (int, static): grid axis, as :func:`bid`'s.
+
+    Returns:
+        int64.
+    """
 
 
 # ------------------------------------------------------------------- device functions
