@@ -23,6 +23,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "sphinx.ext.autosummary",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
@@ -49,3 +50,4 @@ except ImportError:          # Sphinx's default theme: the build needs nothing e
     html_theme = "alabaster"
 html_title = "numba_tile"
 html_static_path = []
+autosummary_generate = False

@@ -527,10 +527,11 @@ class Kernel:
         """Launch the kernel.
 
         Args:
-            *args, **kwargs: one argument per kernel parameter: device arrays (CuPy, Numba,
+            *args: one argument per kernel parameter: device arrays (CuPy, Numba,
                 PyTorch, any ``__cuda_array_interface__`` or DLPack producer) for tensors,
                 :func:`numba_tile.partition` objects for partitions, Python values for
                 constants and scalars. NumPy arrays only in interpreter mode.
+            **kwargs: the same, by parameter name (``B=1024``).
             stream: CuPy/Numba/PyTorch stream, raw ``CUstream`` handle, or None for the
                 legacy default stream.
             interpret: run in the interpreter; default: the kernel's ``interpret`` option,
@@ -907,10 +908,11 @@ class Kernel:
         kernel that would be refused at its first launch is refused here too.
 
         Args:
-            *args, **kwargs: the arguments of a launch (as :meth:`__call__`'s). Arrays may be
+            *args: the arguments of a launch (as :meth:`__call__`'s). Arrays may be
                 device arrays, NumPy arrays or fake ``__cuda_array_interface__`` objects: only
                 their dtype, rank, alignment and strides matter; partitions and constants as
                 for a launch.
+            **kwargs: the same, by parameter name.
             cc (tuple of two ints): the target compute capability ``(major, minor)``, 8.0 or
                 newer (default ``(9, 0)``, Hopper), one the CUDA toolkit compiles for; the
                 shared-memory limit checked is that target's. On ``(9, 0)`` the PTX targets
@@ -941,7 +943,8 @@ class Kernel:
         """The compiled specialization these arguments select, as :meth:`ptx` compiles it.
 
         Args:
-            *args, **kwargs: as :meth:`ptx`.
+            *args: as :meth:`ptx`.
+            **kwargs: as :meth:`ptx`.
             cc (tuple of two ints): as :meth:`ptx`.
 
         Returns:
