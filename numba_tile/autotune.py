@@ -84,7 +84,18 @@ from .runtime.partition import Partition, partition as make_partition
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration to try.
+    """One configuration for :func:`autotune` to try: constant values and launch options.
+
+    Args:
+        constants (dict of str to int or other Constant value): the values of the kernel's
+            ``Constant`` parameters this configuration sets (``{"BM": 128, "BN": 64}``); a
+            call of the autotuned kernel leaves these parameters out.
+        num_warps (int): warps per block, as :func:`numba_tile.jit`'s (default 4).
+        num_stages (int): software-pipeline stages, as :func:`numba_tile.jit`'s (default 1).
+        partitions (dict of str to dict): per ``Partition`` parameter that the call gives as a
+            raw array, extra keyword arguments of :func:`numba_tile.partition`
+            (``{"c": {"order": nt.grouped(8)}}`` or ``{"c": {"blocks": 132}}``); the tile shape
+            is the parameter's declared shape with ``constants`` filled in.
 
     Attributes:
         constants: values of the kernel's ``Constant`` parameters (``{"BM": 128, ...}``).
@@ -92,6 +103,14 @@ class Config:
         partitions: per ``Partition`` parameter given a raw array, extra arguments of
             :func:`numba_tile.partition` (``{"c": {"order": nt.grouped(8)}}``); the tile
             shape comes from the parameter's declared shape with ``constants`` filled in.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> configs = [nt.Config({"BM": 128, "BN": 128, "BK": 32}, num_warps=4, num_stages=4),
+        ...            nt.Config({"BM": 64, "BN": 128, "BK": 64}, num_warps=4, num_stages=3,
+        ...                      partitions={"c": {"order": nt.grouped(8)}})]
+        >>> configs[0].describe()
+        'BM=128, BN=128, BK=32, num_warps=4, num_stages=4'
     """
 
     constants: dict = field(default_factory=dict)
@@ -100,6 +119,8 @@ class Config:
     partitions: dict = field(default_factory=dict)
 
     def describe(self) -> str:
+        """The configuration in one line, as the tuner's log and pruning reasons show it:
+        ``"BM=128, BN=64, num_warps=4, num_stages=3"``."""
         parts = [f"{k}={v}" for k, v in self.constants.items()]
         parts += [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
         return ", ".join(parts)
@@ -224,13 +245,24 @@ _FIXED = frozenset({"kernel", "configs", "key", "warmup", "reps", "log", "compil
 
 
 class Autotuned:
-    """A kernel with an autotuner in front (see the module docstring). Call it like the kernel,
+    """A kernel with an autotuner in front, made by :func:`autotune`. Call it like the kernel,
     giving raw arrays (or partitions) for its partition parameters and leaving out the
-    parameters a configuration sets.
+    parameters a configuration sets; the launch options (``stream=``, ``interpret=``,
+    ``unchecked=``, ``on_conflict=``, ``grid=``) are the kernel's. It returns the launch
+    handle of the chosen configuration's launch.
 
     Its kernel, configurations, key and tuning options are fixed when it is made (its tunings,
     in memory and on disk, depend on them): assigning one raises AttributeError; apply
     :func:`autotune` again for others.
+
+    Attributes:
+        kernel: the decorated :class:`~numba_tile.Kernel`.
+        configs: the configurations, a tuple of :class:`Config`.
+        key: the parameter names of the tuning key, or None (every argument the call gives).
+        trials: ``{tuning key: [Trial, ...]}`` of every tuning done in this process: each
+            ``Trial`` has its ``config``, its median time ``ms`` (None when pruned) and the
+            ``error`` that pruned it (None otherwise). A choice read from the disk cache runs no
+            trials, so that key has no entry.
     """
 
     def __setattr__(self, name, value):
@@ -762,7 +794,24 @@ def _device_name() -> str:
 
 def autotune(configs, key=None, *, warmup: int = 2, reps: int = 10, log: bool = False,
              compile_workers: int | None = None):
-    """Decorate a ``@numba_tile.jit`` kernel with an autotuner (module docstring).
+    """Decorate a ``@numba_tile.jit`` kernel with an autotuner: per tuning key, the fastest of
+    several configurations (:class:`Config`: ``Constant`` values, ``num_warps``,
+    ``num_stages``, how raw arrays are partitioned) is found once and then launched.
+
+    The first call for a key compiles every configuration for the call's arguments (one that
+    does not compile, or on the GPU needs more registers or shared memory than the device
+    gives, is pruned, with its reason in :attr:`Autotuned.trials`), runs each ``warmup`` times
+    and then ``reps`` timed times on scratch copies of the mutable arguments (never on the
+    caller's arrays, so an in-place kernel changes the caller's data exactly once per call),
+    remembers the fastest (median) in memory and, when the disk cache is on
+    (``NUMBA_TILE_CACHE_DIR``), on disk, and launches it on the caller's arguments. Later calls
+    with the same key launch the remembered configuration directly. Every launch, trial or
+    real, goes through the kernel's ordinary checks. In interpreter mode the trials run in the
+    interpreter and time it. The first call for a key synchronizes, so it cannot run while a
+    stream is being captured into a CUDA graph: call it once before capturing.
+
+    Call the result like the kernel, leaving out the parameters the configurations set and
+    giving a raw array (or a partition) for each ``Partition`` parameter.
 
     Args:
         configs: the :class:`Config` objects to try.
@@ -778,11 +827,14 @@ def autotune(configs, key=None, *, warmup: int = 2, reps: int = 10, log: bool = 
             (module docstring, "What compiles in parallel").
 
     Returns:
-        Autotuned.
+        A decorator; it returns an :class:`Autotuned` kernel.
 
     Raises:
         TileArgumentError: not a kernel, an empty or malformed ``configs``, a configuration or
             key naming no parameter, a ``compile_workers`` that is not an int >= 1 or None.
+            When called: the call's own refusals (as a launch), and a call whose every
+            configuration is pruned (the message lists each one's reason).
+        CaptureError: the first call for a key made while its stream is being captured.
 
     Examples:
         >>> import numba_tile as nt
@@ -790,6 +842,9 @@ def autotune(configs, key=None, *, warmup: int = 2, reps: int = 10, log: bool = 
         ... @nt.jit
         ... def scale(x, z: nt.Partition["B"], B: nt.Constant):
         ...     nt.store(z, 2.0 * nt.load_like(x, z))
+        >>> scale(x, z)                    # z a raw array: each configuration partitions it  # doctest: +SKIP
+        >>> scale.best_config(x, z).describe()                                                 # doctest: +SKIP
+        'B=1024, num_warps=8, num_stages=1'
     """
     def deco(kernel):
         return Autotuned(kernel, configs, key, warmup, reps, log, compile_workers)

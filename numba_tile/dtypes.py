@@ -60,8 +60,8 @@ the tile's integer dtype (wrapping, as int8 tiles always did; NumPy would widen 
 platform integer): pass ``dtype=`` to accumulate wider (``sum(t, 0, dtype=nt.uint32)``).
 Casts (``astype``) between integers truncate or extend (zero-extension from unsigned,
 sign-extension from signed); integer to float rounds to nearest; float to integer
-truncates toward zero, and is undefined outside the integer's range (as in C and NumPy:
-the GPU saturates, NumPy wraps).
+truncates toward zero, saturates outside the integer's range and gives 0 for NaN (PTX's
+``cvt.rzi``), on both backends (NumPy's own cast is undefined there).
 
 float16 and bfloat16 arithmetic is computed in float32 and rounded to the dtype
 after each op (results equal the correctly rounded half-precision op for ``+ - * /``

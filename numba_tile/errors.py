@@ -152,10 +152,19 @@ class OwnershipError(TileError):
 
 
 class StoreToReadOnlyError(OwnershipError):
+    """A kernel stores (or scatters, or updates atomically) into a parameter its signature
+    does not declare mutable; raised at compile time at the store's line. Annotate the
+    parameter ``numba_tile.Partition`` and pass a partition, or write another array."""
+
     rule = "a parameter is mutable only if the kernel signature declares it so"
 
 
 class ForeignTileStoreError(OwnershipError):
+    """A store to a partition at an index that is not one of the block's own tiles: an index
+    built by hand, one minted by ``tiles()`` of another partition, or a partition iterated
+    both by ``strips`` and by ``tiles``; raised at compile time. Store at the block's own
+    tile (``store(z, t)``) or at an index from ``tiles(z)``."""
+
     rule = ("a store to a partition goes to one of the block's own tiles: its own tile, an "
             "index minted by tiles() of that same partition, or by tiles(z, strip) with a strip "
             "the block owns (of z, or of another partition of z's rank; above rank 2 all of z's "
@@ -163,6 +172,10 @@ class ForeignTileStoreError(OwnershipError):
 
 
 class UnanalyzedCallError(OwnershipError):
+    """A tensor or partition is handed to a function the ownership pass cannot see into (a
+    numba-cuda device function, an unknown callee); raised at compile time. Pass tiles or
+    scalars instead, or write the callee as a helper with numba_tile's ops."""
+
     rule = "tensors and partitions may only be passed to numba_tile ops"
 
 
@@ -176,43 +189,77 @@ class ClosedWorldError(OwnershipError):
 
 
 class MissingPartitionError(OwnershipError):
+    """A mutable (``Partition``) parameter was given a plain array at launch; wrap it:
+    ``numba_tile.partition(array, tile_shape)``."""
+
     rule = "a mutable parameter must receive a partition"
 
 
 class UnexpectedPartitionError(OwnershipError):
+    """A read-only parameter was given a partition at launch; pass the array itself."""
+
     rule = "a read-only parameter must not receive a partition"
 
 
 class AliasingError(OwnershipError):
+    """A mutable argument shares memory with another argument of the launch (the same
+    buffer, a view, a transpose, an overlapping slice); nothing is queued. For an in-place
+    kernel, pass the array once, as the partition, and ``load`` the block's own tile of it."""
+
     rule = "a mutable argument overlaps no other argument"
 
 
 class SelfOverlapError(OwnershipError):
+    """A mutable array overlaps itself (a stride-0 or overlapping-strides view), so two
+    tiles would share elements; nothing is queued. Pass a contiguous copy."""
+
     rule = "a mutable array does not overlap itself"
 
 
 class ReadOnlyProducerError(OwnershipError):
+    """A mutable argument's producer marked its memory read-only (CUDA Array Interface
+    ``data[1]``, DLPack's read-only flag, NumPy's ``writeable=False``); nothing is queued."""
+
     rule = "an array its producer marked read-only cannot be written"
 
 
 class PartitionShapeError(OwnershipError):
+    """A partition's tile shape differs from the shape the kernel declares for the parameter
+    (``Partition[("BM", "BN")]`` with the constants given); raised at launch."""
+
     rule = "partition tile shapes match the kernel's declared tile shape"
 
 
 class GridMismatchError(OwnershipError):
+    """Two partitions of one launch imply different launch grids (their tile counts per axis
+    differ); raised at launch. Use tile shapes that give every partition the same grid, map
+    the partitions onto blocks (``blocks=``) and iterate them with ``tiles()``, or launch
+    one kernel per output."""
+
     rule = "all partitions of one launch imply the same grid"
 
 
 class StreamConflictError(OwnershipError):
+    """With ``on_conflict="raise"``: an argument is in use by a launch still in flight on
+    another stream, and one of the two writes it. The default ``on_conflict="wait"``
+    orders the launches instead."""
+
     rule = ("an array in use by a launch in flight on another stream is not handed to a launch "
             "on this stream without ordering")
 
 
 class UncheckedOpError(OwnershipError):
+    """An unchecked op (``scatter``, an atomic, ``gather`` from a partition or a ``Mutable``
+    array) in a kernel not marked ``@numba_tile.jit(unchecked=True)``; raised at compile time.
+    In a safe kernel ``gather`` reads read-only tensors only."""
+
     rule = "unchecked operations only in kernels marked unchecked"
 
 
 class UncheckedLaunchError(OwnershipError):
+    """A kernel marked ``unchecked=True`` launched without ``unchecked=True`` at the call;
+    raised before anything is queued."""
+
     rule = "launching an unchecked kernel needs an explicit unchecked=True at the call site"
 
 

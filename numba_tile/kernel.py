@@ -527,10 +527,11 @@ class Kernel:
         """Launch the kernel.
 
         Args:
-            *args, **kwargs: one argument per kernel parameter: device arrays (CuPy, Numba,
+            *args: one argument per kernel parameter: device arrays (CuPy, Numba,
                 PyTorch, any ``__cuda_array_interface__`` or DLPack producer) for tensors,
                 :func:`numba_tile.partition` objects for partitions, Python values for
                 constants and scalars. NumPy arrays only in interpreter mode.
+            **kwargs: the same, by parameter name (``B=1024``).
             stream: CuPy/Numba/PyTorch stream, raw ``CUstream`` handle, or None for the
                 legacy default stream.
             interpret: run in the interpreter; default: the kernel's ``interpret`` option,
@@ -902,22 +903,59 @@ class Kernel:
     def ptx(self, *args, cc=(9, 0), **kwargs) -> str:
         """PTX of the specialization these arguments select (compiles, launches nothing).
 
-        Arguments may be device arrays, host arrays or fake ``__cuda_array_interface__``
-        objects: only their dtype, rank, alignment and strides matter. ``cc``: the target
-        compute capability ``(major, minor)``, a tuple of two ints, 8.0 or newer (default 9.0,
-        the H200's), one the CUDA toolkit compiles for; the shared-memory limit checked is
-        that target's.
+        Needs no GPU: the PTX comes from libNVVM (``numba-cuda[cu13]``). The kernel is typed
+        and ownership-checked first, exactly as a launch with these arguments would, so a
+        kernel that would be refused at its first launch is refused here too.
+
+        Args:
+            *args: the arguments of a launch (as :meth:`__call__`'s). Arrays may be
+                device arrays, NumPy arrays or fake ``__cuda_array_interface__`` objects: only
+                their dtype, rank, alignment and strides matter; partitions and constants as
+                for a launch.
+            **kwargs: the same, by parameter name.
+            cc (tuple of two ints): the target compute capability ``(major, minor)``, 8.0 or
+                newer (default ``(9, 0)``, Hopper), one the CUDA toolkit compiles for; the
+                shared-memory limit checked is that target's. On ``(9, 0)`` the PTX targets
+                ``sm_90a`` when the kernel uses Hopper instructions (``wgmma``, TMA).
+
+        Returns:
+            str: the PTX module's text.
 
         Raises:
             TileTypingError: as a launch, and for a ``cc`` below 8.0.
             TileArgumentError: as a launch, and for a ``cc`` that is not a tuple of two ints or
                 not a target of the CUDA toolkit.
+            OwnershipError: the kernel breaks an ownership rule checked at compile time.
+
+        Examples:
+            >>> import numpy as np, numba_tile as nt
+            >>> @nt.jit
+            ... def double(x, z: nt.Partition["B"], B: nt.Constant):
+            ...     nt.store(z, 2.0 * nt.load_like(x, z))
+            >>> x = np.zeros(4096, np.float32)
+            >>> ptx = double.ptx(x, nt.partition(np.empty_like(x), 1024), 1024, cc=(8, 0))
+            >>> ".target sm_80" in ptx
+            True
         """
         return self.compiled(*args, cc=cc, **kwargs).ptx
 
     def compiled(self, *args, cc=(9, 0), **kwargs):
-        """The :class:`~numba_tile.compiler.CompiledKernel` these arguments select (its PTX,
-        entry, parameter kinds, shared memory, tensor maps), as :meth:`ptx`."""
+        """The compiled specialization these arguments select, as :meth:`ptx` compiles it.
+
+        Args:
+            *args: as :meth:`ptx`.
+            **kwargs: as :meth:`ptx`.
+            cc (tuple of two ints): as :meth:`ptx`.
+
+        Returns:
+            CompiledKernel: its ``ptx`` (str), ``entry`` (the PTX entry's name),
+            ``num_threads`` (threads per block), ``cc``, ``shared_bytes`` (the dynamic
+            shared memory a block needs), ``param_kinds`` and ``tensor_maps`` (what the
+            launch passes).
+
+        Raises:
+            TileTypingError, TileArgumentError, OwnershipError: as :meth:`ptx`.
+        """
         cc = check_target(self.__qualname__, cc)
         values = self._bind(args, kwargs)
         groups = self._group_lengths(values)

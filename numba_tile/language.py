@@ -60,6 +60,13 @@ def load(x, index=None, shape=None, padding=None):
             register budget, a padding x's dtype cannot hold, or an ``index`` given for a
             partition (another block's tile of an array being written cannot be read:
             that would race).
+
+    Examples:
+        In a kernel with ``a: Tensor[float16, 2]`` and constants ``BM``, ``BK``::
+
+            t = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)   # unmasked, 0 past the edge
+            u = nt.load(a, (nt.bid(0), k), (BM, BK))              # masked past the edge
+            own = nt.load(z)                                      # the block's tile of z
     """
 
 
@@ -89,6 +96,13 @@ def load_like(x, like, padding=None, index=None):
     Raises:
         TileTypingError: ``like`` is not a partition, the ranks differ, ``x`` is another
             partition (its tiles are being written by other blocks), or a bad padding.
+
+    Examples:
+        ``z`` a partition parameter, ``x`` and ``y`` read-only arrays of z's shape::
+
+            nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
+            for idx in nt.tiles(z):                       # z mapped onto blocks
+                nt.store(z, 2.0 * nt.load_like(x, z, index=idx), idx)
     """
 
 
@@ -118,6 +132,14 @@ def load_at(x, offset, shape, padding):
     Raises:
         TileTypingError: ``x`` a partition, an offset of another rank or not of integers, a
             missing or non-static shape, a missing padding or one x's dtype cannot hold.
+
+    Examples:
+        A three-point stencil over a 1-D array, one tile of ``B`` outputs per block::
+
+            start = nt.bid(0) * B
+            left = nt.load_at(x, start - 1, (B,), 0.0)
+            right = nt.load_at(x, start + 1, (B,), 0.0)
+            nt.store(z, 0.5 * (left + right))
     """
 
 
@@ -143,6 +165,14 @@ def store(z, tile, index=None):
         StoreToReadOnlyError: ``z`` is a read-only tensor (typing).
         ForeignTileStoreError: ``index`` is not one of ``tiles(z)``'s (typing).
         TileTypingError: shape mismatch, or a dtype or scalar that would be narrowed.
+
+    Examples:
+        ``z: Partition[("BM", "BN")]`` of float16::
+
+            nt.store(z, nt.astype(acc, nt.float16))       # the block's own tile
+            nt.store(z, 0.0)                              # a scalar, broadcast
+            for idx in nt.tiles(z):                       # z mapped onto blocks
+                nt.store(z, nt.load_like(x, z, index=idx), idx)
     """
 
 
@@ -186,6 +216,16 @@ def tiles(z, strip=None, reverse=False):
     Raises:
         TileTypingError: ``z`` is not a partition parameter; ``idx[d]`` with ``d`` not a
             static int in ``[-ndim, ndim)``; ``reverse`` not a static bool.
+
+    Examples:
+        A persistent GEMM over ``c`` mapped onto blocks (``partition(c, (BM, BN), blocks=n)``)::
+
+            for idx in nt.tiles(c):
+                acc = nt.zeros((BM, BN), nt.float32)
+                for k in range(nt.num_tiles(a, 1, BK)):
+                    acc = nt.mma(nt.load(a, (idx[0], k), (BM, BK)),
+                                 nt.load(b, (k, idx[1]), (BK, BN)), acc)
+                nt.store(c, nt.astype(acc, nt.float16), idx)
     """
 
 
@@ -246,6 +286,12 @@ def num_tiles(x, axis, tile):
 
     Raises:
         TileTypingError: a non-static or out-of-range axis, or a tile that is not a power of two.
+
+    Examples:
+        A loop over the column tiles of a row block of ``x``::
+
+            for k in range(nt.num_tiles(x, 1, BN)):
+                t = nt.load(x, (nt.bid(0), k), (BM, BN), padding=0)
     """
 
 
@@ -308,8 +354,17 @@ def argmax(x, axis, keepdims=False):
 @op("reduction")
 def argmin(x, axis, keepdims=False):
     """Index of the minimum along ``axis`` (the first one on ties; the first NaN if there is
-    one, as ``numpy.argmin``; invalid elements of a masked tile skipped). Returns a tile of
-    int32."""
+    one, as ``numpy.argmin``). Invalid elements of a masked tile are skipped (a line with
+    none valid gives 0).
+
+    Args:
+        x (Tile[S]): the tile.
+        axis (int, static): the axis.
+        keepdims (bool, static): keep the reduced axis with extent 1.
+
+    Returns:
+        Tile of int32: indices along ``axis``, in ``[0, S[axis])``.
+    """
 
 
 @op("reduction")
@@ -392,6 +447,15 @@ def mma(a, b, acc, precision=None):
         TileTypingError: a non-tile operand, a rank other than 2, mismatched K or (M, N), a
             dimension below 16, mixed or unsupported input dtypes, an accumulator dtype the
             table does not list for the inputs, or a bad ``precision``.
+
+    Examples:
+        A K loop with float32 accumulation and a ReLU epilogue::
+
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in range(nt.num_tiles(a, 1, BK)):
+                acc = nt.mma(nt.load(a, (nt.bid(0), k), (BM, BK)),
+                             nt.load(b, (k, nt.bid(1)), (BK, BN)), acc)
+            nt.store(c, nt.astype(nt.maximum(acc, 0.0), nt.float16))
     """
 
 
@@ -412,6 +476,12 @@ def matmul(a, b, out_dtype=None, precision=None):
 
     Raises:
         TileTypingError: as :func:`mma`.
+
+    Examples:
+        Two products of 16-bit tiles, float32 results::
+
+            s = q @ nt.transpose(k)                       # (BM, D) x (D, BN)
+            o = nt.matmul(nt.astype(p, nt.float16), v)
     """
 
 
@@ -511,7 +581,14 @@ def permute(x, dims):
 
 @op("shape")
 def transpose(x):
-    """Reverse the tile's axes (the matrix transpose of a 2-D tile)."""
+    """Reverse the tile's axes (the matrix transpose of a 2-D tile; ``permute(x, (1, 0))``).
+
+    Args:
+        x (Tile[S]): the tile.
+
+    Returns:
+        Tile of x's dtype, of shape ``S[::-1]``.
+    """
 
 
 @op("shape")
@@ -529,6 +606,13 @@ def item(x):
     Raises:
         TileTypingError: a tile of more than one element, a masked one (``filled`` it
             first: its element may be invalid), or FP8 (``astype`` first).
+
+    Examples:
+        A block-uniform early exit::
+
+            t = nt.load(x, (nt.bid(0),), (B,), padding=0.0)
+            if nt.item(nt.max(nt.abs(t), 0)) < eps:
+                return
     """
 
 
@@ -566,6 +650,14 @@ def gather(x, indices, mask=None, padding=0):
 
     Raises:
         UncheckedOpError: used in a kernel not marked unchecked.
+
+    Examples:
+        An embedding lookup: rows of ``table`` (read-only) at the ids of the block's tokens::
+
+            ids = nt.load(token_ids, (nt.bid(0),), (BT,), padding=0)          # (BT,) int32
+            rows = nt.expand_dims(ids, 1) + nt.zeros((BT, D), nt.int32)        # (BT, D)
+            cols = nt.expand_dims(nt.arange(D), 0) + nt.zeros((BT, D), nt.int32)
+            nt.store(out, nt.gather(table, (rows, cols)))
     """
 
 
@@ -674,6 +766,11 @@ def filled(x, value):
 
     Raises:
         TileTypingError: ``x`` is not a tile, or ``value`` does not fit x's dtype.
+
+    Examples:
+        A running sum over a row loaded without padding::
+
+            acc = acc + nt.filled(nt.load(x, (nt.bid(0), k), (BM, BN)), 0)
     """
 
 
@@ -687,6 +784,12 @@ def where(cond, x, y):
 
     Returns:
         Tile[S] of the promoted dtype.
+
+    Examples:
+        A ReLU and a clamp::
+
+            r = nt.where(t > 0, t, 0.0)
+            c = nt.where(t > hi, hi, nt.where(t < lo, lo, t))
     """
 
 
@@ -702,17 +805,37 @@ def astype(x, dtype):
 
     Returns:
         Tile[S] of ``dtype``.
+
+    Examples:
+        Compute in float32, store float16::
+
+            t = nt.astype(nt.load_like(x, z), nt.float32)
+            nt.store(z, nt.astype(nt.exp(t), nt.float16))
     """
 
 
 @op("elementwise")
 def minimum(x, y):
-    """Elementwise minimum; NaN propagates (as ``numpy.minimum``)."""
+    """Elementwise minimum; NaN propagates (as ``numpy.minimum``).
+
+    Args:
+        x, y (Tile or scalar, one a tile): the operands, broadcast and promoted as arithmetic.
+
+    Returns:
+        Tile of the promoted dtype.
+    """
 
 
 @op("elementwise")
 def maximum(x, y):
-    """Elementwise maximum; NaN propagates (as ``numpy.maximum``)."""
+    """Elementwise maximum; NaN propagates (as ``numpy.maximum``).
+
+    Args:
+        x, y (Tile or scalar, one a tile): the operands, broadcast and promoted as arithmetic.
+
+    Returns:
+        Tile of the promoted dtype.
+    """
 
 
 @op("elementwise")
@@ -757,7 +880,14 @@ from .language_math import (  # noqa: E402,F401 - the math ops, re-exported
 
 @op("elementwise", name="abs")
 def abs_(x):
-    """Elementwise absolute value; keeps the dtype (same as builtin ``abs(tile)``)."""
+    """Elementwise absolute value; keeps the dtype (same as builtin ``abs(tile)``).
+
+    Args:
+        x (Tile[S]): the tile.
+
+    Returns:
+        Tile[S] of x's dtype.
+    """
 
 
 # ------------------------------------------------------------------------- creation
@@ -775,17 +905,37 @@ def full(shape, value, dtype=None):
 
     Returns:
         Tile[shape] of ``dtype``.
+
+    Examples:
+        The running maximum of an online softmax::
+
+            m = nt.full((BM, 1), -float("inf"))
     """
 
 
 @op("creation")
 def zeros(shape, dtype=None):
-    """A tile of ``shape`` of zeros, float32 unless ``dtype`` is given."""
+    """A tile of ``shape`` of zeros.
+
+    Args:
+        shape (tuple of int, static): powers of two.
+        dtype: element dtype (default float32).
+
+    Returns:
+        Tile[shape] of ``dtype``, unmasked.
+    """
 
 
 @op("creation")
 def arange(n):
-    """The 1-D tile ``[0, 1, ..., n - 1]`` of int32 (``n`` static, a power of two)."""
+    """The 1-D tile ``[0, 1, ..., n - 1]``.
+
+    Args:
+        n (int, static): a power of two.
+
+    Returns:
+        Tile[n] of int32.
+    """
 
 
 # --------------------------------------------------------------------------- random
@@ -925,12 +1075,25 @@ def bid(axis=0):
 
     Returns:
         int64.
+
+    Examples:
+        The input tiles of the block's output tile ``(bid(0), bid(1))``::
+
+            a_tile = nt.load(a, (nt.bid(0), k), (BM, BK))
+            b_tile = nt.load(b, (k, nt.bid(1)), (BK, BN))
     """
 
 
 @op("program")
 def num_blocks(axis=0):
-    """Number of blocks along ``axis`` of the launch grid (int64)."""
+    """Number of blocks along ``axis`` of the launch grid.
+
+    Args:
+        axis (int, static): grid axis, as :func:`bid`'s.
+
+    Returns:
+        int64.
+    """
 
 
 # ------------------------------------------------------------------- device functions

@@ -33,7 +33,21 @@ __all__ = ["Tensor", "Mutable", "Constant", "Param", "parse_params", "check_kern
 
 
 class Tensor:
-    """Annotation of a read-only array parameter (the default for unannotated ones)."""
+    """Annotation of a read-only array parameter (the default for unannotated ones).
+
+    ``x`` and ``x: numba_tile.Tensor`` mean the same: the kernel may read the array (``load``,
+    ``load_like``, ``load_at``, ``gather``, ``x[i]``) but not write it; a store to it is a
+    :class:`~numba_tile.errors.StoreToReadOnlyError` at compile time. At launch it takes a
+    device array (CuPy, Numba, PyTorch, any ``__cuda_array_interface__`` or DLPack producer;
+    NumPy arrays in the interpreter), never a partition. An unannotated parameter given a
+    Python number is a runtime scalar instead.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> @nt.jit
+        ... def scale(x: nt.Tensor, alpha, z: nt.Partition["B"], B: nt.Constant):
+        ...     nt.store(z, alpha * nt.load_like(x, z))
+    """
 
 
 class Mutable:
@@ -45,7 +59,17 @@ class Mutable:
 class Constant:
     """Annotation of a compile-time constant parameter (``BLOCK: numba_tile.Constant``).
 
-    ``Constant[int]`` is accepted as a synonym.
+    A constant's value is part of the kernel's specialization: each distinct value compiles
+    its own code (``-0.0`` apart from ``0.0``, ``(2.0,)`` apart from ``(2,)``). Tile shapes,
+    ``Partition[...]`` declarations, static axes and dtypes come from constants. Constants may
+    be given by position or by keyword (``k(x, part, BLOCK=1024)``). ``Constant[int]`` is
+    accepted as a synonym.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> @nt.jit
+        ... def fill(z: nt.Partition[("BM", "BN")], value, BM: nt.Constant, BN: nt.Constant):
+        ...     nt.store(z, nt.full((BM, BN), value))
     """
 
     def __class_getitem__(cls, item):

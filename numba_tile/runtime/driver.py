@@ -145,9 +145,19 @@ def device_count():
 
 
 def gpu_available() -> bool:
-    """True when ``cuda.bindings`` imports, ``cuInit`` succeeds and at least one device exists.
+    """Whether kernels can be launched on a GPU in this process.
 
-    The answer is computed once and cached. Never raises.
+    True when ``cuda.bindings`` imports, ``cuInit`` succeeds and at least one device exists.
+    The answer is computed once and cached. Never raises. A launch without ``interpret=True``
+    needs a GPU; the interpreter (``interpret=True``) and :meth:`Kernel.ptx
+    <numba_tile.Kernel.ptx>` do not.
+
+    Returns:
+        bool: True when a CUDA device is usable.
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> interpret = not nt.gpu_available()   # the GPU when there is one, else the interpreter
     """
     global _available
     if _available is None:

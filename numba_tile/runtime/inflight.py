@@ -762,7 +762,24 @@ def collect() -> int:
 
 
 def synchronize_all() -> None:
-    """:meth:`InflightRegistry.synchronize_all` on the process-wide registry."""
+    """Waits for every numba_tile launch in flight, on every stream, and releases the arguments
+    they hold (``numba_tile.synchronize()``).
+
+    A launch handle's ``sync()`` waits for that launch (and what came before it on its
+    stream); this waits for all of them. Call it before a CUDA graph capture on a blocking
+    stream when launches on the legacy default stream may still be in flight (they cannot be
+    waited on while the capture runs). Launches run in the interpreter are complete when they
+    return.
+
+    Raises:
+        CaptureError: launches on the legacy default stream are in flight while a blocking
+            stream is being captured.
+        CudaDriverError: waiting failed (a kernel faulted).
+
+    Examples:
+        >>> import numba_tile as nt
+        >>> nt.synchronize()
+    """
     return default_registry().synchronize_all()
 
 
