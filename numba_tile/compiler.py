@@ -78,7 +78,7 @@ def _add_tensor_map_params(ptx: str, entry: str, count: int) -> str:
     return ptx
 
 
-#: the oldest target numba_tile compiles for (DESIGN.md: Ampere, sm_80, and later)
+#: the oldest target numba_tile compiles for (Ampere, sm_80, and later)
 MIN_CC = (8, 0)
 
 
@@ -221,8 +221,9 @@ def _translate(exc: Exception, ctx) -> Exception:
         kw = dict(filename=where.filename, lineno=where.line) if where is not None else {}
         return TileTypingError(
             f"kernel '{ctx.kernel_name}' calls a numba-cuda device function, which numba-cuda "
-            f"can only type with a GPU present ({exc}); helper functions are not supported in "
-            f"interpreter mode without a GPU", **kw)
+            f"can only type with a GPU present ({exc}); run it on a machine with a GPU, or write "
+            f"the function as a plain Python helper, which interpreter mode types without one",
+            **kw)
     if isinstance(exc, NumbaError) or isinstance(exc, AttributeError):
         return _summarize(exc, loc, ctx)
     overload = _failed_overload(exc)

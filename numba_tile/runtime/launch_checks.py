@@ -1,4 +1,5 @@
-"""Launch-time ownership checks (DESIGN.md section 2), run before anything is queued.
+"""Launch-time ownership checks (docs/safety.md R3, R5-R7, R14, R16), run before anything is
+queued.
 
 :func:`bind_arrays` turns a launch's arguments into :class:`BoundArray` descriptions and enforces,
 for each kernel parameter and between parameters:

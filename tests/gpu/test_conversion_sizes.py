@@ -1,5 +1,4 @@
-"""The kernels of issue 12 item 7, whose layout conversions once failed to compile at sizes
-Triton handles, against NumPy (float64 references, fresh random inputs, ragged shapes), on
+"""Kernels with large layout conversions, at sizes Triton handles, against NumPy (float64 references, fresh random inputs, ragged shapes), on
 the GPU and in the interpreter: a 2-D gather at int64 index tiles (no conversion: it works
 in the indices' layout), a scatter at int64 rows, a causal attention forward pass
 (``q @ k.T``, the causal ``where``, online softmax, ``p @ v``) and (R, 1024) float32
