@@ -254,6 +254,16 @@ class Autotuned:
         return references.reduce(self, "autotuned kernel", self.kernel._fn.__module__,
                                  self.__qualname__, Autotuned)
 
+    def __getitem__(self, config):
+        """``tuned[blocks, threads](...)`` (numba-cuda's launch syntax) is refused, as for a
+        kernel: the grid comes from the partitions."""
+        from .kernel import _arg_error, launch_syntax_message
+        raise _arg_error(launch_syntax_message(f"autotune '{self.__qualname__}'",
+                                               self.__qualname__, self.kernel.params))
+
+    #: not iterable (``__getitem__`` alone would make ``iter(tuned)`` succeed)
+    __iter__ = None
+
     def _fixed(self, name):
         from .errors import FixedAttributeError
         from .options import at_user_line
