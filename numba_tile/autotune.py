@@ -46,8 +46,9 @@ assembling), 3.48 s and 3.09 s with the default, 1.33x both times (the tuner bef
 pipeline, which assembled at each configuration's first launch: 4.74 s and 4.17 s). On a
 2-core CPU machine (Xeon, no GPU, about one core taken by other work) the same pipeline over
 six GEMM configurations' PTX measured 0.95x to 1.1x (medians of 9 to 11 runs, 1.4 s to
-1.7 s): no gain one can count on with one free core. Compiling to PTX in threads, the other option, gains nothing anywhere:
-the threads wait on the lock (1.16 s against 1.05 s one after the other, 2-core CPU).
+1.7 s): no gain one can count on with one free core. Compiling to PTX in threads, the other
+option, gains nothing anywhere: the threads wait on the lock (1.16 s against 1.05 s one after
+the other, 2-core CPU).
 
 What stays on the calling thread, in the configurations' order: the binding and checks of the
 arguments, the compiles, loading the cubins (``cuModuleLoadData``, GPU only) and every trial,

@@ -1,6 +1,7 @@
 """``load_at`` with a uint64 offset (a scalar argument or read from a tensor): the offset is the
 int64 of the same bits, as the lowering casts it (2**64 - 3 is -3: the window starts 3 before the
-array), in the interpreter as on the GPU. The GPU twin is tests/gpu/test_load_at_uint64_offsets.py."""
+array), in the interpreter as on the GPU. The GPU twin is
+tests/gpu/test_load_at_uint64_offsets.py."""
 
 import numpy as np
 import pytest

@@ -95,7 +95,7 @@ def no_graphs(monkeypatch):
     monkeypatch.setattr(capture, "_ours", {})
 
 
-# ============================================================================== contexts, tunings, captures, messages
+# ===================================================== contexts, tunings, captures, messages
 
 def test_an_autotuned_call_gives_the_threads_context_back(peers, fake):
     """A kernel launch on device 1's arrays gives the thread's context (device 0) back after it
