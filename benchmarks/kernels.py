@@ -1,4 +1,5 @@
-"""The kernels people write (issue 12's examples) against their Triton originals, on the GPU.
+"""The kernels people write (the row-wise examples of examples/) against their Triton originals,
+on the GPU.
 
 Run on a GPU machine (``python benchmarks/kernels.py``). For each case it prints the bandwidth
 of every implementation (the bytes an ideal kernel moves, divided by its device time) and the

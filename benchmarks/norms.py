@@ -585,7 +585,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         f"when exceeded, at least {MIN_REPS})")
     p.add_argument("--variant", default="auto", choices=("auto", "registers", "looped"),
                    help="numba_tile's kernels: whole rows in registers, loops over column tiles "
-                        "with pipelined loads (examples/long_rows.py), or the examples' choice")
+                        "with pipelined loads (the examples' *_looped kernels), or their choice")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown too")
     p.add_argument("--interpret", action="store_true",
                    help="numba_tile only, in the interpreter on the CPU, checks only")

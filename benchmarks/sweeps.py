@@ -1,4 +1,4 @@
-"""Configuration sweeps of issue 12's examples on the GPU: the runs behind the defaults of
+"""Configuration sweeps of the examples on the GPU: the runs behind the defaults of
 ``examples/rope.py`` (``qk_config``), ``examples/layernorm_backward.py`` (``config``) and
 ``examples/cross_entropy.py`` (``config``).
 

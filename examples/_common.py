@@ -1,6 +1,9 @@
-"""Shared by the examples: pick the GPU when there is one, else the interpreter."""
+"""Shared by the examples (not an example itself): pick the GPU when there is one, else the
+interpreter; check arguments and results; require an optional dependency."""
 
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 
@@ -65,3 +68,27 @@ def check_result(name: str, got, expected, rtol: float, atol: float, detail: str
     if not np.allclose(got, expected, rtol=rtol, atol=atol):
         raise SystemExit(f"{name}: WRONG RESULT")
     print(f"{name}: OK")
+
+
+#: the command that installs numba_tile's optional PyTorch dependency (``pyproject.toml``)
+TORCH_EXTRA = 'pip install -e ".[torch]"'
+
+
+def require_torch(example: str, what: str = "PyTorch", modules=("torch",)):
+    """``torch``, or exit (status 1) with a message naming the extra that installs it.
+
+    Args:
+        example: the example's name, which starts the message.
+        what: what the example needs PyTorch for.
+        modules: the modules to import (``"torch.distributed"``...).
+
+    Raises:
+        SystemExit: PyTorch (or one of ``modules``) cannot be imported.
+    """
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    except ImportError as exc:
+        raise SystemExit(f"{example}: needs {what}, which cannot be imported here ({exc}).\n"
+                         f"Install numba_tile with its torch extra: {TORCH_EXTRA}") from None
+    return importlib.import_module("torch")

@@ -40,7 +40,7 @@ FLOOR = -3.0e38
 
 def config(n_cols: int, itemsize: int) -> tuple:
     """``(columns per tile, num_warps, num_stages, min_blocks_per_sm, fold)``, the fastest of
-    a sweep on the H200 (fourteenth session, 2026-12-02, ``docs/performance.md``: tiles of
+    a sweep on the H200 (2026-12-02, ``docs/performance.md``: tiles of
     2048-16384 columns over 2-16 warps at 1-10 blocks a multiprocessor, at 4096 x 32000 and
     1024 x 128256; ``.visit``-style probe, then ``benchmarks/sweeps.py cross_entropy``).
 

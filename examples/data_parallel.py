@@ -15,6 +15,9 @@ Every rank checks its result exactly against NumPy's product of the same integer
 inputs (entries in {-1, 0, 1}: every partial and total sum is an integer below 2048 in
 magnitude, exact in float16) and prints ``data_parallel: OK`` (rank 0 also the world size
 and backend).
+
+Needs PyTorch: ``pip install -e ".[torch]"``. Without it the example says so and exits with
+status 1.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ import numba_tile as nt
 
 try:
     import gemm
+    from _common import require_torch
 except ImportError:
     from examples import gemm
+    from examples._common import require_torch
 
 
 def _free_port() -> int:
@@ -80,7 +85,8 @@ def tensor_parallel_matmul(a_shard, b_shard, c, dist, *, on_gpu: bool):
 
 
 def main() -> None:
-    import torch
+    torch = require_torch("data_parallel", "PyTorch (torch.distributed)",
+                          ("torch", "torch.distributed"))
     dist, rank, world, device, on_gpu = init_world()
     try:
         if rank == 0:

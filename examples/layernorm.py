@@ -8,6 +8,10 @@ does not write them. The row stays in registers between the two reductions and t
 normalization (one read of x, one write of y). Rows are packed several to a block when
 short (see ``softmax.row_config``). 16-bit inputs are computed in float32.
 
+Long rows loop over ``(1, BC)`` column tiles instead (``layer_norm_looped``, pipelined loads,
+one block per row: see ``softmax.py``): a pass for the mean, one for the variance (two passes,
+as Triton's layer-norm tutorial, rather than ``E[x^2] - mean^2``), then the output.
+
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks
 the result against NumPy in float64.
 """
@@ -19,13 +23,13 @@ import numpy as np
 import numba_tile as nt
 
 try:
-    import long_rows
     from _common import check_result, check_rows, pick_backend
-    from softmax import kernel_for, min_blocks, row_config
+    from softmax import (kernel_for, looped_kernel, min_blocks, row_config, row_partition,
+                         use_looped)
 except ImportError:
-    from examples import long_rows
     from examples._common import check_result, check_rows, pick_backend
-    from examples.softmax import kernel_for, min_blocks, row_config
+    from examples.softmax import (kernel_for, looped_kernel, min_blocks, row_config,
+                                  row_partition, use_looped)
 
 
 def layer_norm_rows(x, weight, bias, y: nt.Partition[("BM", "BN")], n_cols, eps,
@@ -40,6 +44,28 @@ def layer_norm_rows(x, weight, bias, y: nt.Partition[("BM", "BN")], n_cols, eps,
     nt.store(y, nt.astype(d * nt.rsqrt(var + eps) * w + b, DT))
 
 
+def layer_norm_looped(x, weight, bias, y: nt.Partition[("BM", "BC")], n_cols, eps,
+                      BM: nt.Constant, BC: nt.Constant, DT: nt.Constant):
+    """y = layer_norm(x) * weight + bias for the row(s) of this block, BC columns at a time."""
+    r = nt.bid(0)
+    acc = nt.zeros((BM, 1), nt.float32)
+    for k in range(nt.num_tiles(x, 1, BC)):
+        acc = acc + nt.sum(nt.astype(nt.load(x, (r, k), (BM, BC), padding=0), nt.float32), 1,
+                           keepdims=True)
+    mean = acc / n_cols
+    acc2 = nt.zeros((BM, 1), nt.float32)
+    for k in range(nt.num_tiles(x, 1, BC)):
+        t = nt.astype(nt.load(x, (r, k), (BM, BC), padding=0), nt.float32)
+        d = nt.where(nt.arange(BC) + k * BC < n_cols, t - mean, 0.0)
+        acc2 = acc2 + nt.sum(d * d, 1, keepdims=True)
+    inv = nt.rsqrt(acc2 / n_cols + eps)
+    for idx in nt.tiles(y):
+        t = nt.astype(nt.load(x, (idx[0], idx[1]), (BM, BC), padding=0), nt.float32)
+        w = nt.astype(nt.load(weight, (idx[1],), (BC,), padding=0), nt.float32)
+        b = nt.astype(nt.load(bias, (idx[1],), (BC,), padding=0), nt.float32)
+        nt.store(y, nt.astype((t - mean) * inv * w + b, DT), idx)
+
+
 def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False, variant="auto"):
     """Launch ``y = layer_norm(x, eps) * weight + bias`` along axis 1.
 
@@ -52,7 +78,7 @@ def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False, va
         stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
         interpret: run in the numba_tile interpreter.
         variant: ``"registers"`` (whole rows in registers), ``"looped"`` (column tiles,
-            pipelined loads: ``long_rows.py``) or ``"auto"`` (``long_rows.LOOPED_AT``).
+            pipelined loads: :func:`layer_norm_looped`) or ``"auto"`` (``softmax.LOOPED_AT``).
 
     Returns:
         The launch handle (``.sync()`` waits).
@@ -63,9 +89,9 @@ def layer_norm(x, weight, bias, y, eps=1e-5, *, stream=None, interpret=False, va
     dt = check_rows("layer_norm", x, y, weight=weight, bias=bias)
     n = x.shape[1]
     itemsize = 4 if dt == "float32" else 2
-    if long_rows.use_looped("layernorm", n, itemsize, variant):
-        part, bc = long_rows.row_partition(y, n, itemsize)
-        return long_rows.kernel(long_rows.layer_norm_looped, itemsize)(
+    if use_looped("layernorm", n, itemsize, variant):
+        part, bc = row_partition(y, n, itemsize)
+        return looped_kernel(layer_norm_looped, itemsize)(
             x, weight, bias, part, n, float(eps), 1, bc, dt, stream=stream, interpret=interpret)
     bm, bn, num_warps = row_config(n, itemsize, "layernorm")
     kernel = kernel_for(layer_norm_rows, num_warps, min_blocks(n, itemsize, "layernorm"))

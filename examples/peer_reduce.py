@@ -14,7 +14,8 @@ shard it reads, or an output on another device, is refused as on one GPU (docs/s
     python examples/peer_reduce.py --shards 5   # five shards spread over the GPUs
 
 The shards and the outputs are float32 arrays of ``n`` elements (PyTorch tensors on the GPUs:
-PyTorch is needed on a GPU machine). On a machine with one GPU every shard is on it (the same
+PyTorch is needed on a GPU machine: ``pip install -e ".[torch]"``; without it the example says
+so and exits with status 1). On a machine with one GPU every shard is on it (the same
 kernel, no peer reads); without a GPU the interpreter runs it on NumPy arrays (and says so).
 Each output is checked against NumPy's float64 sum; prints ``peer_reduce: OK``.
 """
@@ -26,6 +27,11 @@ import argparse
 import numpy as np
 
 import numba_tile as nt
+
+try:
+    from _common import require_torch
+except ImportError:
+    from examples._common import require_torch
 
 
 @nt.jit
@@ -41,7 +47,7 @@ def _devices():
     """``(torch or None, number of GPUs)``; (None, 0) runs the interpreter on NumPy arrays."""
     if not nt.gpu_available():
         return None, 0
-    import torch
+    torch = require_torch("peer_reduce", "PyTorch on a GPU machine (tensors on several GPUs)")
     return torch, torch.cuda.device_count()
 
 

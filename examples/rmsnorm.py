@@ -5,6 +5,9 @@ As ``layernorm.py``: the row is loaded masked (no ``padding=``), so the mean of 
 counts only the row's real elements; the row stays in registers (one read of x, one write
 of y); short rows are packed several to a block. 16-bit inputs are computed in float32.
 
+Long rows loop over ``(1, BC)`` column tiles instead (``rms_norm_looped``, pipelined loads,
+one block per row: see ``softmax.py``): one pass for the mean of squares, then the output.
+
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks
 the result against NumPy in float64.
 """
@@ -16,13 +19,13 @@ import numpy as np
 import numba_tile as nt
 
 try:
-    import long_rows
     from _common import check_result, check_rows, pick_backend
-    from softmax import kernel_for, min_blocks, row_config
+    from softmax import (kernel_for, looped_kernel, min_blocks, row_config, row_partition,
+                         use_looped)
 except ImportError:
-    from examples import long_rows
     from examples._common import check_result, check_rows, pick_backend
-    from examples.softmax import kernel_for, min_blocks, row_config
+    from examples.softmax import (kernel_for, looped_kernel, min_blocks, row_config,
+                                  row_partition, use_looped)
 
 
 def rms_norm_rows(x, weight, y: nt.Partition[("BM", "BN")], n_cols, eps,
@@ -32,6 +35,21 @@ def rms_norm_rows(x, weight, y: nt.Partition[("BM", "BN")], n_cols, eps,
     ms = nt.sum(t * t, axis=1, keepdims=True) / n_cols
     w = nt.astype(nt.load(weight, (0,), (BN,)), nt.float32)
     nt.store(y, nt.astype(t * nt.rsqrt(ms + eps) * w, DT))
+
+
+def rms_norm_looped(x, weight, y: nt.Partition[("BM", "BC")], n_cols, eps,
+                    BM: nt.Constant, BC: nt.Constant, DT: nt.Constant):
+    """y = rms_norm(x) * weight for the row(s) of this block, BC columns at a time."""
+    r = nt.bid(0)
+    acc = nt.zeros((BM, 1), nt.float32)
+    for k in range(nt.num_tiles(x, 1, BC)):
+        t = nt.astype(nt.load(x, (r, k), (BM, BC), padding=0), nt.float32)
+        acc = acc + nt.sum(t * t, 1, keepdims=True)
+    inv = nt.rsqrt(acc / n_cols + eps)
+    for idx in nt.tiles(y):
+        t = nt.astype(nt.load(x, (idx[0], idx[1]), (BM, BC), padding=0), nt.float32)
+        w = nt.astype(nt.load(weight, (idx[1],), (BC,), padding=0), nt.float32)
+        nt.store(y, nt.astype(t * inv * w, DT), idx)
 
 
 def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False, variant="auto"):
@@ -46,7 +64,7 @@ def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False, variant="a
         stream: the stream to launch on (CuPy, Numba or PyTorch stream, or None).
         interpret: run in the numba_tile interpreter.
         variant: ``"registers"`` (whole rows in registers), ``"looped"`` (column tiles,
-            pipelined loads: ``long_rows.py``) or ``"auto"`` (``long_rows.LOOPED_AT``).
+            pipelined loads: :func:`rms_norm_looped`) or ``"auto"`` (``softmax.LOOPED_AT``).
 
     Returns:
         The launch handle (``.sync()`` waits).
@@ -57,9 +75,9 @@ def rms_norm(x, weight, y, eps=1e-6, *, stream=None, interpret=False, variant="a
     dt = check_rows("rms_norm", x, y, weight=weight)
     n = x.shape[1]
     itemsize = 4 if dt == "float32" else 2
-    if long_rows.use_looped("rmsnorm", n, itemsize, variant):
-        part, bc = long_rows.row_partition(y, n, itemsize)
-        return long_rows.kernel(long_rows.rms_norm_looped, itemsize)(
+    if use_looped("rmsnorm", n, itemsize, variant):
+        part, bc = row_partition(y, n, itemsize)
+        return looped_kernel(rms_norm_looped, itemsize)(
             x, weight, part, n, float(eps), 1, bc, dt, stream=stream, interpret=interpret)
     bm, bn, num_warps = row_config(n, itemsize, "layernorm")
     kernel = kernel_for(rms_norm_rows, num_warps, min_blocks(n, itemsize, "layernorm"))

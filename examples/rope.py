@@ -180,7 +180,7 @@ def _heads_tile(heads: int, d: int, cap: int | None = None) -> int:
 def qk_config(itemsize: int) -> tuple:
     """``(elements of a half row of query heads per tile at most, num_warps,
     min_blocks_per_sm)`` of :func:`rope_qk`: the fastest of a sweep on the H200
-    (``benchmarks/sweeps.py rope_qk``, ``docs/performance.md``, thirteenth session,
+    (``benchmarks/sweeps.py rope_qk``, ``docs/performance.md``,
     2026-12-02: 8, 16, 32 query heads per tile x 1, 2, 4 warps, with and without a register
     bound, two grids, LLaMA-3 8B heads): in both dtypes 1024 elements (16 heads of D = 128)
     over two warps, with registers bounded so that 16 blocks fit a multiprocessor (bfloat16

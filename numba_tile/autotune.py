@@ -41,14 +41,14 @@ compiles the configurations to PTX one after the other, in their order, and
 ``compile_workers - 1`` threads assemble each PTX while the next configuration compiles.
 Measured, first call of a tuner of 9 GEMM configurations (2048^3 float16; 64x64 to 256x128
 tiles, 2 to 4 stages, one pruned) on the H200 machine (16 cores), medians of 3 in each of two
-sessions: 4.64 s and 4.12 s with ``compile_workers=1`` (about 1.1 s to 1.3 s of it
+runs: 4.64 s and 4.12 s with ``compile_workers=1`` (about 1.1 s to 1.3 s of it
 assembling), 3.48 s and 3.09 s with the default, 1.33x both times (the tuner before this
-pipeline, which assembled at each configuration's first launch: 4.74 s and 4.17 s). On the
-2-core CPU numba_tile is developed on (Xeon,
-no GPU, about one core taken by other work) the same pipeline over six GEMM configurations'
-PTX measured 0.95x to 1.1x (medians of 9 to 11 runs, 1.4 s to 1.7 s): no gain one can count
-on with one free core. Compiling to PTX in threads, the other option, gains nothing anywhere:
-the threads wait on the lock (1.16 s against 1.05 s one after the other, 2-core CPU).
+pipeline, which assembled at each configuration's first launch: 4.74 s and 4.17 s). On a
+2-core CPU machine (Xeon, no GPU, about one core taken by other work) the same pipeline over
+six GEMM configurations' PTX measured 0.95x to 1.1x (medians of 9 to 11 runs, 1.4 s to
+1.7 s): no gain one can count on with one free core. Compiling to PTX in threads, the other
+option, gains nothing anywhere: the threads wait on the lock (1.16 s against 1.05 s one after
+the other, 2-core CPU).
 
 What stays on the calling thread, in the configurations' order: the binding and checks of the
 arguments, the compiles, loading the cubins (``cuModuleLoadData``, GPU only) and every trial,
@@ -286,6 +286,16 @@ class Autotuned:
         from . import references
         return references.reduce(self, "autotuned kernel", self.kernel._fn.__module__,
                                  self.__qualname__, Autotuned)
+
+    def __getitem__(self, config):
+        """``tuned[blocks, threads](...)`` (numba-cuda's launch syntax) is refused, as for a
+        kernel: the grid comes from the partitions."""
+        from .kernel import _arg_error, launch_syntax_message
+        raise _arg_error(launch_syntax_message(f"autotune '{self.__qualname__}'",
+                                               self.__qualname__, self.kernel.params))
+
+    #: not iterable (``__getitem__`` alone would make ``iter(tuned)`` succeed)
+    __iter__ = None
 
     def _fixed(self, name):
         from .errors import FixedAttributeError

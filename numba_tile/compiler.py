@@ -78,7 +78,7 @@ def _add_tensor_map_params(ptx: str, entry: str, count: int) -> str:
     return ptx
 
 
-#: the oldest target numba_tile compiles for (DESIGN.md: Ampere, sm_80, and later)
+#: the oldest target numba_tile compiles for (Ampere, sm_80, and later)
 MIN_CC = (8, 0)
 
 
@@ -221,8 +221,9 @@ def _translate(exc: Exception, ctx) -> Exception:
         kw = dict(filename=where.filename, lineno=where.line) if where is not None else {}
         return TileTypingError(
             f"kernel '{ctx.kernel_name}' calls a numba-cuda device function, which numba-cuda "
-            f"can only type with a GPU present ({exc}); helper functions are not supported in "
-            f"interpreter mode without a GPU", **kw)
+            f"can only type with a GPU present ({exc}); run it on a machine with a GPU, or write "
+            f"the function as a plain Python helper, which interpreter mode types without one",
+            **kw)
     if isinstance(exc, NumbaError) or isinstance(exc, AttributeError):
         return _summarize(exc, loc, ctx)
     overload = _failed_overload(exc)
@@ -312,6 +313,34 @@ def _loc_from_traceback(exc, filename=None):
     return found or fallback
 
 
+#: Numba's message for an attribute of a tile, tensor or partition
+_ATTRIBUTE = re.compile(r"Unknown attribute '(\w+)' of type (Tile|Tensor|Partition)\[")
+#: attributes of an array that ask for its extents or layout, which a kernel does not read
+_EXTENTS = ("shape", "size", "ndim", "strides", "nbytes", "itemsize")
+
+
+def _attribute_advice(attr: str, kind: str) -> str:
+    """What to write instead of ``value.attr`` on a tile (``kind`` "Tile") or an array
+    parameter ("Tensor", "Partition"), which have no attributes in a kernel."""
+    if kind == "Tile":
+        if attr == "T":
+            return ("a tile has no attribute 'T': write nt.transpose(t) for the transpose of a "
+                    "2-D tile (nt.permute(t, dims) for another order of the axes)")
+        return (f"a tile has no attribute {attr!r}: use numba_tile's functions on it "
+                f"(nt.transpose(t), nt.reshape(t, shape), nt.astype(t, dtype), nt.sum(t, "
+                f"axis), ...); its shape is static, the shape it was loaded or made with")
+    what = "a tensor" if kind == "Tensor" else "a partition"
+    if attr in _EXTENTS:
+        return (f"{what} has no attribute {attr!r} in a kernel: its extents are run-time "
+                f"values the kernel's code does not read. Pass an extent you need as a scalar "
+                f"argument (a parameter n, launched with x.shape[0]), count the tiles along an "
+                f"axis with nt.num_tiles(x, axis, TILE), and load without padding= so that "
+                f"the elements past the array's end are masked")
+    return (f"{what} has no attribute {attr!r} in a kernel: load its tiles (nt.load(x, index, "
+            f"shape), nt.load_like(x, z)) and work on those; pass what you need from the host "
+            f"array (its extents, its dtype's name) as scalar or Constant arguments")
+
+
 _UNIFY = re.compile(r"Cannot unify (Tile\[.*?\]) and (Tile\[.*?\]) for '([^'.]+)[^']*'")
 _TILE = re.compile(r"Tile\[(\w+), (\([^)]*\)), .*?(masked)?(?:\(align=\d+\))?\]$")
 
@@ -343,11 +372,15 @@ def _summarize(exc, loc, ctx) -> TileTypingError:
     sig = next((ln.strip() for ln in lines if ln.strip().startswith(">>>")), None)
     hint = next((h for pat, h in _HINTS if pat.search(text)), None)
     head = _short_unify(head)
-    msg = f"kernel '{ctx.kernel_name}' does not type: {head}"
-    if sig and sig not in head:
-        msg += f"\n    {sig}"
-    if hint:
-        msg += f"\n  hint: {hint}"
+    attribute = _ATTRIBUTE.search(head)
+    if attribute is not None:
+        msg = f"kernel '{ctx.kernel_name}': {_attribute_advice(*attribute.groups())}"
+    else:
+        msg = f"kernel '{ctx.kernel_name}' does not type: {head}"
+        if sig and sig not in head:
+            msg += f"\n    {sig}"
+        if hint:
+            msg += f"\n  hint: {hint}"
     filename = lineno = None
     kernel_file = getattr(getattr(ctx, "pyfunc", None), "__code__", None)
     kernel_file = kernel_file.co_filename if kernel_file else None

@@ -14,7 +14,7 @@ Hierarchy::
     |   +-- HostArrayError         a NumPy (host) array passed on the GPU path (case I1)
     +-- CaptureError               a launch that cannot be captured into a CUDA graph, or a
                                    graph call that cannot run (runtime/capture.py)
-    +-- OwnershipError             a broken ownership rule (DESIGN.md section 2)
+    +-- OwnershipError             a broken ownership rule (docs/safety.md, R1-R16)
         +-- StoreToReadOnlyError   store to a parameter not declared mutable (typing, case A5)
         +-- ForeignTileStoreError  store that is not to the block's own partition tile (typing)
         +-- UnanalyzedCallError    a tensor or partition handed to a callee the pass cannot see

@@ -142,9 +142,10 @@ def member_name(param: str, k: int) -> str:
 
 
 class _Refusal(Exception):
-    def __init__(self, node, message):
+    def __init__(self, node, message, whole=None):
         super().__init__(message)
         self.node = node
+        self.whole = whole              # the group used whole, if that is the refusal
 
 
 def _is_static_range(call) -> bool:
@@ -222,7 +223,8 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Name(self, node):
         if node.id in self.lengths:
             raise _Refusal(node, f"group '{node.id}' used whole: use its members ({node.id}[k]) "
-                                 f"and len({node.id})")
+                                 f"and len({node.id}); to pass one array, pass the array, not "
+                                 f"a tuple or list holding it", whole=node.id)
         return node
 
 
@@ -338,8 +340,10 @@ def expand(fn, lengths: dict, source: Source):
                      for s in (lambda r: r if isinstance(r, list) else [r])(
                          _Rewrite(lengths).visit(stmt))]
     except _Refusal as r:
-        raise TileArgumentError(f"{where}: {r}", filename=filename,
-                                lineno=getattr(r.node, "lineno", None)) from None
+        err = TileArgumentError(f"{where}: {r}", filename=filename,
+                                lineno=getattr(r.node, "lineno", None))
+        err.group_used_whole = r.whole      # Kernel._grouped: a list of numbers for an array
+        raise err from None
     ast.fix_missing_locations(tree)
     code = compile(tree, filename, "exec", flags=flags, dont_inherit=True)
     ns: dict = {}

@@ -113,6 +113,42 @@ def load_function(module, ck, cluster=None):
     return func
 
 
+def launch_syntax_message(what: str, name: str, params) -> str:
+    """The refusal of ``kernel[...]`` for kernel ``name`` with ``params``: the grid of a
+    numba_tile launch comes from its partitions (or ``grid=``), never from an index."""
+    head = (f"{what} is launched by calling it, not by indexing it with a launch "
+            f"configuration (numba-cuda's kernel[blocks, threads](...))")
+    if any(p.role == "partition" for p in params):
+        return (f"{head}: call {name}(...) with its arguments; the grid is one block per tile "
+                f"of its partitions (nt.partition(z, tile_shape), or blocks= for a fixed "
+                f"number of blocks) and the threads are 32 * num_warps "
+                f"(@nt.jit(num_warps=...))")
+    return (f"{head}: it has no Partition parameter, so give the number of blocks as "
+            f"{name}(..., grid=N); the threads are 32 * num_warps (@nt.jit(num_warps=...))")
+
+
+def _list_members(value) -> str | None:
+    """What a group argument ``value`` holds, when that is not arrays or partitions (numbers,
+    nested lists): "a Python list of 16 float", else None."""
+    if all(hasattr(m, "__cuda_array_interface__") or hasattr(m, "__array_interface__")
+           or hasattr(m, "__dlpack__") or isinstance(m, (np.ndarray, Partition))
+           for m in value):
+        return None
+    kinds = sorted({type(m).__name__ for m in value})
+    return (f"a Python {type(value).__name__} of {len(value)} items"
+            f"{' of type ' + ' and '.join(kinds) if kinds else ''}")
+
+
+def _pass_an_array(name: str, role: str) -> str:
+    """How to pass an array for parameter ``name`` of ``role`` instead of a list."""
+    if role == "partition":
+        return (f"pass a partition of an array: nt.partition(numpy.asarray({name}), "
+                f"tile_shape) in interpreter mode, of cupy.asarray({name}) (or another device "
+                f"array) on the GPU")
+    return (f"pass an array: numpy.asarray({name}) in interpreter mode, cupy.asarray({name}) "
+            f"(or another device array) on the GPU")
+
+
 def _arg_error(message: str) -> TileArgumentError:
     """A TileArgumentError pointing at the user's launch line."""
     from .runtime.launch_checks import user_call_site
@@ -233,6 +269,15 @@ class Kernel:
 
     def __repr__(self):
         return f"<numba_tile kernel {self.__qualname__} num_warps={self.num_warps}>"
+
+    def __getitem__(self, config):
+        """``kernel[blocks, threads](...)``, numba-cuda's launch syntax, is refused with a
+        TileArgumentError (a TypeError) saying how a numba_tile kernel is launched."""
+        raise _arg_error(launch_syntax_message(f"kernel '{self.__qualname__}'",
+                                               self.__qualname__, self.params))
+
+    #: not iterable (``__getitem__`` alone would make ``iter(kernel)`` succeed)
+    __iter__ = None
 
     @property
     def fn(self):
@@ -719,16 +764,31 @@ class Kernel:
     def _grouped(self, groups: dict, values) -> "Kernel":
         """The kernel rewritten for tuples of arrays of these lengths (``numba_tile/groups.py``),
         made once per lengths."""
-        for p, v in zip(self.params, values):
-            if p.name in groups and any(groups_mod.is_group(m) for m in v):
-                raise _arg_error(f"kernel '{self.__qualname__}': argument '{p.name}': a tuple "
-                                 f"of arrays or partitions (one level), got a tuple holding a "
-                                 f"tuple")
+        by_name = {p.name: v for p, v in zip(self.params, values) if p.name in groups}
+        roles = {p.name: p.role for p in self.params}
+        for name, v in by_name.items():
+            if any(groups_mod.is_group(m) for m in v):
+                held = type(next(m for m in v if groups_mod.is_group(m))).__name__
+                raise _arg_error(
+                    f"kernel '{self.__qualname__}': argument '{name}': a tuple or list of arrays "
+                    f"or partitions (one level: a group), got a {type(v).__name__} holding a "
+                    f"{held}; for one array, {_pass_an_array(name, roles[name])}")
         key = tuple(sorted(groups.items()))
         with self._lock:
             k = self._groups.get(key)
             if k is None:
-                fn = groups_mod.expand(self._fn, groups, self._source)
+                try:
+                    fn = groups_mod.expand(self._fn, groups, self._source)
+                except TileArgumentError as exc:
+                    whole = getattr(exc, "group_used_whole", None)
+                    held = _list_members(by_name[whole]) if whole in by_name else None
+                    if held is None:
+                        raise
+                    raise _arg_error(
+                        f"kernel '{self.__qualname__}': argument '{whole}': got {held}, and "
+                        f"the kernel uses '{whole}' whole, as an array (line {exc.lineno}): "
+                        f"{_pass_an_array(whole, roles[whole])}. A tuple or list is a group, "
+                        f"used through its members {whole}[k] and len({whole})") from None
                 k = self._groups[key] = Kernel(
                     fn, num_warps=self.num_warps, interpret=self.interpret,
                     unchecked=self.unchecked, min_blocks_per_sm=self.min_blocks_per_sm,

@@ -187,8 +187,8 @@ def tiles(z, strip=None, reverse=False):
     pass has just read then starts with the tiles the first pass read last, which are the
     likeliest to be in L2 still: Liger-Kernel's cross entropy at 1024 x 128,256 bfloat16
     read 336 MB from DRAM with its gradient pass forward and 270 MB reversed (the logits are
-    263 MB), 231 us against 204 us (H200, Nsight Compute, ``docs/performance.md``,
-    fourteenth session). The set of tiles, and so what the block may store, is unchanged.
+    263 MB), 231 us against 204 us (H200, Nsight Compute, 2026-12-02,
+    ``docs/performance.md``). The set of tiles, and so what the block may store, is unchanged.
 
     ``for idx in tiles(z): ... store(z, tile, idx)``. For a partition mapped onto ``B``
     blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tile numbers ``b, b + B,
@@ -323,8 +323,9 @@ def _reduction(name, what, identity_doc):
         Tile of S without ``axis`` (or with extent 1 there) of ``dtype``.
 
     Raises:
-        TileTypingError: a bad axis, a narrowing dtype, or a tile that does not fit the
-            kernel's shared-memory budget (48 KB, compile path).
+        TileTypingError: a bad axis, a narrowing dtype, or a reduction whose scratch does not
+            fit the shared memory a block can have on the target (227 KB on compute
+            capability 9.0, 163 KB on 8.0; ``lowering/shared.py``), found while compiling.
     """
     return op("reduction")(fn)
 
@@ -973,9 +974,9 @@ def randint(seed, offsets):
     """Random 32-bit words: the first output word of Philox4x32-10 for each offset.
 
     Triton's ``tl.randint`` returns these bits as uint32, for int32 and int64 offsets alike
-    (Triton 3.6); numba_tile has no unsigned dtypes, so the same bits come as int32: a word
-    of ``2**31`` or more reads as a negative number (``.view(numpy.uint32)`` on the host
-    copy, or ``x & 0xffffffff`` on an int64 one, gives Triton's value).
+    (Triton 3.6); numba_tile returns the same bits as int32: a word of ``2**31`` or more reads
+    as a negative number. ``astype(words, uint32)`` in the kernel (integer conversions wrap),
+    or ``.view(numpy.uint32)`` on the host copy, gives Triton's value.
 
     Args:
         {args}

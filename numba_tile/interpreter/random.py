@@ -76,7 +76,7 @@ def normal(w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
 
 
 def _signed(word: np.ndarray, offsets: InterpTile) -> InterpTile:
-    """uint32 words as the int32 tile of the same bits (numba_tile has no unsigned dtypes)."""
+    """uint32 words as the int32 tile of the same bits (randint's dtype, as on the GPU)."""
     return InterpTile(word.view(np.int32), WORD_DTYPE, offsets.extents)
 
 

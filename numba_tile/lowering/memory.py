@@ -298,7 +298,7 @@ def _two_paths(layout, view, own: bool) -> bool:
     tile index from ``tiles()``, a strip or the kernel's hand (a block that walks several
     tiles), with a fragment of at most :data:`_TWO_PATH_BYTES` a thread. A block's own tile
     (``own``: one tile a block, an elementwise kernel) keeps the one masked path: measured on
-    the H200 (thirteenth session), the SwiGLU example in bfloat16 ran at 0.99-1.00x Triton
+    the H200 (2026-12-02), the SwiGLU example in bfloat16 ran at 0.99-1.00x Triton
     with one path and 0.90x with two (two paths for loads alone 0.89x, stores alone
     0.91-0.93x), where rope and cross entropy, whose tiles come from strips, gained 2-10%."""
     return not own and layout.elems_per_thread * view.itemsize <= _TWO_PATH_BYTES

@@ -14,7 +14,7 @@ The adapter chosen for a Python type is cached, so repeated launches with the sa
 the probing. An adapter only *reads* its producer's interface; what every adapter reads is then
 validated in one place (:func:`as_array_arg`, through ``_validated``), because a producer is
 recognised by duck typing and any class can masquerade as a PyTorch tensor or a CuPy array. The
-rules (DESIGN.md section 2, "every array interface is validated before use"):
+rules (docs/safety.md R14, "every array interface is validated before use"):
 
 * rank from 1 to :data:`MAX_NDIM` (0-d arrays are refused with a hint: scalars are Python numbers);
 * extents are ints (not bools, not floats; NumPy integers are accepted) from 0 to ``2**63 - 1``,

@@ -1,4 +1,5 @@
-"""Launch-time ownership checks (DESIGN.md section 2), run before anything is queued.
+"""Launch-time ownership checks (docs/safety.md R3, R5-R7, R14, R16), run before anything is
+queued.
 
 :func:`bind_arrays` turns a launch's arguments into :class:`BoundArray` descriptions and enforces,
 for each kernel parameter and between parameters:
@@ -183,6 +184,18 @@ def _self_overlap_verdict(array: ArrayArg) -> bool | None:
 def _named(bound: list[BoundArray]) -> str:
     return " and ".join(
         f"{'mutable' if o.mutable else 'read-only'} argument '{o.spec.name}'" for o in bound)
+
+
+def _in_place_idiom(b: BoundArray) -> str:
+    """How to write the in-place update an overlap refusal of mutable argument ``b`` usually
+    stands for: pass the array once and read it through its own parameter."""
+    z = b.spec.name
+    if b.tile_shape is None:            # an unchecked kernel's Mutable array
+        return (f"to update an array in place, pass it once, as the Mutable argument '{z}', "
+                f"and read it there (nt.gather({z}, indices))")
+    return (f"to update an array in place, pass it once, as the partition '{z}', and load and "
+            f"store the block's own tile: nt.store({z}, f(nt.load({z}))) (or "
+            f"nt.load({z}, idx) and nt.store({z}, t, idx) with idx from nt.tiles({z}))")
 
 
 def _empty_grid(grid: tuple[int, ...]) -> bool:
@@ -512,7 +525,8 @@ def _check_between(arrays: list[BoundArray], allow_host: bool | None, err: _Rais
         if hits:
             raise err(AliasingError,
                       f"mutable argument '{b.spec.name}' overlaps {_named(hits)}: a kernel may not "
-                      f"write memory that another argument reads or writes")
+                      f"write memory that another argument reads or writes; "
+                      f"{_in_place_idiom(b)}")
         if undecided:
             raise err(AliasingError,
                       f"mutable argument '{b.spec.name}' could not be proven disjoint from "

@@ -497,7 +497,7 @@ def cluster_enabled() -> bool:
     """``NUMBA_TILE_CLUSTER=1`` lets warp-specialized persistent loops pair blocks in
     clusters of two with multicast operand boxes (``lowering/ws.py``) where
     :func:`_cluster_ok` holds; unset or anything else, they do not: on the H200 the pairs
-    measured 0.2-2.4% slower than single blocks (``docs/performance.md``, twelfth session).
+    measured 0.2-2.4% slower than single blocks (2026-12-02, ``docs/performance.md``).
     Part of ``Kernel.compile``'s cache keys."""
     import os
     return os.environ.get("NUMBA_TILE_CLUSTER", "").strip() == "1"

@@ -22,7 +22,7 @@ from .types import TileType
 #: int32 offsets and ``(offset >> 32)`` truncated to uint32 for int64 ones
 OFFSET_DTYPES = (dtypes.int32, dtypes.int64)
 #: the dtype of randint's and randint4x's words for either offsets dtype: Triton's uint32
-#: bits as int32 (numba_tile has no unsigned dtypes)
+#: bits as int32 (``astype(words, uint32)`` gives Triton's values)
 WORD_DTYPE = dtypes.int32
 
 #: Philox rounds (Triton's ``N_ROUNDS_DEFAULT``)

@@ -1,9 +1,9 @@
-"""Kernels whose layout conversions once failed to compile at sizes Triton handles (issue 12
-item 7): a 2-D gather at int64 index tiles, a causal attention inner loop and (16, 1024)
-float32 rearrangements. They compile for sm_90 and sm_80 (libNVVM, no GPU) within the
-target's shared memory, reusing one scratch region across conversion sites (the kernel's
-total is the largest site, not their sum), with a barrier between one use's reads and the
-next use's writes; ptxas assembles them without spills where nvJitLink is present.
+"""Kernels with large layout conversions, at sizes Triton handles: a 2-D gather at int64 index
+tiles, a causal attention inner loop and (16, 1024) float32 rearrangements. They compile for sm_90
+and sm_80 (libNVVM, no GPU) within the target's shared memory, reusing one scratch region across
+conversion sites (the kernel's total is the largest site, not their sum), with a barrier between
+one use's reads and the next use's writes; ptxas assembles them without spills where nvJitLink is
+present.
 
 The kernels live in ``tests/gpu/test_conversion_sizes.py``, whose tests check their values
 on the GPU and in the interpreter.

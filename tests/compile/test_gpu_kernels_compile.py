@@ -137,7 +137,7 @@ def test_reshape_between_equal_distributions_moves_no_data():
     assert "bar.sync" not in ptx and ".shared" not in ptx
 
 
-def test_review_regression_kernels():
+def test_unchecked_and_persistent_edge_kernels_have_no_local_memory():
     from tests.gpu import test_persistent as p
     from tests.gpu import test_unchecked as u
     no_local(u.atomic_then_transpose.ptx(np.zeros(8, np.int32),

@@ -123,9 +123,9 @@ GEMM_STAGED = nt.jit(num_stages=3)(GEMM[4].__wrapped__)
 
 
 def test_a_rerun_pipeline_passes_a_barrier_before_refilling_its_slots():
-    """Red-team finding: a pipelined loop entered again (inside another loop) refilled its
-    slots while a slow warp could still read them after the previous run's last barrier; each
-    run now starts with wait_all and bar.sync before its first copies."""
+    """A pipelined loop entered again (inside another loop) does not refill its slots while a
+    slow warp could still read them after the previous run's last barrier: each run starts with
+    wait_all and bar.sync before its first copies."""
     a = np.zeros((256, 512), np.float16)
     b = np.zeros((512, 256), np.float16)
     ptx = rerun_pipeline.ptx(a, b, nt.partition(np.zeros((64, 256), np.float32), (64, 64)), 64,
@@ -169,7 +169,7 @@ def persistent_idx_in_loop(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant,
 
 
 def test_branded_index_coordinates_in_the_k_loop_are_pipelined():
-    """New-user review: idx[0] / idx[1] of the tiles() index, read inside the K loop, are
+    """idx[0] / idx[1] of the tiles() index, read inside the K loop, are
     loop-invariant there; the loads are staged (cp.async) as when read before the loop."""
     a = np.zeros((512, 256), np.float16)
     c = np.zeros((512, 512), np.float16)

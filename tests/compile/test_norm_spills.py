@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from examples import layernorm, long_rows, rmsnorm, softmax
+from examples import layernorm, rmsnorm, softmax
 from numba_tile.dtypes import BFLOAT16_NP
 from numba_tile.runtime import linker
 
@@ -54,20 +54,15 @@ def kernel_ptx(kernel: str, dtname: str, n: int) -> str:
     arrays = {"softmax": (x, x.copy()), "layer_norm": (x, w, w.copy(), x.copy()),
               "rms_norm": (x, w, x.copy())}[kernel]
     launches = []
-    real_kernel_for = module.kernel_for
-    real_long_rows = long_rows.kernel
+    real_kernel_for = softmax.kernel_for
 
     def recording_kernel_for(fn, *args, **kwargs):
         k = real_kernel_for(fn, *args, **kwargs)
         return lambda *a, stream=None, interpret=False: launches.append((k, a))
 
-    def recording_long_rows(fn, *args, **kwargs):
-        k = real_long_rows(fn, *args, **kwargs)
-        return lambda *a, stream=None, interpret=False: launches.append((k, a))
-
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(module, "kernel_for", recording_kernel_for)
-        mp.setattr(long_rows, "kernel", recording_long_rows)   # the looped long-row kernels
+        mp.setattr(softmax, "kernel_for", recording_kernel_for)   # softmax.looped_kernel's
         host(*arrays)
     assert len(launches) == 1, launches
     k, args = launches[0]

@@ -202,7 +202,7 @@ def bar_count(ptx: str) -> int:
     return len(re.findall(r"\bbar\.sync\b", body(ptx)))
 
 
-# ----------------------------------------------------------------- the reviewer's kernels
+# ------------------------------- a store and a load of one partition in two layouts
 
 
 @nt.jit
@@ -426,7 +426,7 @@ def test_norm_examples_compile_exactly_as_without_ordering(kernel, dtname, n, mo
 
 
 def test_ordering_off_would_be_seen(monkeypatch):
-    """The comparison above can fail: the reviewer's kernel differs without ordering."""
+    """The comparison above can fail: store_reload's code differs without ordering."""
     x16, x32, z = _arrays()
     args = (x16, x32, nt.partition(z, B), B)
     ptx = store_reload.ptx(*args)

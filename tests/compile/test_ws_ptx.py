@@ -353,7 +353,7 @@ def test_cluster_switch_and_cases_left_alone(monkeypatch):
         assert "setmaxnreg" in ck.ptx, kern.__name__
         assert ck.cluster == 1 and "barrier.cluster" not in ck.ptx, kern.__name__
 
-    # a trip count read from memory (a reviewer's case): another stream may write it during
+    # a trip count read from memory: another stream may write it during
     # the launch, so two blocks of a pair could read two values
     @nt.jit(num_warps=8, num_stages=4)
     def trips_from_memory(a, b, c: nt.Partition[("BM", "BN")], kv, BM: nt.Constant,

@@ -1,13 +1,11 @@
-"""The kernels of issue 12 item 7, whose layout conversions once failed to compile at sizes
-Triton handles, against NumPy (float64 references, fresh random inputs, ragged shapes), on
-the GPU and in the interpreter: a 2-D gather at int64 index tiles (no conversion: it works
-in the indices' layout), a scatter at int64 rows, a causal attention forward pass
-(``q @ k.T``, the causal ``where``, online softmax, ``p @ v``) and (R, 1024) float32
-rearrangements (moved in passes of at most 64 KB of shared memory). One kernel runs many
-conversion sites of different sizes in a loop on exact integer values: one site's data
+"""Kernels with large layout conversions, at sizes Triton handles, against NumPy (float64
+references, fresh random inputs, ragged shapes), on the GPU and in the interpreter: a 2-D gather at
+int64 index tiles (no conversion: it works in the indices' layout), a scatter at int64 rows, a
+causal attention forward pass (``q @ k.T``, the causal ``where``, online softmax, ``p @ v``) and
+(R, 1024) float32 rearrangements (moved in passes of at most 64 KB of shared memory). One kernel
+runs many conversion sites of different sizes in a loop on exact integer values: one site's data
 leaking into another's reads through the shared scratch region would show as a wrong value.
-``tests/compile/test_conversion_sizes.py`` compiles the same kernels for sm_90 and sm_80.
-"""
+``tests/compile/test_conversion_sizes.py`` compiles the same kernels for sm_90 and sm_80."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
-"""numba-cuda ``@cuda.jit(device=True)`` functions applied to tiles (issue 12, helper
-functions): each element's call, broadcasting, scalars, masks, 16-bit and integer tiles,
-nested device functions; on the GPU and in the interpreter against NumPy in float64."""
+"""numba-cuda ``@cuda.jit(device=True)`` functions applied to tiles: each element's call,
+broadcasting, scalars, masks, 16-bit and integer tiles, nested device functions; on the GPU and in
+the interpreter against NumPy in float64."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""float16 / bfloat16 atomic_add and float atomic_max / atomic_min (issue 12, atomics), on the
+"""float16 / bfloat16 atomic_add and float atomic_max / atomic_min, on the
 GPU and in the interpreter: sums that are exact in the array's dtype (so the order of the
 updates cannot change them), and maxima / minima under IEEE 754 totalOrder, bit for bit."""
 

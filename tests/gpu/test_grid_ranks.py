@@ -1,5 +1,5 @@
 """Partitions of different rank whose tile grids agree but for extent-1 axes ((M,) beside
-(M, 1): a per-row output next to its rows, issue 12) launch together, on both backends; grids
+(M, 1): a per-row output next to its rows) launch together, on both backends; grids
 that differ otherwise, or that are walked in different orders, are refused."""
 
 import numpy as np

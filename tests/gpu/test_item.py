@@ -1,6 +1,6 @@
-"""nt.item: the scalar of a 1-element tile (issue 12: scalars from a 1-element tile, data-
-dependent control flow uniform across the block), on both backends against NumPy: early
-return on a reduction, a while loop counted by one, dtypes of the result; refusals."""
+"""nt.item: the scalar of a 1-element tile (data-dependent control flow uniform across the
+block), on both backends against NumPy: early return on a reduction, a while loop counted by
+one, dtypes of the result; refusals."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Masked tiles carried around loops, on the GPU and in the interpreter (issue 8, part 6).
+"""Masked tiles carried around loops, on the GPU and in the interpreter.
 
 A tile merely reassigned in a loop (``t = load(...)``) takes the valid box of the load that
 made it, which is what the user wrote; a loop that *combines* the carried tile with a masked

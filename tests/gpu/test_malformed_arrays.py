@@ -1,5 +1,5 @@
 """A misaligned array is refused before anything reaches the GPU, and the process's CUDA context
-survives (issue 8, part 4).
+survives.
 
 On the GPU, a kernel reading a float32 at an address that is not a multiple of 4 fails with
 CUDA_ERROR_MISALIGNED_ADDRESS, which destroys the CUDA context: every later call in the process

@@ -254,7 +254,7 @@ def test_pipelined_persistent_gemm(tile_backend):
 def rerun_pipeline(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
                    BK: nt.Constant, R: nt.Constant):
     """The pipelined K loop inside another loop: every run refills the slots the previous
-    run's last product read (red-team finding: a barrier must come first)."""
+    run's last product read (a barrier must come first)."""
     acc = nt.zeros((BM, BN), nt.float32)
     for r in range(R):
         for k in range(nt.num_tiles(a, 1, BK)):

@@ -1,4 +1,4 @@
-"""mulhi / umulhi (issue 12, integers): the high half of the full signed / unsigned product of
+"""mulhi / umulhi: the high half of the full signed / unsigned product of
 int32 and int64 operands, exact against Python integers, on the GPU and in the interpreter;
 the PTX uses mul.hi; refusals."""
 

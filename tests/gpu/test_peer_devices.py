@@ -1,4 +1,4 @@
-"""Several GPUs (issue 13): read-only tensors on a peer GPU, mutable ones on the launch's,
+"""Several GPUs: read-only tensors on a peer GPU, mutable ones on the launch's,
 streams of the launch's device, against NumPy. The tests marked ``two_gpus`` need two devices
 with a peer-to-peer path and skip with fewer; the others run on one GPU and check the premises
 the peer checks stand on (the driver's access flags for each kind of allocation, a stream of

@@ -161,9 +161,9 @@ def index_after_the_loop(z: nt.Partition["B"], B: nt.Constant):
 
 
 def test_an_index_from_a_loop_that_never_ran_writes_nothing(tile_backend):
-    """Regression (found by review): with more blocks than tiles, a block whose loop never ran
-    held a zero-initialized index and stored into tile 0, racing with block 0. The interpreter
-    gives it the same invalid index (it raised UnboundLocalError)."""
+    """With more blocks than tiles, a block whose loop never ran holds an invalid index, not a
+    zero-initialized one (which would store into tile 0, racing with block 0): the store does
+    nothing. The interpreter gives it the same invalid index (no UnboundLocalError)."""
     z = tile_backend.asarray(np.full(40, 7.0, np.float32))
     tile_backend.run(index_after_the_loop, nt.partition(z, 8, blocks=7), 8)  # 5 tiles, 7 blocks
     np.testing.assert_array_equal(tile_backend.to_numpy(z), np.ones(40, np.float32))

@@ -1,4 +1,4 @@
-"""``gather`` in safe kernels (issue 12, safe reads at any position): from a read-only tensor,
+"""``gather`` in safe kernels (safe reads at any position): from a read-only tensor,
 at computed coordinates, bounds-checked (out-of-range coordinates read the padding); on the GPU
 and in the interpreter against NumPy. From a partition it stays an unchecked operation."""
 

@@ -1,4 +1,4 @@
-"""``<<`` and ``>>`` on integer tiles (issue 12, integers): NumPy's results for every shift
+"""``<<`` and ``>>`` on integer tiles: NumPy's results for every shift
 count, negative and too wide included (0 for ``<<``, the sign for ``>>``); on the GPU and in
 the interpreter against NumPy."""
 

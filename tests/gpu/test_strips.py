@@ -1,4 +1,4 @@
-"""Block-owned strips (issue 12, schedules): ``strips(z)`` gives a block whole rows of tiles
+"""Block-owned strips: ``strips(z)`` gives a block whole rows of tiles
 of a mapped partition, ``tiles(z, strip)`` their tiles as branded indices; rows longer than a
 tile (a chunked softmax), ragged edges, 3-D grids, more strips than blocks and more blocks than
 strips, on the GPU and in the interpreter against NumPy in float64; the refusals."""

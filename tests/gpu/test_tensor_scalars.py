@@ -1,8 +1,7 @@
-"""Scalars read from read-only tensors (``x[i]``, ``x[i, j]``; issue 12, scalars and control
-flow): the value drives branches and loop counts (uniform across the block: every thread reads
-the same element); NumPy's negative coordinates (signed types only: an unsigned coordinate is
-never negative); 0 outside the array; on the GPU and in the
-interpreter against NumPy."""
+"""Scalars read from read-only tensors (``x[i]``, ``x[i, j]``): the value drives branches and
+loop counts (uniform across the block: every thread reads the same element); NumPy's negative
+coordinates (signed types only: an unsigned coordinate is never negative); 0 outside the array;
+on the GPU and in the interpreter against NumPy."""
 
 import numpy as np
 import pytest

@@ -303,8 +303,8 @@ def atomic_then_transpose(h: nt.Mutable, z: nt.Partition[(2, 4)]):
 
 
 def test_atomic_results_survive_a_layout_change(tile_backend):
-    """Regression (found by review, in the PTX): threads replicating a small tile got 0 as an
-    atomic's old value and wrote it to shared memory next to the owners' real values."""
+    """Threads replicating a small tile get the owners' real old values of an atomic through a
+    layout change (not 0, written to shared memory next to the owners' values)."""
     rng = np.random.default_rng()
     h0 = rng.integers(-100, 100, 8).astype(np.int32)
     h = tile_backend.asarray(h0.copy())
@@ -359,8 +359,8 @@ def mutable_reload(x, m: nt.Mutable, z: nt.Partition["B"], B: nt.Constant):
 
 
 def test_a_mutable_array_reloaded_after_a_store_gives_the_stored_values(tile_backend):
-    """Regression (review): loads of a Mutable array were non-coherent (``ld.global.nc``,
-    ``!invariant.load``), so the re-load could return the value from before the store."""
+    """Loads of a Mutable array are coherent (no ``ld.global.nc``, no ``!invariant.load``), so
+    the re-load returns the stored value, not the value from before the store."""
     rng = np.random.default_rng()
     B, blocks = 4096, 6
     for _ in range(3):
@@ -391,9 +391,9 @@ def far_tile(x, z: nt.Partition["B"], m: nt.Mutable, w: nt.Partition["B"], far,
 @pytest.mark.parametrize("far", [2**61, 2**61 + 1, -2**61, 2**62 + 1, 2**63 - 1],
                          ids=["2^61", "2^61+1", "-2^61", "2^62+1", "2^63-1"])
 def test_a_tile_index_that_would_wrap_touches_nothing(tile_backend, far):
-    """Regression (review): ``index * tile`` wrapped modulo 2**64 (2**61 * 8 == 0), so on the
-    GPU the store landed in tile 0 (or 1), racing with that tile's own block, while the
-    interpreter dropped it. Both paths must drop it, and read padding there."""
+    """``index * tile`` must not wrap modulo 2**64 (2**61 * 8 == 0: the store would land in
+    tile 0 or 1, racing with that tile's own block): the GPU and the interpreter both drop the
+    store, and read padding there."""
     rng = np.random.default_rng()
     B, tiles = 8, 4
     xh = rng.standard_normal(B * tiles).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Unsigned integers, int16 and FP8 (issue 12 item 3, issue 11 item 3) on the GPU and in the
+"""Unsigned integers, int16 and FP8 on the GPU and in the
 interpreter, against references computed independently with Python integers (integers,
 bit-exact) and with an FP8 rounding written out from the formats' definitions (round to
 nearest even among the finite values, saturating to the largest finite one, as

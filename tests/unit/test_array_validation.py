@@ -1,4 +1,4 @@
-"""Every array interface is validated before any GPU work (issue 8, part 4).
+"""Every array interface is validated before any GPU work.
 
 Each class of malformed argument is launched the way a user would (interpreter mode and
 ``kernel.ptx``): the refusal is a ``TileArgumentError`` (or an ownership error where the verdict
@@ -486,10 +486,10 @@ def first_only(x, z: nt.Partition["B"], B: nt.Constant):
 
 
 def test_an_input_whose_far_elements_pass_2_63_bytes_is_refused_not_called_disjoint():
-    """The review's layout: x's elements lie 0, 2**62 and 2**63 bytes past x[0] = buf[1] (every
-    byte below 2**64), the output buf[0:2] holds x[0]. NumPy's overlap solver, whose int64
-    offsets overflow there, called the two disjoint and the safe kernel wrote its read-only
-    input; the span bound refuses x first, on both paths and for every producer."""
+    """x's elements lie 0, 2**62 and 2**63 bytes past x[0] = buf[1] (every byte below 2**64),
+    the output buf[0:2] holds x[0]. NumPy's overlap solver, whose int64 offsets overflow there,
+    would call the two disjoint and let the safe kernel write its read-only input; the span
+    bound refuses x first, on both paths and for every producer."""
     buf = np.ones(4, np.float32)
     x = as_strided(buf[1:], shape=(3,), strides=(2**62,), writeable=False)
     z = buf[0:2]

@@ -200,7 +200,7 @@ def test_a_copy_that_shares_memory_is_refused_before_any_trial():
     np.testing.assert_array_equal(np.asarray(z), 0)     # nothing was written
 
 
-# --------------------------------------------------- red-team round (autotune_redteam.md)
+# ------------------------------------- unchecked kernels, scratch copies and hostile arguments
 
 @nt.jit(unchecked=True, interpret=True)
 def histogram(x, hist: nt.Mutable, B: nt.Constant):

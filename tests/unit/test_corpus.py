@@ -2644,7 +2644,7 @@ def v72_module_attribute_changed_after_the_check_keeps_the_checked_constant():
 # records, per element of every writable array (partitions, nt.Mutable parameters), which
 # blocks wrote, read and atomically updated it; the refusal is a DataRaceError raised at the
 # second, conflicting access, and err.lineno is that kernel line (marked # Dnn). Legal
-# neighbours: V60-V69. Paste before the "# ===... tests" section of tests/unit/test_corpus.py.
+# neighbours: V60-V69.
 # guarded holds inputs and outputs: the interpreter writes outputs back only when every
 # block succeeded (runner.py since 40dc879), so a refused launch leaves them unchanged.
 
@@ -3276,7 +3276,7 @@ def v69_compare_and_swap_claims_from_every_block():
     return launch, check
 
 
-# --------------------------------------------- malformed array interfaces (issue 8, part 4)
+# --------------------------------------------------------------- malformed array interfaces
 # Every array interface is validated before any GPU work (numba_tile/runtime/arrays.py,
 # as_array_arg): rank, extents, strides, pointer, byte range, CUDA Array Interface `data` and
 # `stream`, for every producer alike; partitions are checked again at launch (partition.py,
@@ -3788,13 +3788,12 @@ def v59_rank_at_the_bound():
     return launch, check
 
 
-# --------------------------------------------- security review: launch-time checks (L70-L79)
+# ---------------------------------------------------------- launch-time checks (L70-L79)
 # The byte span of an array argument is bounded (numba_tile/runtime/arrays.py, MAX_SPAN = 2**61
-# bytes): past 2**63 NumPy's overlap solver overflowed and called an output that overlaps a
+# bytes): past 2**63 NumPy's overlap solver would overflow and call an output that overlaps a
 # read-only input disjoint (L70-L74). A Constant that sizes a partition tile must be a positive
 # power-of-two int (kernel.py, _make_specs; L75, L76). Launch keywords have exact types
 # (kernel.py, Kernel.__call__: interpret, unchecked, stream on both paths; L77-L79).
-# Paste before the "# ===... tests" section of tests/unit/test_corpus.py.
 SPAN_BOUND = "expected at most 2**61 bytes from the lowest byte to one past the highest"
 
 
@@ -4150,7 +4149,7 @@ def v75_two_partitions_of_one_grid_in_different_orders():
     return launch, check
 
 
-# ------------------------------------------------------------- session 8: load_at, tuples
+# ------------------------------------------------------------------------ load_at, tuples
 
 
 @nt.jit
@@ -4215,7 +4214,7 @@ def v76_tuples_of_disjoint_members():
     return launch, check
 
 
-# ---------------------------------------------------- session 9: strips of another partition
+# ------------------------------------------------------------ strips of another partition
 
 
 @nt.jit
@@ -4263,7 +4262,7 @@ def v77_a_rank3_strip_names_another_partitions_tiles():
     return launch, check
 
 
-# ------------------------------------------------- session 14: reversed walks (tiles(reverse=True))
+# ------------------------------------------------------- reversed walks (tiles(reverse=True))
 
 
 @nt.jit

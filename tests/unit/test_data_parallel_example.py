@@ -1,4 +1,4 @@
-"""examples/data_parallel.py (issue 13): numba_tile's product on each rank's slice, PyTorch's
+"""examples/data_parallel.py: numba_tile's product on each rank's slice, PyTorch's
 all-reduce between ranks, every rank's result checked exactly against NumPy. A world of one
 everywhere PyTorch is installed; two ranks with torchrun on CPUs (gloo, the interpreter) or on
 two GPUs (NCCL), skipped on a machine with one GPU."""

@@ -1,4 +1,4 @@
-"""What a device function applied to tiles may not do (issue 12, helper functions): its typed
+"""What a device function applied to tiles may not do: its typed
 body is checked like kernel code, so it reaches no memory, reads no thread index, raises
 nothing and does not recurse; refused before any launch, naming the function."""
 

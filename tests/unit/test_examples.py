@@ -29,11 +29,67 @@ def run_example(path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("name", ["vecadd.py", "saxpy.py", "persistent.py", "histogram.py",
-                                  "scatter_add.py", "gemm.py", "gemm_persistent.py",
-                                  "softmax_chunked.py", "swiglu.py", "cross_entropy.py",
-                                  "dropout.py", "layernorm_backward.py", "rope.py",
-                                  "grouped_gemm.py", "gemm_fp8.py", "peer_reduce.py"])
+#: the examples that compute something and check it, printing "<name>: OK"
+NUMERICAL = ["vecadd.py", "saxpy.py", "persistent.py", "histogram.py", "scatter_add.py",
+             "gemm.py", "gemm_persistent.py", "softmax.py", "softmax_chunked.py", "layernorm.py",
+             "rmsnorm.py", "swiglu.py", "cross_entropy.py", "dropout.py",
+             "layernorm_backward.py", "rope.py", "grouped_gemm.py", "gemm_fp8.py",
+             "peer_reduce.py"]
+#: examples with tests of their own: ownership_errors.py below, data_parallel.py in
+#: test_data_parallel_example.py (where PyTorch is installed) and below (where it is not)
+OWN_TESTS = ["ownership_errors.py", "data_parallel.py"]
+#: examples that need PyTorch (on every machine, or on a GPU machine)
+NEED_TORCH = {"data_parallel.py": True, "peer_reduce.py": False}
+
+
+def test_every_file_in_examples_is_an_example_a_test_runs():
+    """Every module directly in examples/ is an example run by a test here (helpers shared by
+    the examples start with an underscore and are not examples)."""
+    files = sorted(p.name for p in (ROOT / "examples").glob("*.py")
+                   if not p.name.startswith("_"))
+    assert files == sorted(NUMERICAL + OWN_TESTS), set(files) ^ set(NUMERICAL + OWN_TESTS)
+
+
+def run_without_torch(path) -> subprocess.CompletedProcess:
+    """Run ``path`` as ``python examples/X.py`` runs it, with ``import torch`` failing as it
+    does where PyTorch is not installed."""
+    code = ("import runpy, sys\n"
+            "sys.modules['torch'] = None\n"
+            f"sys.path.insert(0, {str(path.parent)!r})\n"
+            f"sys.argv = [{str(path)!r}]\n"
+            f"runpy.run_path({str(path)!r}, run_name='__main__')\n")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=example_env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("name", sorted(NEED_TORCH))
+def test_an_example_needing_pytorch_names_the_extra_when_it_is_missing(name):
+    """Without PyTorch an example that needs it exits with status 1 and a message naming the
+    ``torch`` extra, not a traceback; peer_reduce.py needs it only on a GPU machine."""
+    import numba_tile as nt
+    if not NEED_TORCH[name] and not nt.gpu_available():
+        proc = run_without_torch(ROOT / "examples" / name)
+        assert proc.returncode == 0, proc.stdout + proc.stderr       # the interpreter
+        assert f"{name[:-3]}: OK" in proc.stdout
+        return
+    proc = run_without_torch(ROOT / "examples" / name)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert 'pip install -e ".[torch]"' in proc.stderr, proc.stderr
+    assert f"{name[:-3]}: needs PyTorch" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_torch_extra_is_declared():
+    try:
+        import tomllib
+    except ImportError:                               # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert any(req.startswith("torch") for req in extras["torch"]), extras
+
+
+@pytest.mark.parametrize("name", NUMERICAL)
 def test_numerical_example(name):
     proc = run_example(ROOT / "examples" / name)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,4 +1,4 @@
-"""Lowerings registered for numba_tile's own ops by other code (issue 8, part 1).
+"""Lowerings registered for numba_tile's own ops by other code.
 
 A lowering registered with Numba for an op's key (a more specific signature than numba_tile's
 ``VarArg(Any)``) would replace numba_tile's lowering behind the op's declared effects, and

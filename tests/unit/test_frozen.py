@@ -355,7 +355,7 @@ def test_an_import_in_the_body_and_a_linking_device_function_give_no_digest(tmp_
     assert snap.digest is None and "linking" in snap.uncovered
 
 
-# --------------------------------------------------- values whose truth can change (review)
+# ---------------------------------------------------------- values whose truth can change
 
 class ShiftyFlag(int):
     """An int whose truth value is a class switch: Numba folds it by its value."""

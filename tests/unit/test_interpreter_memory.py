@@ -1,5 +1,5 @@
 """The interpreter runs on the memory the launch checks validated, and writes outputs only when
-every block succeeded (issue 8, part 3)."""
+every block succeeded."""
 
 from __future__ import annotations
 

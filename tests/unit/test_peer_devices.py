@@ -1,4 +1,4 @@
-"""Read-only tensors on a peer GPU (issue 13, item 2), on the tests' recording driver with two
+"""Read-only tensors on a peer GPU, on the tests' recording driver with two
 fake devices: a launch runs on the device of its mutable arrays; a read-only array may live on
 another device only when the launch device can read it (``cuDeviceCanAccessPeer``, peer access
 enabled, the access flags of its first and last byte); mutable arrays on two devices, a peer

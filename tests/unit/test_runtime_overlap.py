@@ -428,7 +428,7 @@ def test_huge_strides_pairs_match_the_reference(itemsizes, solver_calls):
     _assert_near_zero(solver_calls)
 
 
-def test_the_review_layouts_are_refused_or_undecided_never_disjoint():
+def test_layouts_past_2_62_bytes_are_refused_or_undecided_never_disjoint():
     """x = as_strided(buf[1:], (3,), (2**62,)) overlaps buf[0:2] at x[0]; so does a 2-D input
     with a stride of 2**62: as arguments they are refused (span over the bound); as descriptions
     built directly (not validated) the verdict is undecided, never "disjoint"."""

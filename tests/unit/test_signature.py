@@ -1,6 +1,5 @@
 """Parameter roles read from annotations, including string annotations (``from __future__
-import annotations``) that name a module alias only the decorating scope knows (issue 8,
-part 6)."""
+import annotations``) that name a module alias only the decorating scope knows."""
 
 from __future__ import annotations
 

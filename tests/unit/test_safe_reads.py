@@ -1,5 +1,7 @@
-"""Red-team tests for safe gather from read-only tensors and x[i] scalar reads (a12f6f0, 26e6955).
-CPU only: typing, the interpreter, and PTX text."""
+"""Safe gather from read-only tensors and ``x[i]`` scalar reads: partitions are never read
+element-wise or gathered, a partition overlapping the read-only tensor is refused at launch, bad
+indices, ``x[i, j]`` on views (NumPy's values, guarded PTX), and element reads of Mutable
+parameters in unchecked kernels. CPU only: typing, the interpreter, and PTX text."""
 
 import re
 
@@ -222,9 +224,8 @@ def scatter_then_elem(idx, vals, out: nt.Mutable, got: nt.Partition["B"], B: nt.
 
 
 def test_element_reads_of_a_mutable_are_refused():
-    """Found: the interpreter did not record x[i] reads of a Mutable for the race detector
-    (gather of the same element raises DataRaceError). x[i] on a Mutable is refused now:
-    read it with gather(), which is race-checked."""
+    """x[i] on a Mutable is refused (the message says to read it with gather(), which the race
+    detector checks: gather of the same element raises DataRaceError)."""
     b = 16
     idx = np.zeros(4 * b, np.int32)
     idx[:b] = np.arange(b)
@@ -246,10 +247,9 @@ def branch_on_mutable(x, m: nt.Mutable, got: nt.Partition[("R", "C")], R: nt.Con
 
 
 def test_element_of_a_mutable_is_not_claimed_uniform():
-    """Found: x[i] on a Mutable was typed as a block-uniform scalar; the block's own scatter
-    (or another block's) makes threads read different values, and a branch on it around a
-    bar.sync (here transpose's layout conversion) diverges: a hang / UB on the GPU. Refused
-    now."""
+    """x[i] on a Mutable is not typed as a block-uniform scalar: the block's own scatter (or
+    another block's) makes threads read different values, and a branch on it around a bar.sync
+    (here transpose's layout conversion) would diverge (a hang / UB on the GPU). Refused."""
     with pytest.raises(TileTypingError):
         branch_on_mutable.ptx(np.zeros((64, 64), np.float32), np.zeros(64, np.float32),
                               nt.partition(np.zeros((64, 64), np.float32), (32, 32)), 32, 32)

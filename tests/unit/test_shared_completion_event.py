@@ -1,31 +1,28 @@
-"""Red team of the legacy stream's shared completion event (runtime/inflight.py), the inline plan
-runners (runtime/guards.py), the generated keyword binders (kernel.py) and partition()'s fast path
-(runtime/partition.py), all on CPU stand-ins.
-
-Tests marked ``BUG`` assert the behaviour the safety invariant (or the module's own docstring)
-requires and fail on the code under review; every other test documents behaviour checked to hold.
+"""The legacy stream's shared completion event (runtime/inflight.py) on a simulated GPU: the
+event is recorded in the context of its launches (one per device, also when synced from a thread
+without a current context), legacy launches are flushed while only other streams launch, no
+entry is released early and no live event reused under random interleavings of streams and
+threads, conflicting launches wait for an event recorded after the launch they conflict with,
+failing flushes and captures hold what they must, and a graph replay waits for the shared event
+(refused under capture).
 """
 
 import contextlib
 import gc
-import itertools
 import random
 import sys
 import threading
-import types
 import weakref
 
 import numpy as np
 import pytest
 
-import numba_tile as nt
-from numba_tile.errors import CaptureError, StreamConflictError, TileArgumentError
-from numba_tile.runtime import capture, inflight, launcher
-from numba_tile.runtime import partition as partition_module
-from numba_tile.runtime.arrays import ArrayArg, as_array_arg
+from numba_tile.errors import CaptureError, StreamConflictError
+from numba_tile.runtime import capture, inflight
+from numba_tile.runtime.arrays import as_array_arg
 from numba_tile.runtime.fakes import FakeDeviceArray
 from numba_tile.runtime.inflight import InflightRegistry
-from tests.unit.test_launch_plans import _dev, fake  # noqa: F401 - fixture
+from tests.unit.test_launch_plans import fake  # noqa: F401 - fixture
 from tests.unit.test_runtime_inflight import Buffer, CapturingBackend, FakeBackend
 
 
@@ -212,17 +209,15 @@ def check_users_consistent(reg):
     assert nulls == reg._unflushed
 
 
-# ============================================================================ BUG: contexts
+# ============================================================================ contexts
 
 def test_the_shared_event_is_recorded_in_the_context_of_its_launches():
-    """Was a bug (safety). Handle 0 is the legacy stream *of the current context*, and contexts are per
-    thread and per device. Before the change each launch's event was recorded right after it, in
-    the launch's context. Now the shared event is recorded whenever it is needed, in whatever
-    context the flushing thread has current: a sync() (or done(), collect(), a conflicting
-    launch) from a thread bound to device 1 records it on device 1's legacy stream, so the
-    device-0 launch is released (its arrays freed) while it may still run.
-    Fix: remember the context of the unflushed batch (or key queue 0 per context) and record in it
-    (ensure_context), or flush before the current context changes; pool events per context."""
+    """Handle 0 is the legacy stream *of the current context*, and contexts are per thread and
+    per device. The shared event is recorded when it is needed, in the context of the unflushed
+    batch, not in whatever context the flushing thread has current: a sync() (or done(),
+    collect(), a conflicting launch) from a thread bound to device 1 does not record it on
+    device 1's legacy stream (which would release the device-0 launch, and free its arrays,
+    while it may still run)."""
     gpu = SimGPU()
     reg = CheckedRegistry(gpu, collect_every=8)
     h, tok = sim_launch(reg, gpu, 0)                  # device 0's legacy stream, not flushed
@@ -236,16 +231,14 @@ def test_the_shared_event_is_recorded_in_the_context_of_its_launches():
     t.start()
     t.join()
     assert done == [True]
-    assert gpu.violations == [], gpu.violations      # was: (released early, (0, 0), 1)
+    assert gpu.violations == [], gpu.violations      # not: (released early, (0, 0), 1)
 
 
 def test_one_thread_launching_on_two_devices_legacy_streams_records_one_event_per_device():
-    """Was a bug (safety), the same flaw through launches alone: a multi-GPU loop on the
-    default stream (the launcher calls ensure_context(device) before each launch). Queue 0
-    mixed the legacy streams of both devices, and the batch's flush, made by the device-1
-    launch, recorded on device 1's legacy stream: that event released the device-0 launch.
-    Now a batch holds one device's launches: the device-1 launch first records the device-0
-    batch's event, in device 0's context."""
+    """The same through launches alone: a multi-GPU loop on the default stream (the launcher
+    calls ensure_context(device) before each launch). A batch holds one device's launches: the
+    device-1 launch first records the device-0 batch's event, in device 0's context, so no
+    event of device 1's legacy stream releases the device-0 launch."""
     gpu = SimGPU()
     reg = CheckedRegistry(gpu, collect_every=2)
     gpu.ctx = 0
@@ -258,14 +251,13 @@ def test_one_thread_launching_on_two_devices_legacy_streams_records_one_event_pe
     assert h1.event is not None and h1.event.where == (1, 0)
     gpu.finish((1, 0))                            # device 1 is done, device 0 is not
     reg.collect()
-    assert gpu.violations == [], gpu.violations   # was: device 0's launch released early
+    assert gpu.violations == [], gpu.violations   # not: device 0's launch released early
 
 
 def test_sync_from_a_thread_without_a_current_context_records_in_the_launches_context():
-    """Was a bug (regression). sync()/done() only waited on or queried an event (no current context
-    needed); now they may first create and record the shared event on the NULL stream, which
-    needs a current context: a worker thread that never touched CUDA polling a handle gets
-    CUDA_ERROR_INVALID_CONTEXT. Fix: as above (record in the batch's context)."""
+    """sync()/done() may first create and record the shared event on the NULL stream, which
+    needs a current context: they do so in the batch's context, so a worker thread that never
+    touched CUDA can poll a handle (no CUDA_ERROR_INVALID_CONTEXT)."""
     gpu = SimGPU()
     reg = CheckedRegistry(gpu, collect_every=8)
     h, _tok = sim_launch(reg, gpu, 0)
@@ -281,18 +273,16 @@ def test_sync_from_a_thread_without_a_current_context_records_in_the_launches_co
     t = threading.Thread(target=worker)
     t.start()
     t.join()
-    assert errors == [True], errors                   # was: RuntimeError INVALID_CONTEXT
+    assert errors == [True], errors                   # not: RuntimeError INVALID_CONTEXT
 
 
-# ============================================================================ BUG: retention
+# ============================================================================ retention
 
 def test_legacy_launches_are_flushed_while_only_other_streams_launch():
-    """Was a bug (memory retention, not an early release). The docstring promises completed entries
-    are released by later register() calls (the held set O(live launches + collect_every)). A
-    legacy-stream launch followed only by launches on other streams never gets its event
-    (file_locked flushes only on legacy launches): its arrays stay held forever, however long
-    ago the GPU finished, until the user syncs. Fix: flush in _collect_locked (every
-    collect_every registrations) when _unflushed > 0 and capture allows."""
+    """Completed entries are released by later register() calls (the held set is
+    O(live launches + collect_every)), also a legacy-stream launch followed only by launches on
+    other streams: _collect_locked flushes (every collect_every registrations) when
+    _unflushed > 0 and capture allows, so its arrays are not held until the user syncs."""
     gpu = SimGPU()
     reg = CheckedRegistry(gpu, collect_every=4)
     big = Buffer(1 << 10)
@@ -307,7 +297,7 @@ def test_legacy_launches_are_flushed_while_only_other_streams_launch():
     assert ref() is None, "the legacy launch's arrays are still held"
 
 
-# ============================================================================ what held
+# ============================================================================ invariants
 
 def test_random_interleavings_of_streams_never_release_early_or_reuse_a_live_event():
     for seed in range(60):
@@ -623,12 +613,11 @@ def test_pool_size_zero_destroys_each_shared_event_once():
 
 
 def test_sync_on_an_event_another_thread_releases_meanwhile_keeps_it_alive():
-    """Was a bug (pre-existing, widened by sharing). _wait() synchronizes outside the lock on the
-    event it read; another thread that observes the event complete (done() on an entry sharing
-    it, collect()) releases every entry and, when the pool is full, destroys the event under the
-    waiting thread: cuEventSynchronize on a destroyed handle (an error, or a wait on a new event
-    that reuses the handle). The comment covers reuse, not destruction. Fix: keep a use count on
-    the event while a thread waits outside the lock (defer destroy/pool until it returns)."""
+    """_wait() synchronizes outside the lock on the event it read; another thread that observes
+    the event complete (done() on an entry sharing it, collect()) releases every entry, but the
+    event keeps a use count while a thread waits on it outside the lock: it is not destroyed (or
+    pooled) under the waiting thread (cuEventSynchronize on a destroyed handle is an error, or a
+    wait on a new event that reuses the handle)."""
     gpu = SimGPU()
     reg = CheckedRegistry(gpu, collect_every=2, pool_size=0)
     h1, _ = sim_launch(reg, gpu, 0)
@@ -643,7 +632,7 @@ def test_sync_on_an_event_another_thread_releases_meanwhile_keeps_it_alive():
         real_sync(event)
     gpu.synchronize = racing_sync
     h1.sync()
-    assert gpu.violations == [], gpu.violations   # was: synchronize on a destroyed event
+    assert gpu.violations == [], gpu.violations   # not: synchronize on a destroyed event
 
 
 def test_graph_replay_waits_for_the_shared_event_and_refuses_under_capture(fake, monkeypatch):
@@ -681,233 +670,3 @@ def test_graph_replay_waits_for_the_shared_event_and_refuses_under_capture(fake,
     monkeypatch.setattr(reg.backend, "capturing", lambda s: False, raising=False)
     g._exec = None
     del h
-
-
-# ============================================================================ binders
-
-@nt.jit
-def kdef(x, z: nt.Partition["B"], B: nt.Constant = 256, a=1.0, kw=2.0):
-    nt.store(z, nt.load_like(x, z) * a + kw)
-
-
-def _bind_or_none(k, args, kwargs):
-    try:
-        return tuple(k._bind_values(args, kwargs))
-    except TileArgumentError:
-        return None
-
-
-def test_generated_binders_agree_with_the_slow_binding_on_every_call_shape():
-    names = [p.name for p in kdef.params] + ["nope", "stream2"]
-    vals = {n: object() for n in names}
-    kdef._kw_orders.clear()
-    seen = 0
-    for npos in range(0, 7):
-        args = tuple(object() for _ in range(npos))
-        for r in range(0, 4):
-            for combo in itertools.permutations(names, r):
-                kwargs = {n: vals[n] for n in combo}
-                want = _bind_or_none(kdef, args, kwargs)
-                got = kdef._fast_values(args, kwargs)
-                assert (None if got is None else tuple(got)) == want, (npos, combo)
-                seen += 1
-    assert seen > 64 and len(kdef._kw_orders) <= 64      # past the cache: still right
-
-
-def test_binder_key_is_not_fooled_by_keyword_order_or_count():
-    x, z = object(), object()
-    a1 = kdef._fast_values((x,), {"z": z, "a": 3.0})
-    a2 = kdef._fast_values((x,), {"a": 3.0, "z": z})
-    assert a1 == a2 == (x, z, 256, 3.0, 2.0)
-    assert kdef._fast_values((x, z), {"a": 3.0}) == (x, z, 256, 3.0, 2.0)
-    assert kdef._fast_values((x, z), {"z": z}) is None      # given twice
-    assert kdef._fast_values((), {"z": z}) is None          # x missing
-    assert kdef._fast_values((x, z, 1, 2, 3, 4), {}) is None
-
-
-@pytest.mark.parametrize("name", ["a", "kw", "K0", "D0", "bind", "values", "stream_"])
-def test_binders_for_parameters_named_like_the_generated_code(name):
-    import inspect
-    ns = {"nt": nt}
-    src = (f"def k(x, z, {name}=5):\n    pass\n")
-    exec(src, ns)
-    kern = nt.jit(ns["k"])
-    x, z = object(), object()
-    assert kern._fast_values((x,), {"z": z, name: 7}) == (x, z, 7)
-    assert kern._fast_values((x, z), {}) == (x, z, 5)
-    assert kern._fast_values((x,), {name: 7}) is None
-    assert inspect.signature(ns["k"])
-
-
-def test_bad_keyword_calls_are_still_refused_by_name(fake):
-    x, z = _dev(512), _dev(512)
-    kdef(x, nt.partition(z, 256))
-    kdef(x, z=nt.partition(z, 256), a=2.0)
-    with pytest.raises(TileArgumentError, match="has no parameter 'q'"):
-        kdef(x, nt.partition(z, 256), q=1)
-    with pytest.raises(TileArgumentError, match="given twice"):
-        kdef(x, nt.partition(z, 256), z=nt.partition(z, 256))
-    with pytest.raises(TileArgumentError, match="missing argument 'z'"):
-        kdef(x, a=1.0)
-    with pytest.raises(TileArgumentError, match="takes 5 arguments"):
-        kdef(x, nt.partition(z, 256), 256, 1.0, 2.0, 9)
-
-
-def test_a_parameter_named_like_a_launch_option_is_refused_at_definition(fake):
-    """Until session 9 a kernel parameter called ``stream`` was accepted at definition and
-    ``k(..., stream=v)`` set the launch option; a defaulted one (``unchecked=False``) then ran
-    with its default. Now the definition is refused, naming the parameter."""
-    for name in ("stream", "interpret", "on_conflict", "grid", "unchecked"):
-        ns = {"nt": nt}
-        exec(f"def ks(x, z: nt.Partition['B'], {name}=1.0, B: nt.Constant = 256):\n"
-             f"    nt.store(z, nt.load_like(x, z))\n", ns)
-        with pytest.raises(TileArgumentError, match=f"parameter '{name}' is named like a "
-                                                    f"launch option"):
-            nt.jit(ns["ks"])
-
-
-# ============================================================================ partition()
-
-def test_partition_fast_path_builds_what_the_checked_path_builds():
-    arr = object()
-    partition_module.partition(arr, 64)                       # seen
-    p = partition_module.partition(arr, 64)
-    q = partition_module.Partition(arr, 64)
-    assert type(p) is partition_module.Partition
-    assert (p.array, p.tile_shape, p.blocks, p.order) == (q.array, q.tile_shape, q.blocks,
-                                                          q.order)
-    assert p.tile_shape is q.tile_shape and p.order is partition_module.ROW
-    with pytest.raises(TileArgumentError):
-        p.array = 1
-    import copy
-    import pickle
-    c = copy.copy(p)
-    assert c.tile_shape == p.tile_shape
-    pickle.dumps(partition_module.partition(np.zeros(4), 64))
-
-
-@pytest.mark.parametrize("ts", [True, False, np.bool_(True), 0, -64, 3, 2.0, 64.0, None, "64",
-                                (True,), (64.0,), []])
-def test_partition_refusals_hold_on_the_fast_path(ts):
-    partition_module.partition(object(), 64)
-    partition_module.partition(object(), 1)
-    with pytest.raises(TileArgumentError):
-        partition_module.partition(object(), ts)
-
-
-def test_partition_int_likes_are_normalized_not_trusted():
-    class I(int):
-        def __hash__(self):
-            return hash(64)
-    p = partition_module.partition(object(), np.int64(128))
-    assert p.tile_shape == (128,) and type(p.tile_shape[0]) is int
-    partition_module.partition(object(), 64)
-    q = partition_module.partition(object(), I(64))
-    assert type(q.tile_shape[0]) is int
-    with pytest.raises(TileArgumentError):
-        partition_module.partition(object(), I(3))
-    r = partition_module.partition(object(), 64, blocks=2)
-    assert r.blocks == 2
-    with pytest.raises(TileArgumentError):
-        partition_module.partition(object(), 64, blocks=True)
-    with pytest.raises(TileArgumentError):
-        partition_module.partition(object(), 64, order=("grouped", 2))
-
-
-# ============================================================================ plan runners (CuPy)
-
-@pytest.fixture
-def fake_cupy_bindings(monkeypatch):
-    """A stand-in cupy with the bindings the runners call inline: driver.ctxGetCurrent,
-    runtime.streamIsCapturing (raising for the legacy stream while capture forbids it) and
-    get_current_stream."""
-    from numba_tile.runtime import arrays
-    mod = types.ModuleType("cupy")
-    cuda = types.ModuleType("cupy.cuda")
-    state = types.SimpleNamespace(current=types.SimpleNamespace(ptr=0), legacy_forbidden=False,
-                                  capturing=set(), ctx_calls=0)
-    cuda.get_current_stream = lambda: state.current
-
-    def ctx():
-        state.ctx_calls += 1
-        return 12345
-    drv = types.ModuleType("cupy.cuda.driver")
-    drv.ctxGetCurrent = ctx
-    rt = types.ModuleType("cupy.cuda.runtime")
-
-    def is_capturing(s):
-        if s == 1 and state.legacy_forbidden:
-            raise RuntimeError("cudaErrorStreamCaptureImplicit")
-        return s in state.capturing
-    rt.streamIsCapturing = is_capturing
-    cuda.driver, cuda.runtime = drv, rt
-    mod.cuda = cuda
-    mod._util = types.SimpleNamespace(CUDA_ARRAY_INTERFACE_EXPORT_VERSION=3)
-
-    class ndarray:
-        def __init__(self, host):
-            self.host = host
-            self.data = types.SimpleNamespace(ptr=host.__array_interface__["data"][0],
-                                              device_id=0)
-            self.device = types.SimpleNamespace(id=0)
-            self.shape, self.strides, self.dtype = host.shape, host.strides, host.dtype
-
-        @property
-        def __cuda_array_interface__(self):
-            return {"version": 3, "shape": self.shape, "strides": None,
-                    "typestr": self.dtype.str, "data": (self.data.ptr, False),
-                    "stream": state.current.ptr or 1}
-    ndarray.__module__ = "cupy"
-    mod.ndarray = ndarray
-    for name, m in (("cupy", mod), ("cupy.cuda", cuda), ("cupy.cuda.driver", drv),
-                    ("cupy.cuda.runtime", rt)):
-        monkeypatch.setitem(sys.modules, name, m)
-    monkeypatch.setattr(launcher, "_cupy_version", None)
-    monkeypatch.setattr(launcher, "_fast_launch", None)
-    monkeypatch.setattr(launcher, "_READERS", {})
-    monkeypatch.setattr(arrays, "_ADAPTERS", {})
-    mod.state = state
-    return mod
-
-
-@nt.jit
-def cadd(x, y, z: nt.Partition["B"], B: nt.Constant):
-    nt.store(z, nt.load_like(x, z) + nt.load_like(y, z))
-
-
-def test_runner_with_cupy_bindings_refuses_legacy_launches_under_capture(fake,
-                                                                        fake_cupy_bindings):
-    cp = fake_cupy_bindings
-    x, y = cp.ndarray(np.zeros(1024, np.float32)), cp.ndarray(np.zeros(1024, np.float32))
-    z = cp.ndarray(np.zeros(1024, np.float32))
-    cadd(x, y, nt.partition(z, 1024), B=1024)
-    cadd(x, y, nt.partition(z, 1024), B=1024)
-    run = cadd._last_plan.run
-    assert "CAPTURING" in run.source and "CTX_CURRENT" in run.source
-    assert run.source.count("cs0 = GCS()") == 1 and "cs1" not in run.source
-    n = len(fake.launches)
-    cp.state.legacy_forbidden = True
-    fake.capture_status = -906                 # the driver's answer for the legacy stream
-    with pytest.raises(CaptureError, match="legacy default stream"):
-        cadd(x, y, nt.partition(z, 1024), B=1024)
-    assert len(fake.launches) == n
-    cp.state.legacy_forbidden = False
-    fake.capture_status = 0
-    h = cadd(x, y, nt.partition(z, 1024), B=1024)
-    assert len(fake.launches) == n + 1 and h.stream == 0
-
-
-def test_runner_with_cupy_on_another_stream_orders_after_it_once(fake, fake_cupy_bindings,
-                                                                 monkeypatch):
-    cp = fake_cupy_bindings
-    x, y = cp.ndarray(np.zeros(1024, np.float32)), cp.ndarray(np.zeros(1024, np.float32))
-    z = cp.ndarray(np.zeros(1024, np.float32))
-    cadd(x, y, nt.partition(z, 1024), B=1024)
-    waits = []
-    monkeypatch.setattr(inflight.default_registry(), "wait_for_streams",
-                        lambda s, producers, device=None: waits.append((s, tuple(producers))))
-    cp.state.current = types.SimpleNamespace(ptr=0x77)
-    cadd(x, y, nt.partition(z, 1024), B=1024)        # launch on 0, producers on 0x77
-    assert waits == [(0, (0x77,))]
-    cadd(x, y, nt.partition(z, 1024), B=1024, stream=0x77)   # same stream: no wait
-    assert waits == [(0, (0x77,))]

@@ -1,14 +1,12 @@
-"""Red-team session 15c: the several-GPU launch rules (R16) reached through other entry points:
-autotuned kernels (scratch copies, trial launches), groups, torch ops, inspection
-(``Kernel.ptx``), the interpreter, ``.then`` chains and graph captures.
+"""The several-GPU launch rules (docs/safety.md R16) reached through every entry point: autotuned
+kernels (trials on the launch device's context, scratch copies there, tunings keyed by the launch
+device's kind), groups, torch ops, inspection (``Kernel.ptx``), the interpreter, ``.then`` chains
+and graph captures (a peer read refused under capture before any driver call, ``Graph.capture``
+giving the thread's context back); messages name the arguments. The ``xfail`` test is a gap left
+open.
 
-On the tests' recording driver with two fake devices (``peers``: pointers in
-``state["on_1"]`` are device 1's). Tests named ``test_closed_*`` assert the safe (or
-documented) behaviour: they failed on the code as reviewed and pass since the fixes (autotuning
-on the launch device's context, scratch copies there, tunings keyed by the launch device's kind;
-a peer read refused under capture before any driver call; messages naming the arguments;
-``Graph.capture`` giving the thread's context back); ``test_open_*`` is a gap left open
-(xfail); ``test_held_*`` pin defences that held.
+On the tests' recording driver with two fake devices (``peers``: pointers in ``state["on_1"]``
+are device 1's).
 """
 
 import numpy as np
@@ -20,7 +18,7 @@ from numba_tile.runtime import capture, driver
 from numba_tile.runtime.fakes import FakeDeviceArray
 from tests.unit.test_device_restore import CTX, two_devices  # noqa: F401 - fixture
 from tests.unit.test_launch_plans import _dev, _ptr, fake  # noqa: F401 - fixture
-from tests.unit.test_launch_plans_redteam import _graph_driver
+from tests.unit.test_launch_plans_hostile_arguments import _graph_driver
 from tests.unit.test_peer_devices import _on, axpy, peers  # noqa: F401 - fixture
 
 _DEVICE_OF_CTX = {v: k for k, v in CTX.items()}
@@ -97,14 +95,13 @@ def no_graphs(monkeypatch):
     monkeypatch.setattr(capture, "_ours", {})
 
 
-# ============================================================================== holes
+# ===================================================== contexts, tunings, captures, messages
 
-def test_closed_an_autotuned_call_gives_the_threads_context_back(peers, fake):
+def test_an_autotuned_call_gives_the_threads_context_back(peers, fake):
     """A kernel launch on device 1's arrays gives the thread's context (device 0) back after it
-    (README, R16). An autotuned call does not: ``_specialize`` calls
-    ``driver.ensure_context(launch device)`` and ``_install`` ``driver.load_module`` (which
-    does the same), outside any ``device_context``, so the thread is left on device 1 and the
-    caller's next CuPy/PyTorch allocation lands there."""
+    (docs/safety.md R16); so does an autotuned call (``_specialize`` and ``_install`` load the
+    module inside ``driver.device_context``), so the caller's next CuPy/PyTorch allocation does
+    not land on device 1."""
     state = peers
     state["current"] = CTX[0]
     tuned = _tuner()
@@ -115,12 +112,10 @@ def test_closed_an_autotuned_call_gives_the_threads_context_back(peers, fake):
         f"after an autotuned call on device 1's arrays")
 
 
-def test_closed_a_tuning_is_remembered_per_launch_device(peers, fake, monkeypatch):
-    """The remembered choice (and its disk entry) is keyed by ``_device_name()``, the compute
-    capability of device 0, whatever device the launch runs on: a choice tuned on device 1
-    (cc 8.0 here) is reused without tuning on device 0 (cc 9.0), and the reverse, although
-    the configurations were compiled, pruned (shared memory per device) and timed for the
-    other device."""
+def test_a_tuning_is_remembered_per_launch_device(peers, fake, monkeypatch):
+    """The remembered choice (and its disk entry) is keyed by the launch device's kind: a choice
+    tuned on device 1 (cc 8.0 here) is not reused on device 0 (cc 9.0), where the
+    configurations are compiled, pruned (shared memory per device) and timed again."""
     state = peers
     monkeypatch.setattr(driver, "compute_capability", lambda d: (9, 0) if d == 0 else (8, 0))
     tuned = _tuner()
@@ -133,13 +128,11 @@ def test_closed_a_tuning_is_remembered_per_launch_device(peers, fake, monkeypatc
         "without tuning there")
 
 
-def test_closed_a_peer_read_under_capture_is_refused_before_peer_access_is_touched(
-        peers, fake):
-    """A launch that reads a peer inside a stream capture is refused (CaptureError), but only
-    in ``Kernel._launch``, after ``bind_arrays._check_devices`` has already enabled peer
-    access (``cuCtxEnablePeerAccess``) and asked ``range_access``, with the capture mode not
-    relaxed. The refusal should come before any driver call for a launch it refuses (as the
-    stream-owner query is skipped for a capturing stream)."""
+def test_a_peer_read_under_capture_is_refused_before_peer_access_is_touched(peers, fake):
+    """A launch that reads a peer inside a stream capture is refused (CaptureError) before any
+    driver call: peer access is not enabled (``cuCtxEnablePeerAccess``) and ``range_access``
+    not asked for a launch the capture refuses (as the stream-owner query is skipped for a
+    capturing stream)."""
     state = peers
     fake.capture_status = 1
     fake.capturing_stream = 0x51
@@ -153,9 +146,9 @@ def test_closed_a_peer_read_under_capture_is_refused_before_peer_access_is_touch
         f"a launch refused for its capture")
 
 
-def test_closed_the_peer_capture_error_names_the_peer_argument(peers, fake):
-    """The CaptureError names the kernel and the devices, not which argument lives on the
-    peer (the other device messages of R16 name every argument involved)."""
+def test_the_peer_capture_error_names_the_peer_argument(peers, fake):
+    """The CaptureError names the kernel, the devices and the argument that lives on the peer,
+    as the other device messages of R16 name every argument involved."""
     state = peers
     fake.capture_status = 1
     fake.capturing_stream = 0x52
@@ -169,8 +162,8 @@ def test_closed_the_peer_capture_error_names_the_peer_argument(peers, fake):
 
 
 @pytest.mark.xfail(strict=True, reason="group members are named by their rewritten parameter "
-                   "(groups.member_name: outs__1), in every message: noticed, left alone")
-def test_open_a_group_member_is_named_as_the_user_wrote_it(peers, fake):
+                   "(groups.member_name: outs__1), in every message")
+def test_a_group_member_is_named_as_the_user_wrote_it(peers, fake):
     """Device refusals name group members by the rewrite's parameter (``outs__1``), a name
     the user never wrote; ``outs[1]`` is what the call passed."""
     state = peers
@@ -184,10 +177,10 @@ def test_open_a_group_member_is_named_as_the_user_wrote_it(peers, fake):
     assert fake.launches == [] and state["enabled"] == []
 
 
-def test_closed_the_stream_device_error_names_the_argument_that_chose_the_device(peers, fake):
-    """``_check_stream_device`` says 'the launch runs on CUDA device 1, the device of its
-    arrays' without naming the argument that made device 1 the launch's (its first non-empty
-    mutable array), which is what the user has to move or match."""
+def test_the_stream_device_error_names_the_argument_that_chose_the_device(peers, fake):
+    """``_check_stream_device``'s 'the launch runs on CUDA device 1, the device of its arrays'
+    names the argument that made device 1 the launch's (its first non-empty mutable array),
+    which is what the user has to move or match."""
     state = peers
     fake.stream_devices[0x74] = 0
     with pytest.raises(TileArgumentError) as info:
@@ -198,9 +191,9 @@ def test_closed_the_stream_device_error_names_the_argument_that_chose_the_device
     assert "'out'" in text, text
 
 
-def test_closed_graph_capture_gives_the_threads_context_back(peers, fake, monkeypatch, no_graphs):
-    """``Graph.capture(device=1)`` makes device 1's context current (``ensure_context``) and
-    leaves it current after the block, unlike a launch and (since 15b) ``Graph.replay``."""
+def test_graph_capture_gives_the_threads_context_back(peers, fake, monkeypatch, no_graphs):
+    """``Graph.capture(device=1)`` makes device 1's context current for the block and gives
+    the thread's context back after it, as a launch and ``Graph.replay`` do."""
     state = peers
     _graph_driver(fake, monkeypatch)
     state["current"] = CTX[0]
@@ -217,14 +210,13 @@ def test_closed_graph_capture_gives_the_threads_context_back(peers, fake, monkey
 
 # =========================================================================== defences
 
-def test_held_autotune_trials_run_the_peer_checks_and_scratch_lands_on_the_outputs_device(
+def test_autotune_trials_run_the_peer_checks_and_scratch_lands_on_the_outputs_device(
         peers, fake):
     """Every trial and the real launch take the slow path with the peer checks; the scratch
     copy of a device-1 output whose producer copies to the *current* device (CuPy) lands on
-    device 1. NOTE: only because ``_specialize`` left device 1's context current (see the
-    first hole): restoring the context there without making ``_scratch`` run under
-    ``driver.device_context(launch device)`` would put the scratch on device 0 and the trials
-    would launch on device 0, reading x and w as peers."""
+    device 1, because the scratch copies are made inside the launch device's scope
+    (``autotune._device_scope``): made on device 0, the trials would launch on device 0 and read
+    x and w as peers."""
     state = peers
     CupyLike.copies = []
     state["current"] = CTX[0]
@@ -242,8 +234,8 @@ def test_held_autotune_trials_run_the_peer_checks_and_scratch_lands_on_the_outpu
     assert {d for _p, d in state["asked"]} == {1}
 
 
-def test_held_autotune_refuses_mutable_arrays_on_two_devices_before_any_trial(peers, fake,
-                                                                           monkeypatch):
+def test_autotune_refuses_mutable_arrays_on_two_devices_before_any_trial(peers, fake,
+                                                                         monkeypatch):
     state = peers
     loads = []
     monkeypatch.setattr(driver, "load_module", lambda img, d: loads.append(d) or object())
@@ -263,7 +255,7 @@ def test_held_autotune_refuses_mutable_arrays_on_two_devices_before_any_trial(pe
     assert two.trials == {}
 
 
-def test_held_autotune_refuses_an_unreadable_peer_before_any_trial(peers, fake):
+def test_autotune_refuses_an_unreadable_peer_before_any_trial(peers, fake):
     state = peers
     state["possible"] = False
     tuned = _tuner()
@@ -274,11 +266,11 @@ def test_held_autotune_refuses_an_unreadable_peer_before_any_trial(peers, fake):
     assert fake.launches == [] and CupyLike.copies == [] and state["enabled"] == []
 
 
-def test_held_a_torch_op_refuses_arguments_on_two_cuda_devices_before_its_body():
+def test_a_torch_op_refuses_arguments_on_two_cuda_devices_before_its_body():
     torch = pytest.importorskip("torch")
     ran = []
 
-    @nt.torch_op("redteam15c::two_devices", fake=lambda x, a, b: torch.empty_like(x))
+    @nt.torch_op("nt_peer_entry_points::two_devices", fake=lambda x, a, b: torch.empty_like(x))
     def op(x: torch.Tensor, a: torch.device, b: torch.device) -> torch.Tensor:
         ran.append(1)
         return x.clone()
@@ -286,11 +278,11 @@ def test_held_a_torch_op_refuses_arguments_on_two_cuda_devices_before_its_body()
     with pytest.raises(TileArgumentError) as info:
         op(torch.zeros(4), torch.device("cuda", 0), torch.device("cuda", 1))
     text = str(info.value)
-    assert "redteam15c::two_devices" in text and "'b'" in text and "cuda:1" in text, text
+    assert "nt_peer_entry_points::two_devices" in text and "'b'" in text and "cuda:1" in text, text
     assert ran == []
 
 
-def test_held_inspection_skips_the_device_rules_but_never_launches_or_vouches(peers, fake):
+def test_inspection_skips_the_device_rules_but_never_launches_or_vouches(peers, fake):
     """``Kernel.ptx`` binds with ``allow_host=None``: mutable arrays on two devices and an
     unreadable peer compile, nothing reaches the driver, and the same arguments launched
     afterwards are refused (the verdict cache is keyed on ``allow_host``; ``_check_devices``
@@ -306,7 +298,7 @@ def test_held_inspection_skips_the_device_rules_but_never_launches_or_vouches(pe
 
 
 @pytest.mark.parametrize("how", ["keyword", "defaults"])
-def test_held_the_interpreter_refuses_a_device_array_of_either_device(peers, fake, how):
+def test_the_interpreter_refuses_a_device_array_of_either_device(peers, fake, how):
     state = peers
     w, x, out = _on(state, 0, 512), _on(state, 1, 512), _on(state, 1, 512)
     with pytest.raises(TileArgumentError, match="interpreter mode runs on NumPy"):
@@ -318,7 +310,7 @@ def test_held_the_interpreter_refuses_a_device_array_of_either_device(peers, fak
     assert fake.launches == [] and state["enabled"] == []
 
 
-def test_held_a_groups_plan_does_not_admit_a_member_moved_to_an_unreadable_peer(peers, fake):
+def test_a_groups_plan_does_not_admit_a_member_moved_to_an_unreadable_peer(peers, fake):
     """The group's rewritten kernel keeps plans of its own; a plan made with every member on
     device 0 sends a call with a member on device 1 to the slow path, which refuses it."""
     state = peers
@@ -335,7 +327,7 @@ def test_held_a_groups_plan_does_not_admit_a_member_moved_to_an_unreadable_peer(
     assert len(fake.launches) == n
 
 
-def test_held_a_group_of_peer_shards_is_checked_member_by_member(peers, fake):
+def test_a_group_of_peer_shards_is_checked_member_by_member(peers, fake):
     """examples/peer_reduce.py's launch: device 0 writes, shards on 0 and 1: the peer member is
     asked (and only it), on every call."""
     state = peers
@@ -348,7 +340,7 @@ def test_held_a_group_of_peer_shards_is_checked_member_by_member(peers, fake):
     assert state["asked"] == [(lo, 0), (lo + 4 * 1024 - 1, 0)] * 2
 
 
-def test_held_then_on_another_devices_stream_is_refused(peers, fake):
+def test_then_on_another_devices_stream_is_refused(peers, fake):
     """``h.then(k, ...)`` launches on h's stream: a chain from a device-1 launch on a stream of
     device 1 to a kernel on device 0's arrays is refused on the slow path."""
     state = peers

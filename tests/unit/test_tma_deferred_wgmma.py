@@ -1,8 +1,9 @@
-"""Red-team tests of the TMA / deferred-wgmma path (CPU only: PTX compiles, the fake driver of
-test_launch_plans, a stand-in for cuTensorMapEncodeTiled where the driver would be called).
-
-Tests named ``test_bug_*`` state the behaviour that should hold and fail on the code as reviewed;
-the others pin behaviour that holds."""
+"""The TMA / deferred-wgmma path: ``x @ y`` products in pipelined loops (compiled and
+interpreted), where no drain (and so no TMA) is inserted, names of internal ops kept out of
+errors, the tensor maps (what a map describes, negative and reversed strides refused by name, the
+fast path's map order) and the ``NUMBA_TILE_TMA`` switch. CPU only: PTX compiles, the fake
+driver of test_launch_plans, a stand-in for cuTensorMapEncodeTiled where the driver would be
+called."""
 
 from __future__ import annotations
 
@@ -94,18 +95,18 @@ def _maps(fd):
 
 
 @pytest.mark.parametrize("stages", [3, 4])
-def test_bug_matmul_operator_product_compiles(wgmma, stages):
-    """``acc = acc + x @ y`` in a pipelined loop compiled before the change (63806de); now
-    _drain_in_last_iteration reads ``.args`` of the binop Expr: KeyError 'args'."""
+def test_matmul_operator_product_compiles(wgmma, stages):
+    """``acc = acc + x @ y`` in a pipelined loop compiles with the deferred wgmma drain
+    (_drain_in_last_iteration takes the product of a binop Expr, which has no ``.args``)."""
     a, b = np.zeros((256, 256), np.float16), np.zeros((256, 256), np.float16)
     c = np.zeros((256, 256), np.float32)
     ptx = _gemm_matmul_op(stages).ptx(a, b, nt.partition(c, (BM, BN)), BM, BN, BK, cc=(9, 0))
     assert "wgmma.mma_async" in ptx
 
 
-def test_bug_matmul_operator_product_runs_in_the_interpreter(monkeypatch):
-    """The interpreter compiles for cc 9.0 too (INTERPRETER_CC): with wgmma the default (working
-    tree) or forced, a CPU-only run of the same kernel raises KeyError."""
+def test_matmul_operator_product_runs_in_the_interpreter(monkeypatch):
+    """The interpreter compiles for cc 9.0 too (INTERPRETER_CC): with wgmma forced, a CPU-only
+    run of the same kernel matches NumPy."""
     monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
     a, b = _host((128, 128), seed=1), _host((128, 128), seed=2)
     c = np.zeros((128, 128), np.float32)
@@ -224,7 +225,7 @@ def test_variants_interpret_correctly(name, monkeypatch):
     np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
 
 
-def test_bug_range_of_a_bool_does_not_name_the_internal_op(wgmma):
+def test_range_of_a_bool_does_not_name_the_internal_op(wgmma):
     @nt.jit(num_warps=4, num_stages=3)
     def one(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
             BK: nt.Constant):
@@ -245,14 +246,15 @@ def test_bug_range_of_a_bool_does_not_name_the_internal_op(wgmma):
 # ------------------------------------------------------------------ (a) what a map describes
 
 
-def test_bug_negative_row_stride_is_refused_by_check_encodable():
-    """a[::-1] is vec16 (strides % 16 holds for negative strides) and passes check_encodable;
-    encode() then raises OverflowError from cuuint64_t (no kernel, no argument)."""
+def test_negative_row_stride_is_refused_by_check_encodable():
+    """a[::-1] is vec16 (strides % 16 holds for negative strides), but check_encodable refuses
+    it naming the kernel and the argument (else encode() would raise OverflowError from
+    cuuint64_t, naming neither)."""
     with pytest.raises(TileArgumentError, match="kernel 'k': argument 'a'"):
         tensormap.check_encodable("k", "a", (256, 256), (-256, 1), 2, 0x10000)
 
 
-def test_bug_reversed_view_launch_gives_a_named_error(wgmma, fdev):
+def test_reversed_view_launch_gives_a_named_error(wgmma, fdev):
     kern = _gemm_mma()
     rev = FakeDeviceArray(np.zeros((256, 256), np.float16)[::-1])
     b, c = _dev((256, 256)), _dev((256, 256), np.float32)

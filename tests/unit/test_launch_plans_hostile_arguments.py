@@ -1,10 +1,9 @@
-"""Red-team tests of launch plans and the capture path (``runtime/launcher.py``, ``capture.py``),
-on the recording stand-in for the CUDA driver of ``test_launch_plans.py``: hostile arguments
-(classes, pointers and constants whose ``__class__``, ``__eq__`` or ``__hash__`` lie, interfaces
-that answer differently to different readers or raise, fields the slow path refuses), threads
-racing between a launch's conflict check and its registration, and capture handles used after
-their capture ended. Each test asserts what the slow path does (its refusal, or the values it
-launches)."""
+"""Launch plans and the capture path (``runtime/launcher.py``, ``capture.py``), on the recording
+stand-in for the CUDA driver of ``test_launch_plans.py``: hostile arguments (classes, pointers and
+constants whose ``__class__``, ``__eq__`` or ``__hash__`` lie, interfaces that answer differently
+to different readers or raise, fields the slow path refuses), threads racing between a launch's
+conflict check and its registration, and capture handles used after their capture ended. Each test
+asserts what the slow path does (its refusal, or the values it launches)."""
 
 import sys
 import threading

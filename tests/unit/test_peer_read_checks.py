@@ -1,14 +1,13 @@
-"""Red-team session 15: read-only tensors on a peer GPU (HEAD~1, HEAD: launch_device,
-check_devices, the plan's device, streams of another device, overlap on addresses).
+"""Read-only tensors on a peer GPU (``launch_device``, ``check_devices``, the plan's device,
+streams of another device, overlap on addresses): a write on one device's legacy stream waits for
+a peer read on another; a peer array's producer stream is ordered before the launch; a pooled
+event is recorded only on a stream of its own device; a plan's guard asks the driver for the
+pointers' device; a DLPack producer's device is not taken at its word; memory closed between
+the ends of a peer array is refused; and the defences of plans, the verdict cache, reversed
+views, groups, the interpreter, unchecked kernels, autotuning and explicit streams.
 
-On the tests' recording driver with two fake devices (``peers`` of test_peer_devices.py).
-Tests named ``test_closed_*`` assert the safe behaviour: they failed on the code as reviewed
-and pass since the fixes (events pooled per device, peer launches filed apart from the default
-streams' batches and after their peer producers' streams, the driver's device for a pointer in a
-several-device process on the slow and the plan paths, every allocation range of a peer array
-asked); the others pin defences that held.
-
-A context-aware event model (``ctx_events``) stands in for the driver's rule that an event is
+On the tests' recording driver with two fake devices (``peers`` of test_peer_devices.py). A
+context-aware event model (``ctx_events``) stands in for the driver's rule that an event is
 recorded only on a stream of its own context (cuEventRecord / cudaEventRecord: "event and stream
 must be on the same CUDA context", else CUDA_ERROR_INVALID_HANDLE); handle 0/1/2 name the legacy
 / per-thread stream of the *current* context, one per device.
@@ -67,16 +66,15 @@ def ctx_events(peers, fake, monkeypatch):
     return log
 
 
-# ============================================================================ holes
+# ============================================================================ ordering and devices
 
-def test_closed_a_legacy_stream_write_on_one_device_waits_for_a_peer_read_on_another(
+def test_a_legacy_stream_write_on_one_device_waits_for_a_peer_read_on_another(
         ctx_events, peers, fake):
     """docs/safety.md R16 'Ordering across devices': a launch on device 0 that writes memory a
-    launch on device 1 is still reading must wait for it. On the default (legacy) stream of
-    each device the registry files both launches under queue key 0, takes them for one stream
-    (same_stream(0, 0)) and orders nothing: the two legacy streams belong to two contexts, so
-    device 0's write races device 1's peer read (tests/gpu/test_peer_devices.py's
-    test_a_write_on_the_peer_waits_for_the_launch_reading_it is this case)."""
+    launch on device 1 is still reading waits for it, also when both run on their device's
+    default (legacy) stream: the two legacy streams (both handle 0) belong to two contexts and
+    are not one stream (tests/gpu/test_peer_devices.py's
+    test_a_write_on_the_peer_waits_for_the_launch_reading_it is this case on the GPU)."""
     state = peers
     ctx_events["pending"] = True                     # device 1's read still running
     x = _on(state, 0, 1000)                          # device 0's memory
@@ -92,12 +90,12 @@ def test_closed_a_legacy_stream_write_on_one_device_waits_for_a_peer_read_on_ano
         f"waits {ctx_events['waits']}")
 
 
-def test_closed_a_peer_arrays_legacy_producer_stream_is_ordered_before_the_launch(
+def test_a_peer_arrays_legacy_producer_stream_is_ordered_before_the_launch(
         ctx_events, peers, fake):
     """A CUDA Array Interface v3 producer on device 0 exports stream 1 (its legacy default
     stream, where its writes of w are queued; CuPy does so). The launch on device 1's legacy
-    stream (handle 0) treats 1 as 'the same stream' (streams.same_stream) and waits for nothing:
-    device 1 may read w before device 0 has written it."""
+    stream (handle 0) is not 'the same stream' as device 0's: it waits on an event recorded on
+    device 0's stream, so device 1 reads w only after device 0 has written it."""
     state = peers
     w = FakeDeviceArray(_host(1000), stream=1)       # device 0 (its pointer is not device 1's)
     x, out = _on(state, 1, 1000), _on(state, 1, 1000)
@@ -111,17 +109,15 @@ def test_closed_a_peer_arrays_legacy_producer_stream_is_ordered_before_the_launc
 
 
 @pytest.mark.parametrize("streams", ["legacy", "own"])
-def test_closed_a_pooled_event_of_one_device_is_recorded_on_another_devices_stream(
+def test_a_pooled_event_is_recorded_only_on_a_stream_of_its_own_device(
         ctx_events, peers, fake, streams):
-    """The in-flight registry pools completed events across devices. A launch on device 1 that
-    has completed, then a launch on device 0: its event is the pooled event of device 1's
-    context, recorded on device 0's stream. cuEventRecord refuses (INVALID_HANDLE) after the
-    kernel was queued, so a legitimate launch raises CudaDriverError and its arguments stay held
-    as orphans. 'legacy': both on the default stream, the first one sync()'d (examples/
-    peer_reduce.py run twice in a process); 'own': a stream of each device, no sync at all (the
-    conflict scan collects the completed launch first). Pre-existing for multi-device launches,
-    now on the peer feature's main path. Fix: pool events per context (key the pool by device,
-    create and record inside driver.device_context of the stream's device)."""
+    """The in-flight registry pools completed events per device (created and recorded inside
+    driver.device_context of the stream's device). A launch on device 1 that has completed,
+    then a launch on device 0: device 0's launch does not get device 1's pooled event (which
+    cuEventRecord would refuse with INVALID_HANDLE after the kernel was queued, leaving its
+    arguments held as orphans). 'legacy': both on the default stream, the first one sync()'d
+    (examples/peer_reduce.py run twice in a process); 'own': a stream of each device, no sync
+    at all (the conflict scan collects the completed launch first)."""
     state = peers
     fake.stream_devices.update({0x91: 1, 0x90: 0})
     s1, s0 = (0, 0) if streams == "legacy" else (0x91, 0x90)
@@ -134,15 +130,13 @@ def test_closed_a_pooled_event_of_one_device_is_recorded_on_another_devices_stre
 
 
 @pytest.mark.parametrize("liar", ["w", "out"])
-def test_closed_a_plans_guard_takes_the_producers_device_for_the_pointers(peers, fake, monkeypatch,
-                                                                        liar):
+def test_a_plans_guard_asks_the_driver_for_the_pointers_device(peers, fake, monkeypatch, liar):
     """numba-cuda's DeviceNDArray names the device of its MemoryPointer's context, which for
     cuda.as_cuda_array / from_cuda_array_interface is the context current when the wrapper was
-    made, not the device of the pointer. The slow path asks the driver for the pointer's device
-    (_from_cai), the plan's guard (and launcher._read_numba) the wrapper's context: after a plan
-    on device 1, an array on device 0 that says 'device 1' launches on the plan with no peer
-    check ('w': no cuCtxEnablePeerAccess, no access flags: the kernel faults on a device that
-    cannot read it) or writes device 0's memory from device 1 ('out': rule 1 broken)."""
+    made, not the device of the pointer. The plan's guard (and launcher._read_numba) ask the
+    driver for the pointer's device, as the slow path does (_from_cai): after a plan on device
+    1, an array on device 0 that says 'device 1' gets the peer checks ('w': access flags asked,
+    peer access enabled, or a refusal) and is not written from device 1 ('out': rule 1)."""
     monkeypatch.setitem(launcher._READERS, _NumbaLike, launcher._read_numba)
     state = peers
     # plans made by earlier tests were built for a process of one device (device_count is
@@ -172,11 +166,12 @@ def test_closed_a_plans_guard_takes_the_producers_device_for_the_pointers(peers,
         "checks (no access flags asked, no peer access enabled)")
 
 
-def test_closed_a_dlpack_producer_naming_the_launch_device_skips_the_peer_checks(peers, fake):
-    """The slow path takes a DLPack (or CuPy, or PyTorch) producer's device id as given. Memory
-    that the driver places on device 0, exported as 'CUDA device 1', beside arrays on device 1:
-    no check_devices at all (every array 'on one device'), so neither cuDeviceCanAccessPeer nor
-    the access flags are asked. overlap.py already assumes producers may misname devices."""
+def test_a_dlpack_producer_naming_the_launch_device_gets_the_peer_checks(peers, fake):
+    """A DLPack (or CuPy, or PyTorch) producer's device id is not taken at its word: memory that
+    the driver places on device 0, exported as 'CUDA device 1', beside arrays on device 1, goes
+    through check_devices (cuDeviceCanAccessPeer, the access flags) and, with no peer path
+    between the devices, is refused naming the argument before any launch (overlap.py makes the
+    same assumption that producers may misname devices)."""
     state = peers
     state["possible"] = False                        # no peer path between the devices
     host = _host(1000)
@@ -187,11 +182,12 @@ def test_closed_a_dlpack_producer_naming_the_launch_device_skips_the_peer_checks
     assert fake.launches == []
 
 
-def test_closed_a_dlpack_output_naming_another_device_is_written_from_the_wrong_device(
+def test_a_dlpack_output_naming_another_device_is_not_written_from_the_wrong_device(
         peers, fake):
-    """Rule 1 on the producer's word: an output the driver places on device 0, exported as
-    'CUDA device 1', with inputs on device 1, launches on device 1 and writes device 0's memory
-    (a write into a peer, which R16 says never happens)."""
+    """Rule 1 despite the producer's word: an output the driver places on device 0, exported as
+    'CUDA device 1', with inputs on device 1, is refused, or its device is asked of the driver;
+    it is never written from device 1 unchecked (a write into a peer, which R16 says never
+    happens)."""
     state = peers
     host = np.full(1000, np.nan, np.float32)
     out = FakeDLPack(host.__array_interface__["data"][0], (1000,), device=(2, 1), keepalive=host)
@@ -204,13 +200,13 @@ def test_closed_a_dlpack_output_naming_another_device_is_written_from_the_wrong_
     assert state["asked"], "the launch wrote device 0's memory from device 1 unchecked"
 
 
-def test_closed_memory_closed_between_the_ends_of_a_peer_array_is_refused(peers, fake):
-    """Only the first and last byte's access flags are asked. A virtual-memory reservation made
-    of several mappings (cuMemMap per chunk) may be opened to the launch device chunk by chunk
-    (cuMemSetAccess per mapping): ends opened, a middle chunk not: accepted, then the kernel
-    faults on the middle (a sticky error that kills the context). Fix: walk the allocation
-    ranges between lo and hi (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR / RANGE_SIZE) and ask the
-    flags of each."""
+def test_memory_closed_between_the_ends_of_a_peer_array_is_refused(peers, fake):
+    """A virtual-memory reservation made of several mappings (cuMemMap per chunk) may be opened
+    to the launch device chunk by chunk (cuMemSetAccess per mapping): ends opened, a middle
+    chunk not. Asking only the first and last byte's access flags would accept it and the
+    kernel would fault on the middle (a sticky error that kills the context); the check walks
+    the allocation ranges between lo and hi (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR /
+    RANGE_SIZE) and asks the flags of each."""
     state = peers
     w = _on(state, 0, 1000)
     state["access"][_ptr(w) + 4 * 500] = 0           # a middle chunk not opened to device 1
@@ -220,9 +216,9 @@ def test_closed_memory_closed_between_the_ends_of_a_peer_array_is_refused(peers,
     assert fake.launches == []
 
 
-# ============================================================================ defences held
+# ============================================================================ defences
 
-def test_held_a_plan_made_on_one_device_does_not_admit_a_peer_array(peers, fake):
+def test_a_plan_made_on_one_device_does_not_admit_a_peer_array(peers, fake):
     """Plan first (all on device 1), then the same kinds with w on device 0 and closed: the key
     holds each array's device (the pointer's for an interface), so the slow path refuses."""
     state = peers
@@ -237,7 +233,7 @@ def test_held_a_plan_made_on_one_device_does_not_admit_a_peer_array(peers, fake)
     assert len(fake.launches) == n
 
 
-def test_held_the_verdict_cache_does_not_keep_access_revoked_between_calls(peers, fake):
+def test_the_verdict_cache_does_not_keep_access_revoked_between_calls(peers, fake):
     """The same pointers twice (the _VERIFIED key repeats): the access flags are asked again."""
     state = peers
     w, x, out = _on(state, 0, 1100), _on(state, 1, 1100), _on(state, 1, 1100)
@@ -249,7 +245,7 @@ def test_held_the_verdict_cache_does_not_keep_access_revoked_between_calls(peers
     assert len(fake.launches) == n
 
 
-def test_held_a_reversed_peer_view_asks_its_lowest_byte(peers, fake):
+def test_a_reversed_peer_view_asks_its_lowest_byte(peers, fake):
     """Negative strides: the flags are asked at byte_bounds (lowest and highest byte), not at
     the pointer (the last element in memory order)."""
     state = peers
@@ -262,7 +258,7 @@ def test_held_a_reversed_peer_view_asks_its_lowest_byte(peers, fake):
     assert fake.launches == []
 
 
-def test_held_group_members_on_a_peer_are_checked_one_by_one(peers, fake):
+def test_group_members_on_a_peer_are_checked_one_by_one(peers, fake):
     from examples.peer_reduce import reduce_shards
     state = peers
     x0, x1, out = _on(state, 0, 700), _on(state, 1, 700), _on(state, 1, 700)
@@ -274,7 +270,7 @@ def test_held_group_members_on_a_peer_are_checked_one_by_one(peers, fake):
         reduce_shards((x1, _on(state, 0, 700)), nt.partition(out, 256), 256)
 
 
-def test_held_device_arrays_are_refused_in_interpreter_mode(peers, fake):
+def test_device_arrays_are_refused_in_interpreter_mode(peers, fake):
     state = peers
     with pytest.raises(TileArgumentError, match="interpreter mode runs on NumPy"):
         axpy(_on(state, 0, 300), _host(300), nt.partition(np.zeros(300, np.float32), 256), 256,
@@ -291,7 +287,7 @@ def u_two(x, a: nt.Mutable, b: nt.Mutable, B: nt.Constant):
     nt.store(b, (i,), t)
 
 
-def test_held_unchecked_mutable_arrays_on_two_devices_are_refused(peers, fake):
+def test_unchecked_mutable_arrays_on_two_devices_are_refused(peers, fake):
     state = peers
     with pytest.raises(TileArgumentError, match="mutable arguments 'a'.*'b'"):
         u_two(_on(state, 0, 256), _on(state, 0, 256), _on(state, 1, 256), 256, grid=1,
@@ -299,7 +295,7 @@ def test_held_unchecked_mutable_arrays_on_two_devices_are_refused(peers, fake):
     assert fake.launches == []
 
 
-def test_held_autotune_specializes_on_the_mutable_arrays_device(peers, fake):
+def test_autotune_specializes_on_the_mutable_arrays_device(peers, fake):
     from numba_tile.autotune import _specialize
     state = peers
     w, x, out = _on(state, 0, 512), _on(state, 1, 512), _on(state, 1, 512)
@@ -310,9 +306,9 @@ def test_held_autotune_specializes_on_the_mutable_arrays_device(peers, fake):
         _specialize(axpy, (_on(state, 0, 512), x, nt.partition(out, 256), 256), False)
 
 
-def test_held_explicit_streams_of_two_devices_are_ordered_by_the_registry(ctx_events, peers,
-                                                                           fake):
-    """The contrast to the legacy-stream hole: on a stream of each device, device 0's write of
+def test_explicit_streams_of_two_devices_are_ordered_by_the_registry(ctx_events, peers,
+                                                                     fake):
+    """As on the legacy streams above, on a stream of each device: device 0's write of
     x waits (cuStreamWaitEvent) for device 1's launch reading it, with an event of device 1."""
     state = peers
     ctx_events["pending"] = True                     # device 1's launch still running

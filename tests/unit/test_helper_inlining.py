@@ -1,4 +1,8 @@
-"""Red-team probes of helper inlining (typing/helpers.py). CPU only."""
+"""Plain Python helpers called from kernels, inlined by typing/helpers.py: the globals they read
+are frozen with the kernel (interpreter and disk key), the forms a helper may take (``*args``,
+``functools.wraps``, lambdas; static methods, namespace attributes and recursion refused),
+ownership through helpers (brands, read-only tensors, global arrays), errors at the helper's
+line, and a helper inside a pipelined K loop. CPU only."""
 
 import functools
 import importlib
@@ -30,7 +34,7 @@ def mode_kernel(y: nt.Partition["B"], z: nt.Partition["B"], B: nt.Constant):
     put_mode(y, z, nt.full((B,), 7.0, nt.float32))
 
 
-def test_interpreter_runs_a_helper_branch_the_checks_never_saw(monkeypatch):
+def test_interpreter_runs_the_helper_branch_that_was_checked(monkeypatch):
     global MODE
     y, z = np.zeros(512, np.float32), np.zeros(512, np.float32)
     mode_kernel(nt.partition(y, 128, blocks=2), nt.partition(z, 128, blocks=2), 128,

@@ -1,10 +1,13 @@
-"""Red-team probes of block-owned strips (commits 1ee54d2, 49b1571; docs/safety.md R4
-"Strips"). CPU only: kernels run in the interpreter (``interpret=True``, whose race detector
+"""Block-owned strips (``nt.strips``, docs/safety.md R4 "Strips"): a strip where a tile index
+is expected, a strip variable on a block with no strip, mixing strips with other schemes, what
+is allowed, strips of another partition, reads at a strip's tiles, the plumbing, launches and
+the GPU lowering. CPU only: kernels run in the interpreter (``interpret=True``, whose race detector
 records every block's accesses) or are compiled to PTX for cc 9.0.
 
 Every test asserts the SAFE behaviour: refused with a numba_tile error (a TileError) before
 anything is written, or runs with values checked against NumPy and no DataRaceError. Tests
-marked ``xfail(strict=True, reason="FINDING: ...")`` are attacks that get through today.
+marked ``xfail(strict=True, reason="gap: ...")`` state the behaviour wanted where it does not
+hold yet.
 """
 
 from __future__ import annotations
@@ -70,28 +73,28 @@ def load_at_strip_3d(x, y: nt.Partition[1, "BM", "BN"], BM: nt.Constant, BN: nt.
             nt.store(y, t, idx)
 
 
-# (a finding of the review, fixed: typing/memory._own_index refuses a strip)
+# (typing/memory._own_index refuses a strip)
 def test_load_at_a_strip_is_refused_by_typing():
     x, y = np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32)
     _refused(load_at_strip, x, nt.partition(y, (4, 32), blocks=2), 4, 32,
              cls=TileTypingError, outs=(y,))
 
 
-# (a finding of the review, fixed: typing/memory._own_index refuses a strip)
+# (typing/memory._own_index refuses a strip)
 def test_load_like_at_a_strip_is_refused_by_typing():
     x, y = np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32)
     _refused(load_like_at_strip, x, nt.partition(y, (4, 32), blocks=2), 4, 32,
              cls=TileTypingError, outs=(y,))
 
 
-# (a finding of the review, fixed: typing/memory._own_index refuses a strip)
+# (typing/memory._own_index refuses a strip)
 def test_load_at_a_3d_strip_is_refused_by_typing():
     x, y = np.ones((2, 8, 64), np.float32), np.zeros((2, 8, 64), np.float32)
     _refused(load_at_strip_3d, x, nt.partition(y, (1, 4, 32), blocks=2), 4, 32,
              cls=TileTypingError, outs=(y,))
 
 
-# (a finding of the review, fixed: typing/memory._own_index refuses a strip)
+# (typing/memory._own_index refuses a strip)
 def test_ptx_of_load_at_a_strip_raises_a_tile_error():
     x, y = np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32)
     with pytest.raises(TileError):
@@ -120,8 +123,8 @@ def test_strip_after_loop_with_every_block_owning_a_strip():
     np.testing.assert_array_equal(y, ref)
 
 
-# (a finding of the review, fixed: the interpreter gives the variable Numba's zero, an invalid
-# strip, as the GPU does: interpreter/typed_ir.null_value)
+# (the interpreter gives the variable Numba's zero, an invalid strip, as the GPU does:
+# interpreter/typed_ir.null_value)
 def test_strip_after_loop_on_a_block_with_no_strip():
     x = np.ones((8, 64), np.float32)
     y = np.zeros_like(x)
@@ -517,8 +520,8 @@ def test_strips_across_ranks_are_refused():
 
 
 def test_3d_strips_of_another_partition_name_its_tiles_at_their_coordinates():
-    """Refused until session 9; now a strip of w names y's tiles at its coordinates (each
-    strip is one block's: the interpreter's race detector sees every block's stores)."""
+    """A strip of w names y's tiles at its coordinates (each strip is one block's: the
+    interpreter's race detector sees every block's stores)."""
     x = np.ones((2, 16, 64), np.float32)
     w, y = np.zeros_like(x), np.zeros_like(x)
     cross_3d_same_grid(x, nt.partition(w, (1, 4, 32), blocks=3),

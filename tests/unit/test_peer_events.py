@@ -1,13 +1,12 @@
-"""Red-team session 15b: the several-GPU changes (events pooled per device, peer launches filed
-apart, peer producers' streams, the driver's device for a pointer, range_access).
+"""Completion events and queues with several GPUs: events pooled per device, peer launches filed
+apart from the default streams' batches (each entry knows its device; a default stream's queue is
+scanned per device), peer producers' streams, the driver's device for a pointer, ``range_access``
+at granule edges; a peer read is refused inside a graph capture; an event of unknown device is
+the current context's; a graph replay gives the thread's context back.
 
 On the tests' recording driver with two fake devices (``peers``) and the context-aware event
-model of session 15 (``ctx_events``: an event is recorded only on a stream of its own context;
-handles 0/1/2 name the current context's default streams). Tests named ``test_closed_*``
-assert the safe behaviour: they failed on the code as reviewed and pass since the fixes (each
-entry knows its device and a default stream's queue is scanned per device; a peer read is
-refused inside a graph capture; an event of unknown device is the current context's);
-``test_held_*`` pin defences that held.
+model of test_peer_read_checks.py (``ctx_events``: an event is recorded only on a stream of its
+own context; handles 0/1/2 name the current context's default streams).
 """
 
 import contextlib
@@ -22,9 +21,9 @@ from numba_tile.runtime.arrays import as_array_arg
 from numba_tile.runtime.fakes import FakeDeviceArray
 from tests.unit.test_device_restore import CTX, two_devices  # noqa: F401 - fixture
 from tests.unit.test_launch_plans import _ptr, fake  # noqa: F401 - fixture
-from tests.unit.test_launch_plans_redteam import _graph_driver
+from tests.unit.test_launch_plans_hostile_arguments import _graph_driver
 from tests.unit.test_peer_devices import _on, axpy, bindings, peers  # noqa: F401 - fixture
-from tests.unit.test_redteam_session15 import ctx_events  # noqa: F401 - fixture
+from tests.unit.test_peer_read_checks import ctx_events  # noqa: F401 - fixture
 
 RNG = np.random.default_rng(151)
 
@@ -45,16 +44,14 @@ def _cross_waits(log, stream_ctx, event_ctx):
     return [w for w in log["waits"] if w[1] == stream_ctx and w[2] == event_ctx]
 
 
-# ============================================================================ holes
+# ============================================================================ ordering
 
-def test_closed_a_peer_launch_waits_for_every_devices_legacy_writer(ctx_events, peers, fake,
-                                                                  fresh):
+def test_a_peer_launch_waits_for_every_devices_legacy_writer(ctx_events, peers, fake, fresh):
     """All on the default streams. A (device 1) writes y; B (device 0) writes x; Q (device 0,
-    its output on 0) reads x and, as a peer, y. Both A and B sit in registry queue 0 (one key
-    for every device's legacy stream); conflicts() takes 'the newest conflicting launch of the
-    queue, which covers all earlier ones on that stream' and stops at B. B's event is on device
-    0's legacy stream and covers nothing of device 1's: Q never waits for A and may read y
-    before A has written it (y has no CAI producer stream: a PyTorch tensor exports CAI v2)."""
+    its output on 0) reads x and, as a peer, y. A default stream's queue is scanned per device
+    (the newest conflicting launch covers the earlier ones only on its own device's legacy
+    stream): Q waits for B and for A, so it reads y after A has written it (y has no CAI
+    producer stream: a PyTorch tensor exports CAI v2)."""
     state = peers
     ctx_events["pending"] = True
     y = _on(state, 1, 1000)
@@ -69,10 +66,10 @@ def test_closed_a_peer_launch_waits_for_every_devices_legacy_writer(ctx_events, 
         f"waits {ctx_events['waits']}")
 
 
-def test_closed_the_same_on_an_explicit_stream_reading_both(ctx_events, peers, fake, fresh):
+def test_the_same_on_an_explicit_stream_reading_both(ctx_events, peers, fake, fresh):
     """As above with Q on an explicit stream of device 1 (the launch device of its output):
     A (device 1, legacy) writes y, B (device 0, legacy) writes x, Q reads both. Q waits for
-    B only; A's legacy stream is not Q's stream."""
+    both: A's legacy stream is not Q's stream."""
     state = peers
     ctx_events["pending"] = True
     fake.stream_devices[0x91] = 1
@@ -98,7 +95,7 @@ def _peer_graph(state, fake, monkeypatch, w):
 
 
 @pytest.mark.parametrize("producer_stream", [None, 1])
-def test_closed_a_peer_read_cannot_be_captured_into_a_graph(
+def test_a_peer_read_cannot_be_captured_into_a_graph(
         ctx_events, peers, fake, monkeypatch, fresh, producer_stream):
     """A graph captured on device 1 holding a launch that reads w (device 0) would replay it
     without the per-call peer checks: filed under the legacy batch (a later device-0 write of
@@ -162,14 +159,13 @@ def _arg(n=8):
     return as_array_arg(FakeDeviceArray(np.zeros(n, np.float32)), "a")
 
 
-def test_closed_events_of_an_unknown_device_are_pooled_across_contexts():
+def test_events_of_an_unknown_device_are_not_pooled_across_contexts():
     """register(device=None) (what the public inflight.register() always passes, and what
-    wait_for_streams / order_after_conflicts default to) takes its event from the None pool,
-    creates it in whichever context is current and pools it there again: the next unknown-
-    device launch from another context records that event on its own stream, and the driver
-    refuses after the kernel was queued (its arguments become orphans). Fix: with a backend
-    that has in_device, destroy events of unknown device at retirement (or key the pool on
-    the context current at creation)."""
+    wait_for_streams / order_after_conflicts default to) creates its event in whichever context
+    is current. The next unknown-device launch from another context does not get that event
+    (the driver would refuse to record it on its stream after the kernel was queued, and its
+    arguments would become orphans): with a backend that has in_device, an event of unknown
+    device is the current context's."""
     b = _CtxBackend()
     reg = inflight.InflightRegistry(backend=b)
     b.current = 1
@@ -178,7 +174,7 @@ def test_closed_events_of_an_unknown_device_are_pooled_across_contexts():
     reg.register(0x90, (_arg(),)).sync()              # CudaDriverError: reused on context 0
 
 
-def test_closed_wait_for_streams_without_a_device_reuses_another_contexts_event():
+def test_wait_for_streams_without_a_device_does_not_reuse_another_contexts_event():
     """The same through wait_for_streams (a public method, device defaults to None)."""
     b = _CtxBackend()
     reg = inflight.InflightRegistry(backend=b)
@@ -188,9 +184,9 @@ def test_closed_wait_for_streams_without_a_device_reuses_another_contexts_event(
     reg.wait_for_streams(0x90, [0])                   # recorded on context 0's legacy stream
 
 
-# ============================================================================ defences held
+# ============================================================================ pools and queues
 
-def test_held_events_of_each_device_stay_in_their_pool(monkeypatch):
+def test_events_of_each_device_stay_in_their_pool(monkeypatch):
     b = _CtxBackend()
     reg = inflight.InflightRegistry(backend=b, pool_size=2)
     for _ in range(5):
@@ -205,7 +201,7 @@ def test_held_events_of_each_device_stay_in_their_pool(monkeypatch):
     assert len(reg._event_device) == sum(len(p) for p in reg._pools.values())
 
 
-def test_held_the_legacy_batch_of_one_device_is_recorded_in_its_context():
+def test_the_legacy_batch_of_one_device_is_recorded_in_its_context():
     b = _CtxBackend()
     reg = inflight.InflightRegistry(backend=b, collect_every=1000)
     with b.in_device(1):
@@ -217,7 +213,7 @@ def test_held_the_legacy_batch_of_one_device_is_recorded_in_its_context():
     assert h0.finished and h1.done()
 
 
-def test_held_a_legacy_launch_of_unknown_device_gets_its_own_event():
+def test_a_legacy_launch_of_unknown_device_gets_its_own_event():
     b = _CtxBackend()
     reg = inflight.InflightRegistry(backend=b, collect_every=1000)
     with b.in_device(1):
@@ -225,12 +221,12 @@ def test_held_a_legacy_launch_of_unknown_device_gets_its_own_event():
     assert h.event is not None and reg._unflushed == 0
 
 
-def test_held_peer_launches_of_two_devices_are_different_queues():
+def test_peer_launches_of_two_devices_are_different_queues():
     assert inflight.peer_key(0, 0) != inflight.peer_key(0, 1)
     assert inflight.peer_key(0, 1) != 0 and inflight.peer_key(0x91, 1) == 0x91
 
 
-def test_held_the_plan_refuses_a_pointer_moved_to_the_other_device(peers, fake, fresh):
+def test_the_plan_refuses_a_pointer_moved_to_the_other_device(peers, fake, fresh):
     """A plan made for all-on-device-1 arrays; then the same kinds whose output pointer the
     driver places on device 0 (the producer's field is not looked at by FakeDeviceArray):
     the plan's owner check sends it to the slow path, which launches on device 0 or refuses."""
@@ -247,7 +243,7 @@ def test_held_the_plan_refuses_a_pointer_moved_to_the_other_device(peers, fake, 
     assert (0, 1) in state["enabled"]                # launched on device 0, reading device 1
 
 
-def test_held_owner_device_is_not_asked_for_empty_or_host_arrays(peers, fake, monkeypatch):
+def test_owner_device_is_not_asked_for_empty_or_host_arrays(peers, fake, monkeypatch):
     from numba_tile.runtime import arrays
     asked = []
     real = arrays._owner_device
@@ -259,7 +255,7 @@ def test_held_owner_device_is_not_asked_for_empty_or_host_arrays(peers, fake, mo
     assert len(asked) == 1
 
 
-def test_held_owner_device_without_a_device_count_keeps_the_producers_word(monkeypatch):
+def test_owner_device_without_a_device_count_keeps_the_producers_word(monkeypatch):
     from numba_tile.runtime import arrays
     monkeypatch.setattr(driver, "device_count", lambda: None)
     monkeypatch.setattr(driver, "pointer_device",
@@ -268,7 +264,7 @@ def test_held_owner_device_without_a_device_count_keeps_the_producers_word(monke
     assert arrays._owner_device(0x1000, 3) == 3
 
 
-def test_held_range_access_at_granule_edges(bindings, monkeypatch):
+def test_range_access_at_granule_edges(bindings, monkeypatch):
     """hi exactly on a granule boundary asks no granule past it; lo on a boundary asks its own
     granule once; a range ending exactly at hi ends the walk (no query past the array)."""
     from tests.unit.test_peer_devices import _ranges
@@ -280,9 +276,9 @@ def test_held_range_access_at_granule_edges(bindings, monkeypatch):
     assert driver.range_access(1136, 1184, 0) == [0, 3, 1] and r.asked == [1136, 1152, 1168]
 
 
-def test_closed_a_graph_replay_gives_the_threads_context_back(peers, fake, monkeypatch, fresh):
+def test_a_graph_replay_gives_the_threads_context_back(peers, fake, monkeypatch, fresh):
     """Graph.replay makes the graph's device current for the replay and gives the thread's
-    context back after it, as a kernel launch does (it made the graph's current for good)."""
+    context back after it, as a kernel launch does (not the graph's device current for good)."""
     state = peers
     _graph_driver(fake, monkeypatch)
     fake.stream_devices[0x51] = 1

@@ -1,4 +1,4 @@
-"""Second red-team round of launch plans: the generated guards and runners (``runtime/guards.py``),
+"""Launch plans: the generated guards and runners (``runtime/guards.py``),
 interned partition fields (``runtime/partition.py``) and the plan launch (``runtime/launcher.py``),
 on the recording stand-in for the CUDA driver of ``test_launch_plans.py``. Each test asserts what
 the slow path does: its refusal (by name), or a launch whose memory is held as the slow path
@@ -112,9 +112,10 @@ class _EqualRaises:
 
 @pytest.mark.parametrize("extent", [[1024], _EqualRaises()])
 def test_a_tile_shape_of_odd_objects_is_refused_by_name(extent):
-    """The fast path of Partition() looked the tuple up in the interning table before checking
-    its items: an unhashable item raised TypeError, an item whose __eq__ raises raised that; the
-    checked path refuses every item that is not an int with TileArgumentError."""
+    """The fast path of Partition() checks the items before it looks the tuple up in the
+    interning table: an unhashable item, or an item whose __eq__ raises, is refused as the
+    checked path refuses every item that is not an int (TileArgumentError), not with the
+    TypeError or the exception of the lookup."""
     nt.partition(np.zeros(2048, np.float32), (1024,))     # (1024,) interned
     with pytest.raises(TileArgumentError, match="tile extent"):
         nt.partition(np.zeros(2048, np.float32), (extent,))
@@ -127,10 +128,11 @@ def test_an_unhashable_index_extent_is_normalized_as_the_checked_path_does():
 
 
 def test_one_tile_shape_is_one_object_after_the_interning_table_fills(monkeypatch):
-    """The table was emptied when full, but an int tile shape seen before (``_SEEN_INT``) kept
-    its old object: ``partition(z, 1024)`` and ``partition(z, (1024,))`` then had two tile shape
-    objects, and a plan's guard, which recognises tile shapes by identity, refused one of the
-    two on every call (each took the key path). Performance only: identity implies equality."""
+    """When the interning table fills and is emptied, an int tile shape seen before
+    (``_SEEN_INT``) is emptied with it: ``partition(z, 1024)`` and ``partition(z, (1024,))``
+    keep one tile shape object, so a plan's guard, which recognises tile shapes by identity,
+    takes both (else one of the two would take the key path on every call). Performance only:
+    identity implies equality."""
     monkeypatch.setattr(partition_module, "_INTERNED", {})
     monkeypatch.setattr(partition_module, "_SEEN_INT", {})
     a = np.zeros(4096, np.float32)
@@ -201,9 +203,9 @@ def fake_cupy(monkeypatch):
 def test_cupys_stream_is_read_when_the_slow_path_reads_it(fake, fake_cupy, monkeypatch, order,
                                                           path):
     """The slow path reads CuPy's current stream (the CuPy array's interface ``stream``) when it
-    reads each CuPy array; the guard read it before every argument, the plan key once per call.
-    User code in an earlier argument's interface that makes another CuPy stream current
-    (``with stream:``) then left a CuPy array's producer stream unordered before the launch."""
+    reads each CuPy array, and so do the guard and the plan key: user code in an earlier
+    argument's interface that makes another CuPy stream current (``with stream:``) does not
+    leave a CuPy array's producer stream unordered before the launch."""
     from numba_tile.runtime import inflight
     cuda = fake_cupy.cuda
     hooked = _Hooked(np.zeros(1024, np.float32))
@@ -238,9 +240,9 @@ def test_cupys_stream_is_read_when_the_slow_path_reads_it(fake, fake_cupy, monke
 @pytest.mark.parametrize("second", ["plan", "slow"])
 def test_two_threads_per_thread_default_streams_are_two_streams(fake, monkeypatch, second):
     """Handle 2 (CU_STREAM_PER_THREAD) is the calling thread's own per-thread default stream:
-    the registry filed both threads' launches under one stream, so a launch reading z on the
-    second thread's stream neither waited for the first thread's launch writing z nor (with
-    on_conflict='raise') was refused; on the same thread they stay one stream."""
+    the registry files two threads' launches under two streams, so a launch reading z on the
+    second thread's stream waits for the first thread's launch writing z (with
+    on_conflict='raise': is refused); on the same thread they stay one stream."""
     import threading
     from numba_tile.errors import StreamConflictError
     from numba_tile.runtime import inflight

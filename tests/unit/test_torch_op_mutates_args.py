@@ -1,7 +1,6 @@
-"""Red-team tests of nt.torch_op's mutates_args watch (torch_library._Watch): attempts to get an
-undeclared in-place write of an op argument past the check, and legitimate bodies that must not
-be refused. Tests whose comment says "was a bug" found a hole or a false positive, since fixed;
-"LIMITATION" tests document what the watch does not cover (docs/safety.md)."""
+"""nt.torch_op's mutates_args watch (torch_library._Watch): attempts to get an undeclared
+in-place write of an op argument past the check, and legitimate bodies that must not be refused.
+Tests named ``test_limitation_*`` document what the watch does not cover (docs/safety.md)."""
 
 import itertools
 import threading
@@ -20,7 +19,7 @@ _ids = itertools.count()
 
 
 def op_name(tag: str) -> str:
-    return f"nt_redteam::{tag}_{next(_ids)}"
+    return f"nt_mutates::{tag}_{next(_ids)}"
 
 
 @nt.jit
@@ -208,11 +207,10 @@ def test_then_chain_is_watched():
 # -- memory reached through another array type ------------------------------------------------
 
 def test_a_numpy_view_of_an_undeclared_cpu_tensor_is_watched():
-    # Was a bug (fixed): _Watch only looked at torch.Tensor values; y.numpy() (and on CUDA cupy.asarray(y), a
-    # numba device array, any DLPack / __cuda_array_interface__ producer over y's memory)
-    # shares y's memory and the write goes through unrefused. Fix: take the span of any array
-    # the launch accepts (numba_tile's own ArrayArg conversion: pointer, shape, strides) and
-    # compare it with the kept spans, not only torch.Tensor values.
+    # y.numpy() (and on CUDA cupy.asarray(y), a numba device array, any DLPack /
+    # __cuda_array_interface__ producer over y's memory) shares y's memory: _Watch takes the
+    # span of any array the launch accepts (numba_tile's own ArrayArg conversion: pointer,
+    # shape, strides) and compares it with the kept spans, not only torch.Tensor values.
     @nt.torch_op(op_name("numpy_view"))
     def sneaky(x: torch.Tensor, y: torch.Tensor) -> None:
         add_into_kernel(x.numpy(), nt.partition(y.numpy(), 256), 1.0, B=256)
@@ -228,7 +226,7 @@ def test_a_numpy_view_of_an_undeclared_cpu_tensor_is_watched():
 
 
 def test_a_numpy_view_as_an_unchecked_mutable_is_watched():
-    # Was a bug (fixed): as above, for an unchecked kernel's Mutable parameter.
+    # As above, for an unchecked kernel's Mutable parameter.
     @nt.torch_op(op_name("numpy_mutable"))
     def sneaky(idx: torch.Tensor, vals: torch.Tensor, out: torch.Tensor) -> None:
         scatter_add_kernel(idx, vals, out.numpy(), B=16, grid=1, unchecked=True)
@@ -274,11 +272,11 @@ def _make_inner(mutates, with_reader):
 
 @pytest.mark.parametrize("with_reader", [False, True])
 def test_a_nested_op_that_declares_the_write_does_not_hide_it_from_the_outer_op(with_reader):
-    # Was a bug (fixed): the inner op's _Body replaced the thread's watch with its own (or with None when
-    # all its tensors are declared), so the outer op's read-only argument y is written through
-    # the inner op, which declares it; the outer op's mutates_args is () and PyTorch treats y as
-    # unchanged by the outer op. Fix: chain the watches: _Watch(self, kept, outer=saved) also
-    # calls the saved watch (or: install the inner watch only in addition to the outer one).
+    # The outer op's read-only argument y, written through an inner op that declares it: the
+    # outer op's mutates_args is () and PyTorch treats y as unchanged by it, so the write is
+    # refused. The watches chain: the inner op's _Watch(self, kept, outer=saved) also calls the
+    # outer op's (it does not replace the thread's watch with its own, or with None when all
+    # its tensors are declared).
     inner = _make_inner(("z",), with_reader)
 
     @nt.torch_op(op_name("outer"))
@@ -366,13 +364,11 @@ def test_the_watch_of_a_raising_body_inside_a_body_is_restored():
     refused(outer, x, y, arg="y")
 
 
-def test_LIMITATION_a_launch_from_a_thread_started_in_the_body_is_not_watched():
+def test_limitation_a_launch_from_a_thread_started_in_the_body_is_not_watched():
     # Documents current behaviour (passes): the watch and the launch defaults are thread-local,
-    # so a thread the body starts launches unwatched (and, on CPU tensors, would not even get
-    # interpret=True: it must say so itself). A real hole, but a narrow one: the body must start
-    # and join a thread itself; PyTorch's own custom ops make no such check either. Worth a
-    # sentence in the docs (or: propagate the watch into threading.Thread via a per-op
-    # registry consulted by every thread's launch).
+    # so a thread the body starts launches unwatched (and, on CPU tensors, does not even get
+    # interpret=True: it must say so itself). A narrow gap: the body must start and join a
+    # thread itself; PyTorch's own custom ops make no such check either.
     @nt.torch_op(op_name("thread"))
     def sneaky(x: torch.Tensor, y: torch.Tensor) -> None:
         t = threading.Thread(target=lambda: add_into_kernel(
@@ -478,11 +474,10 @@ def test_reads_of_undeclared_args_in_every_position_pass():
 
 
 def test_declared_arg_interleaved_with_an_undeclared_one_passes():
-    # Was a bug (false positive, fixed): x = base[0::2] (read-only) and out = base[1::2] (declared) share
-    # no byte, but their byte spans interleave, and _Watch compares spans only, so the honest
-    # write of out is refused as a write of x. Fix: when spans intersect, settle it exactly
-    # with numba_tile.runtime.overlap (overlap_verdict/shares_memory, as the launch's aliasing
-    # check already does) before refusing.
+    # x = base[0::2] (read-only) and out = base[1::2] (declared) share no byte, but their byte
+    # spans interleave: where spans intersect, _Watch settles it exactly with
+    # numba_tile.runtime.overlap (overlap_verdict/shares_memory, as the launch's aliasing check
+    # does) before refusing, so the honest write of out is not refused as a write of x.
     @nt.torch_op(op_name("interleaved"), mutates_args=("out",))
     def interleaved(x: torch.Tensor, out: torch.Tensor) -> None:
         add_into_kernel(x, nt.partition(out, 256), 1.0, B=256)
@@ -496,9 +491,9 @@ def test_declared_arg_interleaved_with_an_undeclared_one_passes():
 
 
 def test_declared_column_half_beside_an_undeclared_column_half_passes():
-    # Was a bug (false positive, fixed), the common form: x = base[:, :16] (read-only) and out = base[:, 16:]
-    # (declared) are disjoint column halves of one buffer, but their byte spans overlap, so
-    # the write of out is refused as a write of x. Same fix.
+    # The common form: x = base[:, :16] (read-only) and out = base[:, 16:] (declared) are
+    # disjoint column halves of one buffer whose byte spans overlap; the write of out is not
+    # refused as a write of x.
     @nt.torch_op(op_name("halves"), mutates_args=("out",))
     def halves(x: torch.Tensor, out: torch.Tensor) -> None:
         fill2d_kernel(nt.partition(out, (8, 8)), 1.0, BM=8, BN=8)
@@ -509,13 +504,13 @@ def test_declared_column_half_beside_an_undeclared_column_half_passes():
     assert (out == 1.0).all() and not x.any()
 
 
-def test_LIMITATION_a_write_past_an_args_elements_into_its_storage_is_not_watched():
+def test_limitation_a_write_past_an_args_elements_into_its_storage_is_not_watched():
     # Documents current behaviour (passes): x = base[:500] is an op argument; the body reaches
     # base[500:] through x.as_strided with a larger storage offset. No op argument's elements
     # lie there, so the watch (element spans of the arguments) lets it through; mutates_args
     # could not name that memory anyway. Refusing writes anywhere in an undeclared argument's
     # untyped_storage() would close it, at the cost of refusing declared neighbours in a
-    # shared storage (the column-halves case above), so it seems acceptable as is.
+    # shared storage (the column-halves case above).
     @nt.torch_op(op_name("past_storage"))
     def sneaky(x: torch.Tensor) -> None:
         add_into_kernel(x, nt.partition(x.as_strided((500,), (1,), x.storage_offset() + 500),

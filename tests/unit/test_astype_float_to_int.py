@@ -1,6 +1,7 @@
-"""Red team of session 8's changes (load_at, the launch runner's fast path, the new math ops,
-the unsigned / int16 / FP8 dtypes), CPU-checkable halves: the interpreter must compute what
-the lowering computes (the PTX is inspected where the GPU's answer follows from it)."""
+"""``astype`` from float to every integer dtype, out of range: the interpreter computes what the
+GPU computes (PTX's ``cvt.rzi``: toward zero, saturated to the dtype's range, NaN to 0), and the
+lowering bounds 8-bit results itself (the PTX is inspected where the GPU's answer follows from
+it). The GPU twin is tests/gpu/test_astype_float_to_int.py."""
 
 import numpy as np
 import pytest
@@ -38,9 +39,9 @@ _ASTYPE = {np.dtype(d): _astype_kernel(getattr(nt, np.dtype(d).name)) for d in I
 
 @pytest.mark.parametrize("dt", INT_DTYPES, ids=lambda d: np.dtype(d).name)
 def test_astype_float_to_int_out_of_range_saturates_in_the_interpreter(dt):
-    # finding: the interpreter used NumPy's cast (undefined out of range: -1.0 -> uint8 gave
-    # 255, 1e10 -> int32 gave -2**31), the GPU PTX's cvt.rzi (saturating, NaN -> 0), and for
-    # 8-bit dtypes NVVM's 16-bit cvt and a truncation (300.0 -> uint8 gave 44)
+    """Not NumPy's cast (undefined out of range: -1.0 -> uint8 gives 255, 1e10 -> int32 gives
+    -2**31) but PTX's cvt.rzi, and for 8-bit dtypes no 16-bit cvt and truncation (300.0 -> uint8
+    would give 44)."""
     out = np.zeros(16, dt)
     _ASTYPE[np.dtype(dt)](SPECIAL, nt.partition(out, 16), 16, interpret=True)
     np.testing.assert_array_equal(out, saturating(SPECIAL, dt))
@@ -54,32 +55,3 @@ def test_astype_float_to_8bit_int_is_bounded_in_the_lowering(dt):
     p = _ASTYPE[np.dtype(dt)].ptx(np.zeros(128, np.float32), out, 128, cc=(9, 0))
     bound = "0f43800000" if dt == np.uint8 else "0f43000000"      # 256.0 / 128.0
     assert bound in p and "selp" in p
-
-
-@nt.jit
-def _load_at_u64(x, z: nt.Partition["B"], r, B: nt.Constant):
-    nt.store(z, nt.load_at(x, (np.uint64(r),), (B,), padding=-1.0))
-
-
-@nt.jit
-def _load_at_from_u64_tensor(x, offs, z: nt.Partition["B"], B: nt.Constant):
-    nt.store(z, nt.load_at(x, (offs[0],), (B,), padding=-1.0))
-
-
-def _window(x, o, n, pad):
-    return np.array([x[o + i] if 0 <= o + i < len(x) else pad for i in range(n)], x.dtype)
-
-
-@pytest.mark.parametrize("r", [-3, -1, -(2 ** 63), 5])
-def test_load_at_uint64_offset_is_the_int64_the_lowering_casts_it_to(r):
-    # finding: the lowering casts a uint64 offset to int64 (same bits: 2**64 - 3 is -3 there,
-    # and the window starts 3 before the array), the interpreter read it as the Python int
-    # 2**64 - 3 (all padding)
-    x = np.arange(300, dtype=np.float32)
-    out = np.zeros(8, np.float32)
-    _load_at_u64(x, nt.partition(out, 8), r, 8, interpret=True)
-    np.testing.assert_array_equal(out, _window(x, r, 8, -1.0))
-    out = np.zeros(8, np.float32)
-    offs = np.array([r % (1 << 64)], np.uint64)
-    _load_at_from_u64_tensor(x, offs, nt.partition(out, 8), 8, interpret=True)
-    np.testing.assert_array_equal(out, _window(x, r, 8, -1.0))

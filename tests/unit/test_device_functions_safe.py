@@ -1,8 +1,13 @@
-"""Red-team tests of device functions in SAFE kernels (commit a820849, docs/safety.md R12).
+"""numba-cuda device functions called from SAFE kernels (docs/safety.md R12): what their bodies
+may not do (SIMT API, memory reached around the kernel's parameters, raise/assert and
+implicit exception paths, unusual ways to reach a dispatcher), the arguments and results they
+take, callees changed after their check (frozen copies, the disk cache), and the interpreter's
+semantics of them.
 
-Every test asserts the SAFE behaviour: the attack is refused with a numba_tile error (a
-TileError subclass), or it runs and its values are checked against NumPy. Tests marked
-``xfail(strict=True, reason="FINDING: ...")`` are attacks that get through today.
+Every test asserts the SAFE behaviour: the attempt is refused with a numba_tile error (a
+TileError subclass), or it runs and its values are checked against NumPy. A test marked
+``xfail(strict=True, reason="gap: ...")`` states the behaviour wanted where it does not hold
+yet.
 
 No GPU is used: kernels run in the interpreter (``interpret=True``) or are compiled to PTX
 for cc 9.0 (``k.ptx(...)``). Some paths need numba-cuda to type a dispatcher call in the
@@ -60,7 +65,7 @@ _COUNTER = itertools.count()
 
 def _module(tmp_path, src):
     """Import ``src`` as a fresh module from a file (no pytest assert rewriting)."""
-    name = f"_redteam_dev_{os.getpid()}_{next(_COUNTER)}"
+    name = f"_safe_dev_{os.getpid()}_{next(_COUNTER)}"
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(src))
     spec = importlib.util.spec_from_file_location(name, path)
@@ -217,7 +222,7 @@ def d_const_array(x):
     return x + a[1]
 
 
-_ext = cuda.declare_device("redteam_ext_fn", "float32(float32)")
+_ext = cuda.declare_device("nt_test_ext_fn", "float32(float32)")
 
 
 @cuda.jit(device=True)
@@ -472,7 +477,7 @@ def nested_debug_div(x, s):
 '''
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 @pytest.mark.parametrize("name", ["range_step", "tuple_index"])
 def test_device_function_whose_lowering_may_raise_is_refused(tmp_path, name):
     mod = _module(tmp_path, IMPLICIT)
@@ -481,7 +486,7 @@ def test_device_function_whose_lowering_may_raise_is_refused(tmp_path, name):
         _ptx(kern, 1)
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_interpreter_tuple_index_out_of_range_is_a_tile_error(tmp_path):
     mod = _module(tmp_path, IMPLICIT)
     kern = _kernel_of2(mod.tuple_index)
@@ -715,7 +720,7 @@ def r_int32(x):
     (r_int8, lambda x: np.trunc(x).astype(np.int8)),
     (r_bool, lambda x: x > 0),
     (r_int32, lambda x: np.trunc(x.astype(np.float64) * 3).astype(np.int32)),
-    # unsigned and int16 results (dtypes since the eighth session)
+    # unsigned and int16 results
     (r_uint32, lambda x: np.trunc(np.abs(x)).astype(np.uint32)),
     (r_int16, lambda x: np.trunc(x).astype(np.int16)),
 ], ids=["int8", "bool", "int32", "uint32", "int16"])
@@ -786,7 +791,7 @@ def test_many_arguments():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "FINDING: 40 positional tile arguments (CPython compiles calls with more than 30 "
+    "gap: 40 positional tile arguments (CPython compiles calls with more than 30 "
     "arguments to CALL_FUNCTION_EX) are refused with 'called with keyword or starred "
     "arguments', which the call does not use: a misleading error"))
 def test_forty_positional_arguments_run_or_are_refused_truthfully():
@@ -852,7 +857,7 @@ def test_fp16_arithmetic_without_intrinsics_runs():
     _assert_clean(_ptx(_kernel_of(sq16)))
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_explicit_signature_is_honoured_or_refused(gpu_typing):
     @cuda.jit("int32(int32)", device=True)
     def twice_i32(x):
@@ -901,7 +906,7 @@ def test_swapped_global_is_refused_when_nothing_is_cached(tmp_path):
             _ptx(_kernel_of(dev))
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_nested_callee_recompiled_after_check_is_checked(tmp_path):
     mod = _module(tmp_path, SWAP)
     _assert_clean(_ptx(_kernel_of(mod.g)))          # g checked (top-level compile)
@@ -913,7 +918,7 @@ def test_nested_callee_recompiled_after_check_is_checked(tmp_path):
     _assert_clean(ptx)
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_top_level_recompile_after_nested_check_is_checked(tmp_path):
     mod = _module(tmp_path, SWAP)
     _assert_clean(_ptx(_kernel_of(mod.f)))          # g checked as f's callee
@@ -957,7 +962,7 @@ def scaled(x):
 '''
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_other_compute_capability_after_change_is_checked(tmp_path):
     mod = _module(tmp_path, CODE_SWAP)
     _assert_clean(_ptx(_kernel_of(mod.f)))           # checked for cc 9.0
@@ -969,7 +974,7 @@ def test_other_compute_capability_after_change_is_checked(tmp_path):
     _assert_clean(ptx)
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_interpreter_runs_only_checked_code_after_code_swap(tmp_path):
     mod = _module(tmp_path, CODE_SWAP)
     kern = _kernel_of(mod.f)
@@ -982,7 +987,7 @@ def test_interpreter_runs_only_checked_code_after_code_swap(tmp_path):
     assert mod.LEAK[0] == 0, f"unchecked host code ran {int(mod.LEAK[0])} times"
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_interpreter_runs_only_checked_code_after_flag_flip(tmp_path):
     mod = _module(tmp_path, CODE_SWAP)
     kern = _kernel_of(mod.flagged)
@@ -995,7 +1000,7 @@ def test_interpreter_runs_only_checked_code_after_flag_flip(tmp_path):
     assert mod.LEAK[0] == 0, f"pruned branch ran {int(mod.LEAK[0])} times"
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_same_kernel_interpreter_matches_compiled_after_global_change(tmp_path):
     mod = _module(tmp_path, CODE_SWAP)
     kern = _kernel_of(mod.scaled)
@@ -1007,7 +1012,7 @@ def test_same_kernel_interpreter_matches_compiled_after_global_change(tmp_path):
     np.testing.assert_allclose(z, (3 if compiled_uses_3 else 2) * x, rtol=1e-6)
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_new_kernel_after_global_change_uses_new_value(tmp_path):
     mod = _module(tmp_path, CODE_SWAP)
     _ptx(_kernel_of(mod.scaled))
@@ -1023,8 +1028,8 @@ import importlib.util, os, sys
 import numpy as np
 import numba_tile as nt
 
-spec = importlib.util.spec_from_file_location("redteam_disk_dev", sys.argv[1])
-mod = importlib.util.module_from_spec(spec); sys.modules["redteam_disk_dev"] = mod
+spec = importlib.util.spec_from_file_location("nt_disk_dev", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); sys.modules["nt_disk_dev"] = mod
 spec.loader.exec_module(mod)
 
 def make():
@@ -1045,9 +1050,9 @@ else:
 '''
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_disk_cache_never_serves_a_stale_device_function(tmp_path):
-    dev = tmp_path / "redteam_disk_dev.py"
+    dev = tmp_path / "nt_disk_dev.py"
     dev.write_text("from numba import cuda\nSCALE = 2.0\n"
                    "@cuda.jit(device=True)\ndef scaled(x):\n    return x * SCALE\n")
     script = tmp_path / "disk_script.py"
@@ -1096,7 +1101,7 @@ def f_default(x):
 '''
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_interpreter_integer_promotion_matches_numba(tmp_path):
     mod = _module(tmp_path, INTERP)
 
@@ -1109,7 +1114,7 @@ def test_interpreter_integer_promotion_matches_numba(tmp_path):
     np.testing.assert_array_equal(z, x.astype(np.int64) * 4)
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_interpreter_nested_keyword_call_runs(tmp_path):
     mod = _module(tmp_path, INTERP)
     kern = _kernel_of(mod.f_kw)
@@ -1118,7 +1123,7 @@ def test_interpreter_nested_keyword_call_runs(tmp_path):
     np.testing.assert_allclose(z, 2 * x, rtol=1e-6)
 
 
-# (a finding of the review, fixed: typing/device.py's frozen copies)
+# (typing/device.py's frozen copies)
 def test_interpreter_nested_default_argument_runs(tmp_path):
     mod = _module(tmp_path, INTERP)
     kern = _kernel_of(mod.f_default)

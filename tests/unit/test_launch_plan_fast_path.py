@@ -1,4 +1,4 @@
-"""Red-team round 10 of launch plans: today's changes to the plan runner's fast path.
+"""The plan runner's fast path agrees with the slow path:
 
 1. ``runtime/guards.py``: (a) an array's pointer test and its range end in one chained comparison
    (``not 0 < p < LIM``), the overlap pairs written on those expressions (``p + H``), an end used
@@ -10,14 +10,11 @@
 
 On the recording stand-in for the CUDA driver of ``test_launch_plans.py``. Each test asserts what
 the slow path does: its refusal (by exception class), or a launch whose packed values and held
-references are the slow path's.
-
-Found by this round and fixed the same session (each test below failed before the fix): in the
-guard's inline numba reading, a falsy non-int pointer read as 0 (``value or 0``), a dtype or a
-device id compared with ``!=`` (a dtype-like object, or an int subclass, that says it is equal
-took another plan); in the guard and in ``launcher._read_numba``, extents and strides whose items
-were not exact ints (a float, or an int subclass whose ``__eq__`` says yes, found another
-layout's plan and packed its extent, or poisoned a plan so that any array of its rank took it).
+references are the slow path's. Among them: in the guard's inline numba reading, a falsy non-int
+pointer is not read as 0, a dtype or a device id that says it is equal (a dtype-like object, an
+int subclass) does not take another plan; in the guard and in ``launcher._read_numba``, extents
+and strides whose items are not exact ints (a float, an int subclass whose ``__eq__`` says yes)
+neither find another layout's plan nor poison a plan for every array of its rank.
 """
 
 import ctypes
