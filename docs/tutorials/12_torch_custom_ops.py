@@ -68,12 +68,14 @@ def main():
     where = "the GPU" if on_gpu else "the CPU, the kernels in the numba_tile interpreter"
     print(f"running on {where} (torch.compile backend {backend!r})")
 
+    # [compile]
     def layer(x, bias, acc):
         h = bias_gelu(x, bias)                       # a custom op: one node of the graph
         axpy_(acc, h, 0.5)                           # in place on an input
         return h.sum(dim=1) * 2.0                    # PyTorch ops on the op's result
 
     compiled = torch.compile(layer, fullgraph=True, backend=backend)
+    # [compile-end]
     rng = np.random.default_rng()
     m, n = (int(v) for v in rng.integers(50, 300, 2))
     x_h = rng.standard_normal((m, n)).astype(np.float32)

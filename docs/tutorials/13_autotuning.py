@@ -40,6 +40,7 @@ def check(name, got, want, rtol, atol):
     print(f"{name}: checked against NumPy (float64), max |error| = {err:.3g}")
 
 
+# [configs]
 CONFIGS = [
     nt.Config({"BM": 64, "BN": 64, "BK": 64}, num_warps=4, num_stages=3),
     nt.Config({"BM": 64, "BN": 128, "BK": 32}, num_warps=4, num_stages=4),
@@ -47,6 +48,7 @@ CONFIGS = [
               partitions={"c": {"order": nt.grouped(8)}}),       # how c is partitioned too
     nt.Config({"BM": 256, "BN": 256, "BK": 64}, num_warps=1),    # too big: pruned
 ]
+# [configs-end]
 
 
 @nt.autotune(configs=CONFIGS, warmup=1, reps=3)
