@@ -67,7 +67,7 @@ def main():
         m, n, bc, blocks = int(rng.integers(8, 20)), int(rng.integers(2500, 5000)), 1024, 5
     else:
         from numba import cuda
-        m, n, bc = int(rng.integers(200, 400)), int(rng.integers(40_000, 100_000)), 4096
+        m, n, bc = int(rng.integers(100, 300)), int(rng.integers(20_000, 50_000)), 4096
         blocks = cuda.get_current_device().MULTIPROCESSOR_COUNT
     x_h = (rng.standard_normal((m, n)) * 3 + 1).astype(np.float32)
     y = to_device(np.full((m, n), np.nan, np.float32))

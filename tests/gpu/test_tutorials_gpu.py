@@ -1,0 +1,26 @@
+"""The tutorials (docs/tutorials/NN_name.py) on the GPU: each runs as a reader runs it, in a
+subprocess from the repository root without ``NUMBA_TILE_INTERPRET``, says it runs on the GPU
+(the debugging tutorial runs on the CPU by design), exits 0 and says it checked its results
+against NumPy (the PyTorch one needs PyTorch with CUDA, and says it was skipped without
+PyTorch). The interpreter twin is tests/unit/test_tutorials.py."""
+
+import pytest
+
+from tests.unit.test_tutorials import SCRIPTS, needs_torch, run_tutorial, torch_importable
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
+def test_tutorial_runs_on_the_gpu_and_checks_its_results(path):
+    proc = run_tutorial(path, interpret=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "WRONG RESULT" not in out
+    if needs_torch(path) and not torch_importable():
+        assert "skipped: needs PyTorch" in proc.stdout, out
+        return
+    assert "checked" in proc.stdout, out
+    if "def backend()" in path.read_text() or needs_torch(path):
+        assert "running on the GPU" in proc.stdout, out
+    assert "skipped (they need a CUDA GPU)" not in proc.stdout, out
