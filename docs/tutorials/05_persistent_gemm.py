@@ -2,10 +2,10 @@
 
 ``C = A @ B`` in float16 with float32 accumulation, twice: one block per tile of C walked in
 Triton's grouped order (bands of tile rows, for L2 reuse), then a persistent kernel where a
-fixed number of blocks share out C's tiles through branded indices. A third kernel shows
-the order in which the tiles are handed out. Runs on the GPU when there is one (CuPy arrays), otherwise in
-the numba_tile interpreter (NumPy arrays), and says which; integer inputs make every float32
-sum exact, so C must equal NumPy's float64 product rounded once to float16.
+fixed number of blocks share out C's tiles through branded indices. A third kernel shows the
+order in which the tiles are handed out. Runs on the GPU when there is one (CuPy arrays),
+otherwise in the numba_tile interpreter (NumPy arrays), and says which; integer inputs make
+every float32 sum exact, so C must equal NumPy's float64 product rounded once to float16.
 """
 
 import os

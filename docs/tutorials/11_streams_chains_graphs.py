@@ -61,7 +61,7 @@ def gpu_streams_and_graph(x_h, to_device, to_host):
         from numba import cuda
         s1, s2 = cuda.stream(), cuda.stream()
         upload = lambda dev, host: dev.copy_to_device(host)             # noqa: E731
-    x, y, z = to_device(x_h), to_device(np.zeros(n, np.float32)), to_device(np.zeros(n, np.float32))
+    x, (y, z) = to_device(x_h), (to_device(np.zeros(n, np.float32)) for _ in range(2))
     # [streams]
     axpb(x, nt.partition(y, 1024), 2.0, 1.0, 1024, stream=s1)       # writes y on s1
     add(x, y, nt.partition(z, 1024), 1024, stream=s2).sync()        # s2 waits for s1's launch

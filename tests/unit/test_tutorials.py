@@ -84,7 +84,7 @@ def test_the_index_lists_every_page_in_order():
     toctree = re.search(r"```\{toctree\}\n(.*?)```", index, re.S).group(1)
     entries = [line.strip() for line in toctree.splitlines()
                if line.strip() and not line.startswith(":")]
-    assert entries == [p.stem for p in SCRIPTS]
+    assert entries and entries == [p.stem for p in SCRIPTS]
     links = re.findall(r"\]\((\d\d_\w+)\.md\)", index)
     assert links == [p.stem for p in SCRIPTS]
 
