@@ -297,21 +297,17 @@ def num_tiles(x, axis, tile):
 
 # ------------------------------------------------------------------------ reduction
 
-def _reduction(name, what, identity_doc):
+def _reduction(name, what, accumulate, identity, example):
     def fn(x, axis, keepdims=False, dtype=None):
         pass
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = __name__
     fn.__doc__ = f"""{what} of a tile along ``axis``.
 
-    float16 and bfloat16 tiles accumulate in float32 and the result is rounded to ``dtype``
-    (the input's by default), so the sum of 4096 float16 ones is 4096 (case N1). Integer
-    tiles accumulate in their own dtype (int32 stays int32, as Triton; NumPy would widen);
-    bool tiles sum as int32. {identity_doc} The invalid elements of a masked tile (loaded
-    without ``padding=``) are skipped; a line with no valid element gives the identity
-    (0, 1, -inf, +inf; the dtype's extremes for integers) and is itself invalid.
-    Along the last axis with ``keepdims=True`` the result stays in the registers of the
-    rows it came from and broadcasts back over them without data movement.
+    {accumulate} The invalid elements of a masked tile (loaded without ``padding=``) are
+    skipped; a line with no valid element gives {identity} and is itself invalid. Along the
+    last axis with ``keepdims=True`` the result stays in the registers of the rows it came
+    from and broadcasts back over them without data movement.
 
     Args:
         x (Tile[S]): the tile.
@@ -325,15 +321,32 @@ def _reduction(name, what, identity_doc):
     Raises:
         TileTypingError: a bad axis, a narrowing dtype, or a reduction whose scratch does not
             fit the shared memory a block can have on the target (227 KB on compute
-            capability 9.0, 163 KB on 8.0; ``lowering/shared.py``), found while compiling.
+            capability 9.0, 163 KB on 8.0), found while compiling.
+
+    Examples:
+        {example}
     """
     return op("reduction")(fn)
 
 
-sum = _reduction("sum", "Sum", "")
-prod = _reduction("prod", "Product", "")
-max = _reduction("max", "Maximum", "NaN propagates (as ``numpy.max``).")
-min = _reduction("min", "Minimum", "NaN propagates (as ``numpy.min``).")
+_WIDE = ("float16 and bfloat16 tiles accumulate in float32 and the result is rounded to "
+         "``dtype`` (the input's by default), so {0}. Integer tiles accumulate in their own "
+         "dtype (int32 stays int32, as in Triton; NumPy would widen); bool tiles {1} as "
+         "int32.")
+sum = _reduction("sum", "Sum", _WIDE.format("the sum of 4096 float16 ones is 4096", "sum"),
+                 "0",
+                 "Row sums of a (BM, BN) tile, kept as a column: "
+                 "``s = nt.sum(t, 1, keepdims=True)``  # (BM, 1)")
+prod = _reduction("prod", "Product", _WIDE.format(
+                  "a product of float16 factors does not round at every step", "multiply"),
+                  "1", "Per-column products: ``p = nt.prod(t, 0)``  # (BN,)")
+max = _reduction("max", "Maximum", "Compared in the tile's dtype (bool tiles as int32); NaN "
+                 "propagates (as ``numpy.max``).", "-inf (the dtype's minimum for integers)",
+                 "A softmax's row maximum, from a load padded with -inf: "
+                 "``m = nt.max(t, 1, keepdims=True)``")
+min = _reduction("min", "Minimum", "Compared in the tile's dtype (bool tiles as int32); NaN "
+                 "propagates (as ``numpy.min``).", "+inf (the dtype's maximum for integers)",
+                 "Per-row minimum: ``lo = nt.min(t, 1)``  # (BM,)")
 
 
 @op("reduction")
@@ -638,8 +651,8 @@ def gather(x, indices, mask=None, padding=0):
     any array in unchecked kernels.
 
     In a safe kernel ``x`` must be a read-only ``Tensor`` parameter: nothing writes it while
-    the kernel runs, so reads at any coordinates cannot race (``typing/ownership._safe_gather``).
-    A partition (which the kernel may write) needs an unchecked kernel.
+    the kernel runs, so reads at any coordinates cannot race. A partition (which the kernel
+    may write) needs an unchecked kernel.
 
     Args:
         x (Tensor | Partition | Mutable): the array.
@@ -650,7 +663,8 @@ def gather(x, indices, mask=None, padding=0):
         Tile[S] of x's dtype.
 
     Raises:
-        UncheckedOpError: used in a kernel not marked unchecked.
+        UncheckedOpError: ``x`` is a partition or a ``Mutable`` array in a kernel not marked
+            unchecked (a read-only tensor needs no mark).
 
     Examples:
         An embedding lookup: rows of ``table`` (read-only) at the ids of the block's tokens::

@@ -63,6 +63,7 @@ def main():
     m, n = int(rng.integers(50, 200)), int(rng.integers(100, 1000))
     bn = 1 << (n - 1).bit_length()                # the row length rounded up to a power of two
     bm = max(1, 4096 // bn)                       # rows per block: about 4096 elements a tile
+    assert bn >= n, "the kernels reduce one tile per row: the whole row must fit in it"
     x_h = (3 * rng.standard_normal((m, n))).astype(np.float32)
     x = to_device(x_h)
     x64 = x_h.astype(np.float64)

@@ -159,7 +159,8 @@ class LaunchHandle:
         return self._registry._poll(self)
 
     def sync(self) -> tuple:
-        """Waits until the kernel has completed; returns the arrays given at launch.
+        """Waits until the kernel has completed; returns the launch's arguments, in order (a
+        partition's array in place of the partition; scalars and constants as given).
 
         Returns:
             tuple: the user's objects, in the order given to :func:`register`.
