@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One visit to the GPU machine: GPU tests, examples, benchmarks; logs under $OUT.
-# Usage (from the repository root, on the GPU machine, with the NumPy 2.4 wheel in .whl/):
-#   bash benchmarks/gpu_session.sh [elementwise benchmark args...]
+# Usage (from the repository root, on the GPU machine; wheels the machine lacks, if any, in .whl/):
+#   bash benchmarks/gpu_run.sh [elementwise benchmark args...]
 # Environment: SKIP_TESTS=1, SKIP_LAUNCH=1, SKIP_NORMS=1, SKIP_GEMM=1, SKIP_BENCH=1 leave parts out;
 # LAUNCH_ARGS are passed to benchmarks/launch.py, NORMS_ARGS to benchmarks/norms.py; PROBE_ARGS
 # runs elementwise.py a second time with them. Each benchmark draws its table as a PNG (needs
 # matplotlib): into $OUT/plots/ when OUT is given, else docs/plots/ of this tree.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 PLOTS=${OUT:+$OUT/plots}; PLOTS=${PLOTS:-docs/plots}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" "$PLOTS"
