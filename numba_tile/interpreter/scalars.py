@@ -64,6 +64,12 @@ _IMMUTABLE = {operator.iadd: operator.add, operator.isub: operator.sub,
               operator.imatmul: operator.matmul}
 
 
+
+class Untabled(LookupError):
+    """An operation this module has no rule of its own for: the caller computes it the generic
+    way (Python's, or NumPy's, on the arguments converted to the signature's types, the result
+    converted to its return type). An internal signal, never raised to the user."""
+
 def is_scalar(ty) -> bool:
     """A type whose values this module computes: a number or a boolean (literals included)."""
     return isinstance(types.unliteral(ty), (types.Number, types.Boolean)) \
@@ -307,8 +313,8 @@ def binop_impl(fn, sig):
     numba-cuda's way for those types, the result of type ``sig.return_type``.
 
     Raises:
-        NotImplementedError: an operator this module does not compute (the caller then
-            uses Python's and casts the result).
+        Untabled: an operator this module has no rule of its own for (the caller then
+            computes Python's and casts the result to the signature's type).
     """
     key = (fn, types.unliteral(sig.return_type), tuple(types.unliteral(t) for t in sig.args))
     impl = _IMPLS.get(key)
@@ -327,7 +333,7 @@ def _binop_impl(fn, at, bt, ret):
     if isinstance(ret, types.Boolean):
         if fn in (operator.and_, operator.or_, operator.xor):           # of booleans
             return lambda a, b: np.bool_(fn(bool(ca(a)), bool(cb(b))))
-        raise NotImplementedError(fn)
+        raise Untabled(fn)
     if isinstance(at, types.Integer) and isinstance(bt, types.Integer):
         if isinstance(ret, types.Integer):
             if fn is operator.pow:
@@ -344,7 +350,7 @@ def _binop_impl(fn, at, bt, ret):
         if fn is operator.truediv and isinstance(ret, types.Float):
             cr = caster(ret)
             return lambda a, b: cr(cr(ca(a)) / cr(cb(b)))
-        raise NotImplementedError(fn)
+        raise Untabled(fn)
     if isinstance(ret, (types.Float, types.Complex)):
         if fn is operator.pow and isinstance(bt, types.Integer):
             return lambda a, b: _power(ca(a), cb(b), ret, at, bt)
@@ -355,7 +361,7 @@ def _binop_impl(fn, at, bt, ret):
         if isinstance(ret, types.Float) and fn in (operator.floordiv, operator.mod):
             k = 0 if fn is operator.floordiv else 1
             return lambda a, b: cr(_float_divmod(cr(ca(a)), cr(cb(b)))[k])
-    raise NotImplementedError(fn)
+    raise Untabled(fn)
 
 
 def binop(fn, sig, a, b):
@@ -386,12 +392,12 @@ def unary(fn, sig, a):
             return cast(a, ret)
         if fn is operator.invert:
             return cast(_wrap(~_as_int(a), at), ret)
-        raise NotImplementedError(fn)
+        raise Untabled(fn)
     if fn is operator.neg:
         return cast(-a, ret)
     if fn is operator.pos:
         return cast(a, ret)
-    raise NotImplementedError(fn)
+    raise Untabled(fn)
 
 
 # ----------------------------------------------------------------------------- library calls
@@ -400,7 +406,7 @@ def unary(fn, sig, a):
 def _unified(typingctx, t1, t2):
     ty = typingctx.unify_types(t1, t2)
     if ty is None:
-        raise NotImplementedError("min/max of types Numba does not unify")
+        raise Untabled("min/max of types Numba does not unify")
     return types.unliteral(ty)
 
 
@@ -449,7 +455,7 @@ def _round(sig, args, _ctx):
             return cast(x, sig.return_type)
         return cast(np.rint(x), sig.return_type)         # __nv_llrint: saturated, NaN 0
     if not isinstance(at, types.Float):
-        raise NotImplementedError("round of an integer with digits")
+        raise Untabled("round of an integer with digits")
     return cast(_round_ndigits(x, _as_int(cast(args[1], types.int64))), sig.return_type)
 
 
@@ -617,7 +623,7 @@ def call(fn, sig, args, typingctx=None):
     if rule is not None:
         try:
             return rule(sig, args, typingctx)
-        except NotImplementedError:
+        except Untabled:
             pass
     vals = [cast(a, t) if is_scalar(t) else a for a, t in zip(args, sig.args)]
     with np.errstate(all="ignore"):

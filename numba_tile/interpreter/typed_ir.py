@@ -252,7 +252,7 @@ class _Builder:
         sig = self._scalar_sig(expr)
         try:
             impl = scalars.binop_impl(fn, sig) if sig is not None else None
-        except NotImplementedError:         # Python's, the result cast to its variable's type
+        except scalars.Untabled:            # Python's, the result cast to its variable's type
             impl = None
         if impl is None:
             return lambda env: fn(env[lhs], env[rhs])
@@ -271,7 +271,7 @@ class _Builder:
             a = env[arg]
             try:
                 return unary(fn, sig, a)
-            except NotImplementedError:
+            except scalars.Untabled:
                 return fn(a)
 
         return scalar
