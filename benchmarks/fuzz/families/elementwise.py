@@ -25,55 +25,38 @@ MIXED = (("float16", "float32", "float32"), ("bfloat16", "float16", "float32"),
 OPS = ("axpy", "select", "maxmul", "divide", "mixed")
 
 
+def _combine(a, b, s, OP):
+    """The elementwise op ``OP`` of the family (a helper: inlined into each kernel)."""
+    if OP == 0:
+        return a * s + b
+    if OP == 1:
+        return nt.where(a > b, a, b - a)
+    if OP == 2:
+        return nt.maximum(a, b) * s
+    if OP == 3:
+        return a / b
+    return a + b
+
+
 def ew1(x, y, z: nt.Partition["B0"], s, B0: nt.Constant, OP: nt.Constant, PAD: nt.Constant,
         DT: nt.Constant):
     a = nt.load_like(x, z, padding=PAD)
     b = nt.load_like(y, z)
-    if OP == 0:
-        r = a * s + b
-    elif OP == 1:
-        r = nt.where(a > b, a, b - a)
-    elif OP == 2:
-        r = nt.maximum(a, b) * s
-    elif OP == 3:
-        r = a / b
-    else:
-        r = a + b
-    nt.store(z, nt.astype(r, DT))
+    nt.store(z, nt.astype(_combine(a, b, s, OP), DT))
 
 
 def ew2(x, y, z: nt.Partition[("B0", "B1")], s, B0: nt.Constant, B1: nt.Constant,
         OP: nt.Constant, PAD: nt.Constant, DT: nt.Constant):
     a = nt.load_like(x, z, padding=PAD)
     b = nt.load_like(y, z)
-    if OP == 0:
-        r = a * s + b
-    elif OP == 1:
-        r = nt.where(a > b, a, b - a)
-    elif OP == 2:
-        r = nt.maximum(a, b) * s
-    elif OP == 3:
-        r = a / b
-    else:
-        r = a + b
-    nt.store(z, nt.astype(r, DT))
+    nt.store(z, nt.astype(_combine(a, b, s, OP), DT))
 
 
 def ew3(x, y, z: nt.Partition[("B0", "B1", "B2")], s, B0: nt.Constant, B1: nt.Constant,
         B2: nt.Constant, OP: nt.Constant, PAD: nt.Constant, DT: nt.Constant):
     a = nt.load_like(x, z, padding=PAD)
     b = nt.load_like(y, z)
-    if OP == 0:
-        r = a * s + b
-    elif OP == 1:
-        r = nt.where(a > b, a, b - a)
-    elif OP == 2:
-        r = nt.maximum(a, b) * s
-    elif OP == 3:
-        r = a / b
-    else:
-        r = a + b
-    nt.store(z, nt.astype(r, DT))
+    nt.store(z, nt.astype(_combine(a, b, s, OP), DT))
 
 
 KERNELS = {1: ew1, 2: ew2, 3: ew3}
