@@ -159,7 +159,9 @@ class Env:
 
     def _features(self, kernel, args, kwargs) -> None:
         """The PTX instructions the kernel reached (its compile for 9.0, cached by the
-        interpreter's launch), for the summary's coverage table."""
+        interpreter's launch), for the summary's coverage table; then that PTX assembled
+        for sm_90 by nvJitLink where it is installed (no GPU needed): what ptxas refuses
+        (too few registers for an instruction, C7602) is a crash here as on the GPU."""
         try:
             ptx = kernel.ptx(*args, **kwargs)
         except Exception:   # noqa: BLE001 - coverage only; the launch passed
@@ -167,6 +169,11 @@ class Env:
         for name, mark in FEATURES.items():
             if mark in ptx and name not in self.features:
                 self.features.append(name)
+        from numba_tile.runtime import linker
+        try:
+            linker.assemble(ptx, (9, 0))
+        except Exception as e:   # noqa: BLE001 - classified
+            raise Crash(e, "assembling for sm_90") from e
 
     # -- checks -----------------------------------------------------------------------------
 

@@ -6,6 +6,9 @@ by id ``pinned/NAME`` (``--case pinned/NAME``).
   than the block has threads ((16, 16) float16 tiles at 4 warps: 32 chunks for 128 threads)
   wrote shared memory out of bounds and killed the CUDA context, in a K loop feeding ``mma``
   and in a looped row reduction.
+* ``wgmma_registers_*``: products whose shape suits ``wgmma`` but whose accumulator (``n / 2``
+  registers a thread) and instruction pass the block's register cap (a 256-wide tile at 16
+  warps, or at 8 warps with ``min_blocks_per_sm=2``): ptxas refused the kernel (C7602).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ PINNED = {
     "pipelined_rows_16x16_f16_w4_s3": ("looped_rows", _rows((16, 16), 4, 3)),
     "pipelined_rows_16x16_f32_w4_s2": ("looped_rows", _rows((16, 16), 4, 2, "float32")),
     "pipelined_rows_4x32_f16_w8_s4": ("looped_rows", _rows((4, 32), 8, 4)),
+    "wgmma_registers_grid_256x256x128_e4m3_w16": ("mma_grid", _gemm(
+        (256, 256, 128), 16, 2, "float8_e4m3fn", out="float32", align=16, hopper=True,
+        shape=[368, 272, 48], tb=True, out_view="transposed", group=3)),
+    "wgmma_registers_persistent_128x256x128_e4m3_w8_b2": ("mma_persistent", _gemm(
+        (128, 256, 128), 8, 3, "float8_e4m3fn", persistent=True, out="float32", align=16,
+        hopper=True, shape=[128, 240, 144], blocks=2, group=2, min_blocks=2)),
 }
 
 

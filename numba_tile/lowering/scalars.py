@@ -21,7 +21,18 @@ operations get the results tiles already have (``lowering/elementwise._shift_imp
 * integer ``+ - *`` wrap (two's complement) without LLVM's ``nsw`` flag (:func:`_wrapping`),
   so no optimization assumes a signed result did not overflow;
 * a float16 constant (a ``Constant`` ``np.float16(x)``) is its bits (:func:`float16_constant`),
-  where numba-cuda's wrote IR libNVVM refuses.
+  where numba-cuda's wrote IR libNVVM refuses;
+* float ``%``, ``//`` and ``divmod`` take their remainder from libdevice's ``fmod``, which is
+  exact (:func:`_float_division`): LLVM's ``frem``, which numba-cuda's copy of CPython's
+  ``float_divmod`` uses, becomes ``a - b * trunc(a / b)`` on NVPTX, wrong where the quotient
+  is large or overflows (``1e300 % 3.0``, and NaN where ``a / b`` is infinite);
+* ``-a`` of an integer narrower than its result type (Numba types ``-int16`` as int64 but
+  negates in 16 bits, so ``-(-32768)`` is -32768) negates in the result type and wraps to the
+  operand's width behind an opaque copy (:func:`_negate_impl`): the sign-extended 16-bit
+  negation ptxas assembles gives 32768;
+* ``round(x)`` of a NaN is 0 and ``round(x, n)`` rounds a NaN scaled value to 0
+  (:func:`_round_impl`, :func:`_round_to_impl`): libdevice's ``__nv_llrint`` gives int64's
+  least value for NaN, so ``round(0.0, 331)`` was -0.0.
 
 Elsewhere (a user's own numba-cuda kernels) Numba's lowering is unchanged. The registry is
 installed on numba-cuda's target context after its own (:func:`install`), so its
@@ -34,6 +45,7 @@ import operator
 
 from llvmlite import ir
 from numba.cuda import types
+from numba.cuda import cgutils
 from numba.cuda.core.imputils import Registry, impl_ret_untracked
 
 __all__ = ["registry", "install"]
@@ -176,6 +188,161 @@ for _op in (operator.pow, operator.ipow, pow):
     registry.lower(_op, types.Integer, types.Integer)(_power_impl)
     for _ty in sorted(types.signed_domain | types.unsigned_domain, key=str):
         registry.lower(_op, types.Float, _ty)(_power_impl)
+
+
+def _fmod(builder, a, b):
+    fty = a.type
+    name = "__nv_fmodf" if isinstance(fty, ir.FloatType) else "__nv_fmod"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty, fty]), name)
+    return builder.call(fn, [a, b])
+
+
+class _ExactRemainderBuilder(ir.IRBuilder):
+    """An IR builder whose ``frem`` is libdevice's exact ``fmod`` (module docstring), so that
+    numba-cuda's ``real_divmod_func_body`` (CPython's ``float_divmod``) runs unchanged on it."""
+
+    def frem(self, lhs, rhs, name="", flags=()):
+        return _fmod(self, lhs, rhs)
+
+
+def _exact_divmod(context, builder, x, y):
+    """``(floor quotient, remainder)`` of two floats of one type, by numba-cuda's
+    ``real_divmod`` with an exact remainder, in a subroutine of numba_tile's own name."""
+    from numba.cuda.cpython import numbers
+    floatty = x.type
+    fname = context.fndesc.call_conv.mangler(".numba_tile.python.rem", [floatty])
+    fnty = ir.FunctionType(floatty, (floatty, floatty, ir.PointerType(floatty)))
+    fn = cgutils.get_or_insert_function(builder.module, fnty, fname)
+    if fn.is_declaration:
+        fn.linkage = "linkonce_odr"
+        fnbuilder = _ExactRemainderBuilder(fn.append_basic_block("entry"))
+        fx, fy, pmod = fn.args
+        div, mod = numbers.real_divmod_func_body(context, fnbuilder, fx, fy)
+        fnbuilder.store(mod, pmod)
+        fnbuilder.ret(div)
+    pmod = cgutils.alloca_once(builder, floatty)
+    quotient = builder.call(fn, (x, y, pmod))
+    return quotient, builder.load(pmod)
+
+
+def _float_division(which):
+    """Float ``//`` (``which`` "floordiv"), ``%`` ("mod") and ``divmod`` ("divmod") with an
+    exact remainder (module docstring); a zero divisor gives ``x / 0`` and ``fmod(x, 0)``
+    (NaN), as numba-cuda's NumPy error model does."""
+    def impl(context, builder, sig, args, loc=None):
+        from numba.cuda.cpython import numbers
+        if not _own_code():
+            return getattr(numbers, f"real_{which}_impl")(context, builder, sig, args, loc)
+        x, y = args
+        quot = cgutils.alloca_once(builder, x.type)
+        rem = cgutils.alloca_once(builder, x.type)
+        with builder.if_else(cgutils.is_scalar_zero(builder, y), likely=False) as (zero, other):
+            with zero:
+                what = "modulo by zero" if which != "floordiv" else "division by zero"
+                if not context.error_model.fp_zero_division(builder, (what,), loc):
+                    builder.store(builder.fdiv(x, y), quot)
+                    builder.store(_fmod(builder, x, y), rem)
+            with other:
+                q, r = _exact_divmod(context, builder, x, y)
+                builder.store(q, quot)
+                builder.store(r, rem)
+        q, r = builder.load(quot), builder.load(rem)
+        if which == "divmod":
+            return cgutils.pack_array(builder, (q, r))
+        return impl_ret_untracked(context, builder, sig.return_type,
+                                  q if which == "floordiv" else r)
+    return impl
+
+
+for _op, _which in ((operator.floordiv, "floordiv"), (operator.ifloordiv, "floordiv"),
+                    (operator.mod, "mod"), (operator.imod, "mod"), (divmod, "divmod")):
+    for _ty in (types.float32, types.float64):
+        registry.lower(_op, _ty, _ty)(_float_division(_which))
+
+
+def _opaque(builder, value):
+    """``value`` through an empty inline-assembly copy: what LLVM and ptxas cannot see
+    through, so no narrowing is folded across it."""
+    width = value.type.width
+    letter = {16: "h", 32: "r", 64: "l"}[width]
+    fn = ir.InlineAsm(ir.FunctionType(value.type, [value.type]), f"mov.b{width} $0, $1;",
+                      f"={letter},{letter}")
+    return builder.call(fn, [value])
+
+
+@registry.lower(operator.neg, types.Integer)
+def _negate_impl(context, builder, sig, args):
+    """``-a`` of an integer: numba-cuda's ``int_negate_impl`` (negate in the operand's type,
+    then convert), computed so that ptxas keeps the wrap (module docstring)."""
+    from numba.cuda.cpython import numbers
+    [ty], ret = sig.args, sig.return_type
+    if not (_own_code() and isinstance(ret, types.Integer) and ty.bitwidth < ret.bitwidth
+            and ret.bitwidth in (32, 64)):
+        return numbers.int_negate_impl(context, builder, sig, args)
+    wide = context.cast(builder, args[0], ty, ret)
+    negated = _opaque(builder, builder.neg(wide))
+    narrow = builder.trunc(negated, ir.IntType(ty.bitwidth))
+    res = context.cast(builder, narrow, ty, ret)
+    return impl_ret_untracked(context, builder, ret, res)
+
+
+def _llrint_or_zero(builder, x):
+    """libdevice's ``__nv_llrint`` of a float64 (to nearest even, saturated to int64), 0 for
+    NaN (module docstring)."""
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.IntType(64), (ir.DoubleType(),)), "__nv_llrint")
+    r = builder.call(fn, [x])
+    return builder.select(builder.fcmp_unordered("uno", x, x), ir.Constant(r.type, 0), r)
+
+
+@registry.lower(round, types.float32)
+@registry.lower(round, types.float64)
+def _round_impl(context, builder, sig, args):
+    """``round(x)``: numba-cuda's ``ptx_round`` with NaN to 0 (module docstring)."""
+    from numba.cuda import cudaimpl
+    if not _own_code():
+        return cudaimpl.ptx_round(context, builder, sig, args)
+    x = context.cast(builder, args[0], sig.args[0], types.float64)
+    return context.cast(builder, _llrint_or_zero(builder, x), types.int64, sig.return_type)
+
+
+@registry.lower(round, types.float32, types.Integer)
+@registry.lower(round, types.float64, types.Integer)
+def _round_to_impl(context, builder, sig, args):
+    """``round(x, n)``: numba-cuda's ``round_to_impl`` (CPython's fallback ``double_round``),
+    where a NaN scaled value rounds to 0 (module docstring)."""
+    import math
+
+    from numba.cuda import cudaimpl
+    if not _own_code():
+        return cudaimpl.round_to_impl(context, builder, sig, args)
+
+    def round_ndigits(x, ndigits):
+        if math.isinf(x) or math.isnan(x):
+            return x
+        if ndigits >= 0:
+            if ndigits > 22:
+                pow1 = 10.0 ** (ndigits - 22)
+                pow2 = 1e22
+            else:
+                pow1 = 10.0 ** ndigits
+                pow2 = 1.0
+            y = (x * pow1) * pow2
+            if math.isinf(y):
+                return x
+        else:
+            pow1 = 10.0 ** (-ndigits)
+            y = x / pow1
+        z = round(y) if y == y else 0
+        if math.fabs(y - z) == 0.5:
+            z = 2.0 * round(y / 2.0)
+        if ndigits >= 0:
+            z = (z / pow2) / pow1
+        else:
+            z *= pow1
+        return z
+
+    return context.compile_internal(builder, round_ndigits, sig, args)
 
 
 @registry.lower_constant(types.float16)

@@ -17,6 +17,7 @@ from .._registry import typing_rule
 from ..errors import TileTypingError
 from ..layout import MmaLayout
 from .common import MAX_ELEMS_PER_THREAD, dtype_arg, fail, is_omitted
+from .pipeline import ws_fits
 from .types import TileType
 
 #: smallest M, N, K (the issue's contract; the m16n8 atom needs M >= 16, N >= 8)
@@ -137,20 +138,47 @@ def check_operands(opname, a, b):
     return m, k, n
 
 
+#: registers a ``wgmma`` needs beside its accumulator (descriptors, addresses, the loop):
+#: ptxas asks for 154 for an ``n = 256`` instruction (128 accumulator registers), C7602
+WGMMA_EXTRA_REGISTERS = 32
+
+
+def register_cap(threads: int, min_blocks: int) -> int:
+    """The registers a thread may have under the launch bounds ``(threads, min_blocks)``:
+    the 65,536 of an SM shared by ``threads * min_blocks`` threads, rounded down to ptxas's
+    allocation unit of 8, at most 255."""
+    return min(255, 65536 // (threads * max(1, min_blocks)) // 8 * 8)
+
+
+def wgmma_fits_registers(n: int) -> bool:
+    """Whether a ``wgmma`` of ``n`` columns (``n / 2`` float32 accumulator registers a thread)
+    assembles within the kernel's register cap: the launch bounds' (``num_warps`` and
+    ``min_blocks_per_sm``), or, where a producer warpgroup may join the block
+    (``typing/pipeline.ws_fits``), the cap with its 128 threads counted (ptxas assembles the
+    consumers' code under it). Past the cap ptxas refuses the instruction (C7602: a 256-wide
+    tile at 16 warps, or at 8 warps with ``min_blocks_per_sm=2``); the product then lowers
+    to ``mma.sync``, which spills instead."""
+    ctx = compiler_context.current()
+    blocks = getattr(ctx, "min_blocks_per_sm", None) or 1
+    threads = ctx.num_threads + (128 if ws_fits() else 0)
+    return n // 2 + WGMMA_EXTRA_REGISTERS <= register_cap(threads, blocks)
+
+
 def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     """Whether an ``(m, k) @ (k, n)`` product of ``kind`` lowers to Hopper's ``wgmma`` here
     (``lowering/wgmma.py``): the compile context's ``mma_impl`` is ``"wgmma"`` (the default;
     ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16, bfloat16 and FP8 inputs with a
     float32 accumulator, ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each),
     ``k`` whole 128-byte swizzle atoms (a multiple of 64 for 16-bit inputs, of 128 for FP8),
-    ``n`` a multiple of 64 and at most 256 (one instruction). Operands come from registers or
+    ``n`` a multiple of 64 and at most 256 (one instruction), and the instruction's registers
+    within the block's cap (:func:`wgmma_fits_registers`). Operands come from registers or
     from a pipelined load's slots (``num_stages > 1``)."""
     ctx = compiler_context.current()
     nw = ctx.num_warps
     per_atom = 128 if kind in FP8_KINDS else 64
     ok = (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0)
           and kind in ("f16", "bf16") + FP8_KINDS and nw % 4 == 0 and m == 16 * nw
-          and k % per_atom == 0 and n % 64 == 0 and n <= 256)
+          and k % per_atom == 0 and n % 64 == 0 and n <= 256 and wgmma_fits_registers(n))
     if ok:
         ctx.uses_wgmma = True       # lowering/memory.own_tile_index: 32-bit divisions
     return ok

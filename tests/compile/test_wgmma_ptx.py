@@ -191,3 +191,46 @@ def test_tma_maps_are_the_last_parameters(monkeypatch):
     ck = kern.compiled(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=(9, 0))
     assert ck.tensor_maps == (("a", bm), ("b", bk))
     assert ck.param_kinds[-2:] == ("map", "map")
+
+
+def _gemm_min_blocks(num_warps, num_stages, min_blocks):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages, min_blocks_per_sm=min_blocks)
+    def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+             BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            acc = nt.mma(nt.load(a, (nt.bid(0), k), (BM, BK), padding=0),
+                         nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0), acc)
+        nt.store(c, acc)
+    return gemm
+
+
+# (dtype, tile, num_warps, num_stages, min_blocks_per_sm, wgmma expected): the accumulator's
+# n / 2 registers a thread and the instruction's own must fit the block's register cap
+REGISTER_CAP_CASES = [
+    (np.float16, (256, 256, 64), 16, 1, None, False),      # cap 128: 128 + the instruction's
+    (np.float16, (128, 256, 64), 8, 1, 2, False),          # cap 128 with two blocks an SM
+    ("float8_e4m3fn", (128, 256, 128), 8, 3, 2, False),
+    (np.float16, (128, 256, 64), 8, 1, None, True),        # cap 255 (168 with a producer)
+    (np.float16, (256, 128, 64), 16, 2, None, True),       # cap 96 with a producer: 64 + 32
+    (np.float16, (256, 256, 64), 16, 2, None, False),
+]
+
+
+@pytest.mark.parametrize("case", REGISTER_CAP_CASES,
+                         ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}-s{c[3]}-b{c[4]}")
+def test_wgmma_only_where_its_registers_fit_the_cap(nvjitlink, case, monkeypatch):
+    """A product whose shape suits wgmma but whose accumulator and instruction pass the
+    launch bounds' register cap keeps mma.sync (ptxas refused the wgmma, C7602); either way
+    the kernel assembles."""
+    import ml_dtypes
+    dt, (bm, bn, bk), w, stages, blocks, wgmma = case
+    dt = np.dtype(getattr(ml_dtypes, dt)) if isinstance(dt, str) else np.dtype(dt)
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    a = np.zeros((512, 256), dt)
+    b = np.zeros((256, 512), dt)
+    c = np.zeros((512, 512), np.float32)
+    ptx = _gemm_min_blocks(w, stages, blocks).ptx(a, b, nt.partition(c, (bm, bn)), bm, bn, bk,
+                                                  cc=(9, 0))
+    assert ("wgmma.mma_async" in ptx) == wgmma
+    assert linker.assemble(ptx, (9, 0)) is not None
