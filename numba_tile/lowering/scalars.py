@@ -30,6 +30,10 @@ operations get the results tiles already have (``lowering/elementwise._shift_imp
   negates in 16 bits, so ``-(-32768)`` is -32768) negates in the result type and wraps to the
   operand's width behind an opaque copy (:func:`_negate_impl`): the sign-extended 16-bit
   negation ptxas assembles gives 32768;
+* ``min`` and ``max`` of two floats are Python's (numba-cuda's ``do_minmax``, as of any other
+  types: ``min(nan, 1.0)`` is NaN, ``min(1.0, nan)`` 1.0, ``min(0.0, -0.0)`` 0.0) where
+  numba-cuda's own for two floats is libdevice's ``fmin``/``fmax``, which drop a NaN
+  (:func:`_minmax_impl`);
 * ``round(x)`` of a NaN is 0 and ``round(x, n)`` rounds a NaN scaled value to 0
   (:func:`_round_impl`, :func:`_round_to_impl`): libdevice's ``__nv_llrint`` gives int64's
   least value for NaN, so ``round(0.0, 331)`` was -0.0.
@@ -284,6 +288,29 @@ def _negate_impl(context, builder, sig, args):
     narrow = builder.trunc(negated, ir.IntType(ty.bitwidth))
     res = context.cast(builder, narrow, ty, ret)
     return impl_ret_untracked(context, builder, ret, res)
+
+
+def _minmax_impl(which):
+    """``min``/``max`` of two floats by numba-cuda's ``do_minmax`` (module docstring)."""
+    def impl(context, builder, sig, args):
+        from numba.cuda import cudaimpl
+        from numba.cuda.cpython import builtins
+        if not _own_code():
+            f32 = all(t == types.float32 for t in sig.args)
+            return getattr(cudaimpl, f"ptx_{which}_{'f4' if f32 else 'f8'}")(
+                context, builder, sig, args)
+        cmp = operator.lt if which == "min" else operator.gt
+        res = builtins.do_minmax(context, builder, list(sig.args), list(args), cmp)
+        unified = context.typing_context.unify_types(*sig.args)
+        return impl_ret_untracked(context, builder, sig.return_type,
+                                  context.cast(builder, res, unified, sig.return_type))
+    return impl
+
+
+for _fn, _which in ((min, "min"), (max, "max")):
+    for _ta in (types.float32, types.float64):
+        for _tb in (types.float32, types.float64):
+            registry.lower(_fn, _ta, _tb)(_minmax_impl(_which))
 
 
 def _llrint_or_zero(builder, x):

@@ -110,3 +110,43 @@ def test_the_builtin_kernels_compile():
         want = bc.tuple_builtins_ref(C, 5)
         bc.tuple_builtins.ptx(*[nt.partition(np.zeros(1, np.asarray(w).dtype), 1)
                                 for w in want], C, 5)
+
+
+@nt.jit
+def float_ops(x, y, q: nt.Partition, r: nt.Partition, lo: nt.Partition, hi: nt.Partition):
+    i = nt.bid(0)
+    nt.store(q, x[i] // y[i])
+    nt.store(r, x[i] % y[i])
+    nt.store(lo, min(x[i], y[i]))
+    nt.store(hi, max(x[i], y[i]))
+
+
+@nt.jit
+def negate(x, z: nt.Partition):
+    nt.store(z, -x[nt.bid(0)])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_float_remainder_is_exact_and_min_max_keep_a_nan(dt):
+    """``//`` and ``%`` take their remainder from libdevice's fmod, not LLVM's ``frem`` (on
+    NVPTX ``a - b * trunc(a / b)``: a ``cvt.rzi`` of the quotient, which libdevice's float64
+    fmod has none of); ``min``/``max`` select on a comparison, not ``min.f``/``max.f``
+    (which drop a NaN)."""
+    x = np.zeros(8, dt)
+    body = _body(float_ops.ptx(x, x, *[nt.partition(np.zeros(8, dt), 1) for _ in range(4)]))
+    bits = np.dtype(dt).itemsize * 8
+    if bits == 64:
+        assert not re.search(r"cvt\.rzi\.f64\.f64", body), body
+    assert not re.search(rf"\b(min|max)\.f{bits}", body), body
+    assert re.search(rf"setp\.\w+\.f{bits}", body)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32],
+                         ids=lambda d: np.dtype(d).name)
+def test_negating_a_narrow_integer_wraps_at_its_width(dt):
+    """``-a`` of an integer narrower than its int64 result negates in 64 bits behind an opaque
+    copy, then wraps to the operand's width (Numba's ``-int16(-32768)`` is -32768)."""
+    body = _body(negate.ptx(np.zeros(8, dt), nt.partition(np.zeros(8, np.int64), 1)))
+    bits = np.dtype(dt).itemsize * 8
+    assert "neg.s64" in body and "mov.b64" in body, body
+    assert re.search(rf"cvt\.[su]64\.[su]{bits}\s+%rd\d+, %rd\d+;", body), body
