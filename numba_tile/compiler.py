@@ -27,6 +27,7 @@ from . import compiler_context
 from .errors import TileError, TileTypingError
 from .typing.constants import FoldConstantsPass
 from .typing.ownership import OwnershipPass
+from .typing.syntax import RewriteSyntax
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def _make_compiler(typing_only: bool):
             pm.add_pass_after(InlineHelpers, InlineInlinables)
             idx = [p for p, _ in pm.passes].index(NopythonTypeInference)
             pm.passes.insert(idx, (FoldConstantsPass, "fold Constant parameters"))
+            # +=, t[:, None], t.T as numba_tile's ops (typing/syntax.py)
+            pm.passes.insert(idx + 1, (RewriteSyntax, "rewrite Python syntax to numba_tile's ops"))
             pm.add_pass_after(OwnershipPass, NopythonTypeInference)
             pm.add_pass_after(TypedIRPass, OwnershipPass)
             if typing_only:
@@ -323,12 +326,9 @@ def _attribute_advice(attr: str, kind: str) -> str:
     """What to write instead of ``value.attr`` on a tile (``kind`` "Tile") or an array
     parameter ("Tensor", "Partition"), which have no attributes in a kernel."""
     if kind == "Tile":
-        if attr == "T":
-            return ("a tile has no attribute 'T': write nt.transpose(t) for the transpose of a "
-                    "2-D tile (nt.permute(t, dims) for another order of the axes)")
-        return (f"a tile has no attribute {attr!r}: use numba_tile's functions on it "
-                f"(nt.transpose(t), nt.reshape(t, shape), nt.astype(t, dtype), nt.sum(t, "
-                f"axis), ...); its shape is static, the shape it was loaded or made with")
+        return (f"a tile has no attribute {attr!r}: a tile has .shape (static), .ndim, .dtype "
+                f"and .T; use numba_tile's functions on it (nt.reshape(t, shape), "
+                f"nt.astype(t, dtype), nt.sum(t, axis), ...)")
     what = "a tensor" if kind == "Tensor" else "a partition"
     if attr in _EXTENTS:
         return (f"{what} has no attribute {attr!r} in a kernel: its extents are run-time "

@@ -402,6 +402,10 @@ class InterpTile:
     def shape(self):
         return self.data.shape
 
+    @property
+    def ndim(self):
+        return self.data.ndim
+
     def __repr__(self):
         return f"InterpTile({dtypes.name(self.dtype)}, {self.data!r})"
 

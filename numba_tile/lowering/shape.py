@@ -126,3 +126,32 @@ def lower_item(context, builder, sig, args):
     xty = sig.args[0]
     read = stage(builder, xty.dtype, xty.layout, _elems(builder, xty, args[0]))
     return to_compute(context, builder, read(const_i64(0)), xty.dtype)
+
+
+# ------------------------------------------------------------------- attributes of a tile
+
+
+def _register_tile_attributes():
+    """``t.shape``, ``t.ndim``, ``t.dtype`` (``typing/shape.py``): constants of the tile's
+    type, no code."""
+    from numba.cuda import types
+    from numba.cuda.cudaimpl import registry
+
+    from ..typing.shape import tile_shape_type
+    from ..typing.types import TileType
+
+    @registry.lower_getattr(TileType, "shape")
+    def tile_shape(context, builder, typ, val):
+        return context.make_tuple(builder, tile_shape_type(typ),
+                                  [context.get_constant(types.int64, n) for n in typ.shape])
+
+    @registry.lower_getattr(TileType, "ndim")
+    def tile_ndim(context, builder, typ, val):
+        return context.get_constant(types.int64, typ.ndim)
+
+    @registry.lower_getattr(TileType, "dtype")
+    def tile_dtype(context, builder, typ, val):
+        return context.get_dummy_value()
+
+
+_register_tile_attributes()

@@ -9,7 +9,7 @@ from .._registry import OPS, typing_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..layout import BlockedLayout
 from .common import check_float8_target, dtype_arg, fail, is_scalar, make_tile, refuse_float8
-from .types import TileType
+from .types import PartitionType, TensorType, TileType
 
 ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
 COMPARISON = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -95,7 +95,12 @@ def operand_dtype(a, b, opname):
             return dtypes.promote(a.dtype, b.dtype), result_tile([a, b], opname)
         tile, other = (a, b) if ta else (b, a)
         if not is_scalar(other):
-            raise fail(opname, "operands", "a tile and a tile or scalar", other)
+            what = "a tile and a tile or scalar"
+            if isinstance(other, (PartitionType, TensorType)):
+                # z += t on a partition: arrays are written by nt.store, read by nt.load
+                what += (" (an array parameter is not an operand: load its tile, "
+                         "nt.load_like(z, z), and write the result with nt.store(z, ...))")
+            raise fail(opname, "operands", what, other)
         return scalar_promotion(tile.dtype, other), tile
     except dtypes.PromotionError as e:
         raise fail(opname, "operands", f"operands with a common dtype ({e.reason})",

@@ -103,3 +103,37 @@ def type_item(x):
         raise fail("item", "x", "a tile of a dtype scalars hold (astype FP8 to float32 first)",
                    f"a tile of {dtypes.name(x.dtype)}")
     return dtypes.float32 if dtypes.is_half(x.dtype) else x.dtype
+
+
+# ------------------------------------------------------------------- attributes of a tile
+
+
+def tile_shape_type(t: TileType):
+    """The type of ``t.shape``: a tuple of literal ints, static like the tile's shape (so
+    ``nt.zeros((t.shape[0], 8), ...)`` types)."""
+    return types.Tuple(tuple(types.literal(n) for n in t.shape))
+
+
+def _register_tile_attributes():
+    from numba.cuda.cudadecl import registry
+    from numba.cuda.typing.templates import AttributeTemplate
+
+    @registry.register_attr
+    class TileAttributes(AttributeTemplate):
+        """``t.shape`` (static: literal ints), ``t.ndim`` and ``t.dtype`` (a dtype, as
+        ``nt.astype`` and ``nt.zeros`` take it) of a tile; ``t.T`` is ``nt.transpose(t)``
+        (``typing/syntax.py``)."""
+
+        key = TileType
+
+        def resolve_shape(self, t):
+            return tile_shape_type(t)
+
+        def resolve_ndim(self, t):
+            return types.literal(t.ndim)
+
+        def resolve_dtype(self, t):
+            return types.NumberClass(t.dtype)
+
+
+_register_tile_attributes()

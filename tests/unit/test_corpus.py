@@ -781,7 +781,8 @@ def c18_store_to_a_global_array():
     return compiled(c_store_to_global, [x, z, GLOBAL_OUT], x, nt.partition(z, 16))
 
 
-@refused("C19", errors.TileTypingError, "iadd(Partition[")
+@refused("C19", errors.TileTypingError, "of +(): expected a tile and a tile or scalar",
+         "write the result with nt.store(z, ...)", "got Partition[")
 def c19_inplace_add_to_partition():
     x, z = randn(40), randn(40)
     return compiled(c_inplace_add, [x, z], x, nt.partition(z, 16))

@@ -104,15 +104,9 @@ def uses_ndim(x, z: nt.Partition["B"], B: nt.Constant):
 
 
 @nt.jit
-def uses_t(x, z: nt.Partition[("B", "B")], B: nt.Constant):
+def uses_tile_size(x, z: nt.Partition["B"], B: nt.Constant):
     t = nt.load_like(x, z)
-    nt.store(z, t.T)  # MARK T
-
-
-@nt.jit
-def uses_tile_shape(x, z: nt.Partition["B"], B: nt.Constant):
-    t = nt.load_like(x, z)
-    nt.store(z, t * t.shape[0])  # MARK tile-shape
+    nt.store(z, t * t.size)  # MARK tile-size
 
 
 @pytest.mark.parametrize("path", ["interpreter", "ptx"])
@@ -122,11 +116,9 @@ def uses_tile_shape(x, z: nt.Partition["B"], B: nt.Constant):
       "nt.num_tiles(x, axis, TILE)")),
     (uses_ndim, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16), "ndim",
      ("a partition has no attribute 'ndim' in a kernel", "nt.num_tiles")),
-    (uses_t, lambda: (_x(64).reshape(8, 8), nt.partition(np.zeros((8, 8), np.float32), (8, 8)),
-                      8), "T", ("a tile has no attribute 'T'", "nt.transpose(t)")),
-    (uses_tile_shape, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16),
-     "tile-shape", ("a tile has no attribute 'shape'", "its shape is static")),
-], ids=["tensor.shape", "partition.ndim", "tile.T", "tile.shape"])
+    (uses_tile_size, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16),
+     "tile-size", ("a tile has no attribute 'size'", ".shape (static), .ndim, .dtype and .T")),
+], ids=["tensor.shape", "partition.ndim", "tile.size"])
 def test_an_attribute_says_what_to_write(kern, args, tag, fragments, path):
     argv = args()
     with pytest.raises(TileTypingError) as info:

@@ -1,0 +1,101 @@
+"""Syntax kernels are written in, from Triton and NumPy habits (``typing/syntax.py``, the tile
+attributes of ``typing/shape.py``): augmented assignment on tiles and scalars (``acc += ...``),
+NumPy's newaxis (``t[:, None]``, ``t[None, :]``, ``t[None]``), ``t.T``, ``t.shape``,
+``t.ndim`` and ``t.dtype``; on both backends, against NumPy in float64 on fresh random inputs
+with ragged edges."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+
+
+@nt.jit
+def augmented(x, y: nt.Partition[("BM", "BN")], z: nt.Partition["BM"], BM: nt.Constant,
+              BN: nt.Constant):
+    i = nt.bid(0)
+    acc = nt.zeros((BM, BN), nt.float32)
+    s = 0.0
+    for k in range(nt.num_tiles(x, 1, BN)):
+        t = nt.load(x, (i, k), (BM, BN), padding=0)
+        acc += t
+        acc *= 0.5
+        s += 1.0
+    acc -= nt.sum(acc, 1)[:, None] / BN
+    acc /= nt.max(abs(acc), 0)[None, :] + 1.0
+    nt.store(y, acc)
+    r = nt.sum(acc, 1)
+    r **= 2
+    r %= 3.0
+    r += s
+    nt.store(z, r)
+
+
+def _augmented_ref(x, bm, bn):
+    x = x.astype(np.float64)
+    m, n = x.shape
+    tiles_n = -(-n // bn)
+    y = np.zeros((m, bn))
+    z = np.zeros(m)
+    for b in range(-(-m // bm)):
+        rows = slice(b * bm, min(m, (b + 1) * bm))
+        acc = np.zeros((bm, bn))
+        for k in range(tiles_n):
+            t = np.zeros((bm, bn))
+            part = x[rows, k * bn:(k + 1) * bn]
+            t[:part.shape[0], :part.shape[1]] = part
+            acc = (acc + t) * 0.5
+        acc = acc - acc.sum(1)[:, None] / bn
+        acc = acc / (np.abs(acc).max(0)[None, :] + 1.0)
+        r = np.mod(acc.sum(1) ** 2, 3.0) + tiles_n
+        count = rows.stop - rows.start
+        y[rows] = acc[:count]
+        z[rows] = r[:count]
+    return y, z
+
+
+@pytest.mark.parametrize("shape, tile", [((37, 45), (8, 16)), ((16, 64), (16, 16)),
+                                         ((5, 3), (4, 4))])
+def test_augmented_assignment_and_newaxis(tile_backend, shape, tile):
+    rng = np.random.default_rng()
+    x = rng.standard_normal(shape).astype(np.float32)
+    bm, bn = tile
+    y = tile_backend.asarray(np.full((shape[0], bn), np.nan, np.float32))
+    z = tile_backend.asarray(np.full(shape[0], np.nan, np.float32))
+    tile_backend.run(augmented, tile_backend.asarray(x), nt.partition(y, (bm, bn)),
+                     nt.partition(z, (bm,)), bm, bn)
+    want_y, want_z = _augmented_ref(x, bm, bn)
+    np.testing.assert_allclose(tile_backend.to_numpy(y), want_y, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(tile_backend.to_numpy(z), want_z, rtol=1e-4, atol=1e-4)
+
+
+@nt.jit
+def attributes(x, y: nt.Partition[("BN", "BM")], z: nt.Partition[("BM", "BN")],
+               w: nt.Partition["BM"], BM: nt.Constant, BN: nt.Constant):
+    t = nt.load(x, (nt.bid(0), 0), (BM, BN), padding=0)
+    nt.store(y, t.T)
+    twice = nt.zeros(t.shape, t.dtype)
+    twice += t * 2
+    nt.store(z, twice)
+    col = nt.full((t.shape[0],), t.ndim, nt.int32)
+    col += nt.astype(nt.sum(nt.sum(t[None], 2), 0) > 0, nt.int32)
+    nt.store(w, col)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_tile_attributes_and_transpose(tile_backend, dtype):
+    rng = np.random.default_rng()
+    m, n, bm, bn = 21, 13, 8, 16
+    x = (rng.standard_normal((m, n)) * 10).astype(dtype)
+    y = tile_backend.asarray(np.zeros((3 * bn, bm), dtype))
+    z = tile_backend.asarray(np.zeros((3 * bm, bn), dtype))
+    w = tile_backend.asarray(np.full(3 * bm, -7, np.int32))
+    tile_backend.run(attributes, tile_backend.asarray(x),
+                     nt.partition(y, (bn, bm)), nt.partition(z, (bm, bn)),
+                     nt.partition(w, (bm,)), bm, bn)
+    pad = np.zeros((3 * bm, bn), np.float64)
+    pad[:m, :n] = x
+    blocks_t = np.concatenate([pad[b * bm:(b + 1) * bm].T for b in range(3)])
+    np.testing.assert_array_equal(tile_backend.to_numpy(y), blocks_t.astype(dtype))
+    np.testing.assert_array_equal(tile_backend.to_numpy(z), (pad * 2).astype(dtype))
+    np.testing.assert_array_equal(tile_backend.to_numpy(w), 2 + (pad.sum(1) > 0))
