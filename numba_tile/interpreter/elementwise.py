@@ -10,7 +10,8 @@ import numpy as np
 from .. import dtypes
 from .._registry import interp_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
-from ..typing.elementwise import ARITHMETIC, BITWISE, COMPARISON, SHIFTS
+from ..typing.elementwise import (ARITHMETIC, BITWISE, COMPARISON, SHIFTS,
+                                  math_scalar_dtype)
 from .common import (compute_array, float_to_int, operand_dtype, result, result_extents,
                      scalar_to, to_dtype)
 from .values import InterpTile
@@ -178,6 +179,12 @@ def _math(name):
 
     @interp_rule(name)
     def rule(x):
+        if not isinstance(x, InterpTile):
+            # a scalar (its Numba type's NumPy scalar): as one element of a tile of its dtype
+            dt = math_scalar_dtype(dtypes.from_any(np.asarray(x).dtype))
+            with np.errstate(all="ignore"):
+                v = fn(compute_array(x, dt))
+            return np.asarray(v).astype(dtypes.to_numpy(dt))[()]
         dt = x.dtype if dtypes.is_float(x.dtype) else dtypes.float32
         with np.errstate(all="ignore"):
             return result(fn(compute_array(x, dt)), dt, x.extents)

@@ -301,34 +301,42 @@ def _libdevice(builder, base, value):
     return builder.call(fn, [value])
 
 
+def _math_element(builder, base, v):
+    """The math function ``base`` (libdevice's name; None: sigmoid) of one value ``v`` in its
+    compute type (float or double)."""
+    if base is not None:
+        return _libdevice(builder, base, v)
+    # sigmoid = 1 / (1 + exp(-x))
+    one = ir.Constant(v.type, 1.0)
+    # NVVM IR predates LLVM's fneg instruction: negate as (-0.0 - v)
+    neg = builder.fsub(ir.Constant(v.type, -0.0), v)
+    if isinstance(v.type, ir.FloatType):
+        # float32, as Triton's tl.sigmoid: exp(-x) as 2**(-x * log2(e)) (ex2.approx: relative
+        # error about |x| * 2**-23 where libdevice's expf keeps 2 ulp, at a third of its
+        # instructions) and the reciprocal by div.full.f32 (2 ulp, branch-free: an IEEE
+        # division's slow-path branch per element kept ptxas from interleaving a thread's
+        # elements)
+        e = _libdevice(builder, "exp2", builder.fmul(neg, ir.Constant(v.type, _LOG2E)))
+        return _div_full(builder, one, builder.fadd(one, e))
+    e = _libdevice(builder, "exp", neg)
+    return builder.fdiv(one, builder.fadd(one, e))
+
+
 def _math_lowering(name):
     base = MATH_FUNCTIONS[name][1]
 
     def lower(context, builder, sig, args):
         (xty,) = sig.args
         res = sig.return_type
+        if not isinstance(xty, TileType):
+            # a scalar: converted to the result's compute type, computed as a tile's element
+            ct = dtypes.compute_type(res)
+            v = context.cast(builder, args[0], xty, ct)
+            return context.cast(builder, _math_element(builder, base, v), ct, res)
         x = Operand(context, builder, xty, args[0], res.dtype)
-        out = []
-        for i in range(res.layout.elems_per_thread):
-            v = x.compute(i)
-            if base is not None:
-                r = _libdevice(builder, base, v)
-            else:  # sigmoid = 1 / (1 + exp(-x))
-                one = ir.Constant(v.type, 1.0)
-                # NVVM IR predates LLVM's fneg instruction: negate as (-0.0 - v)
-                neg = builder.fsub(ir.Constant(v.type, -0.0), v)
-                if isinstance(v.type, ir.FloatType):
-                    # float32, as Triton's tl.sigmoid: exp(-x) as 2**(-x * log2(e))
-                    # (ex2.approx: relative error about |x| * 2**-23 where libdevice's expf
-                    # keeps 2 ulp, at a third of its instructions) and the reciprocal by
-                    # div.full.f32 (2 ulp, branch-free: an IEEE division's slow-path branch
-                    # per element kept ptxas from interleaving a thread's elements)
-                    e = _libdevice(builder, "exp2", builder.fmul(neg, ir.Constant(v.type, _LOG2E)))
-                    r = _div_full(builder, one, builder.fadd(one, e))
-                else:
-                    e = _libdevice(builder, "exp", neg)
-                    r = builder.fdiv(one, builder.fadd(one, e))
-            out.append(from_compute(context, builder, r, res.dtype))
+        out = [from_compute(context, builder, _math_element(builder, base, x.compute(i)),
+                            res.dtype)
+               for i in range(res.layout.elems_per_thread)]
         return make_fragment(builder, res, out, result_extents(builder, zip(sig.args, args), res))
 
     return lower

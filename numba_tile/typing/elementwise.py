@@ -264,11 +264,26 @@ _mulhi("mulhi")
 _mulhi("umulhi")
 
 
+def math_scalar_dtype(x):
+    """The result dtype of a math function (``nt.exp``...) of the scalar type ``x``, as of a
+    tile of its dtype: a float keeps its type, an integer or bool gives float32; None for a
+    type that is not a number."""
+    x = types.unliteral(x)
+    if isinstance(x, types.Float):
+        return x
+    if isinstance(x, (types.Integer, types.Boolean)):
+        return dtypes.float32
+    return None
+
+
 def _math(name):
     @typing_rule(name)
     def rule(x):
         if not isinstance(x, TileType):
-            raise fail(name, "x", "a tile", x)
+            dt = math_scalar_dtype(x)
+            if dt is None:
+                raise fail(name, "x", "a tile or a scalar", x)
+            return dt
         refuse_float8(name, "x", x.dtype)
         return x if dtypes.is_float(x.dtype) else x.with_dtype(dtypes.float32)
 

@@ -99,3 +99,47 @@ def test_tile_attributes_and_transpose(tile_backend, dtype):
     np.testing.assert_array_equal(tile_backend.to_numpy(y), blocks_t.astype(dtype))
     np.testing.assert_array_equal(tile_backend.to_numpy(z), (pad * 2).astype(dtype))
     np.testing.assert_array_equal(tile_backend.to_numpy(w), 2 + (pad.sum(1) > 0))
+
+
+_MATH_REF = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": lambda v: 1 / np.sqrt(v), "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "sin": np.sin, "cos": np.cos, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "rint": np.rint, "log1p": np.log1p, "expm1": np.expm1, "log10": np.log10, "cbrt": np.cbrt,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "asinh": np.arcsinh, "acosh": lambda v: np.arccosh(v + 1),
+    "atanh": np.arctanh,
+}
+
+
+def _scalar_math_kernel(name):
+    fn = getattr(nt, name)
+    shift = 1 if name == "acosh" else 0
+
+    @nt.jit
+    def kernel(x, y: nt.Partition):
+        s = x[nt.bid(0)] + shift
+        nt.store(y, nt.full((1,), fn(s), nt.float64))
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("name", sorted(_MATH_REF))
+def test_math_functions_of_scalars(tile_backend, name, dtype):
+    """``nt.exp(s)`` of a scalar is the function of a one-element tile of its dtype: a float
+    keeps its type, an integer computes in float32."""
+    rng = np.random.default_rng()
+    if np.dtype(dtype).kind == "i":
+        x = rng.integers(0, 3, 16).astype(dtype) if name not in ("asin", "acos", "atanh") \
+            else np.zeros(16, dtype)
+    else:
+        x = rng.uniform(0.05, 0.95, 16).astype(dtype)
+    y = tile_backend.asarray(np.full(16, np.nan))
+    tile_backend.run(_scalar_math_kernel(name), tile_backend.asarray(x), nt.partition(y, (1,)))
+    with np.errstate(divide="ignore"):
+        want = _MATH_REF[name](x.astype(np.float64))
+    single = np.dtype(dtype) != np.float64
+    want = want.astype(np.float32).astype(np.float64) if single else want
+    rtol = 4e-6 if single else 1e-14
+    np.testing.assert_allclose(tile_backend.to_numpy(y), want, rtol=rtol,
+                               atol=1e-7 if single else 0)

@@ -1,0 +1,50 @@
+"""The kernels of tests/gpu/test_python_syntax.py (augmented assignment, newaxis, ``t.T``, tile
+attributes, math functions of scalars) compile to PTX for sm_90 and sm_80 and assemble (no
+GPU needed); ``acc += a @ b`` keeps the product on ``wgmma`` with pipelined operands."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.runtime import linker
+from tests.gpu import test_python_syntax as syn
+
+
+@pytest.mark.parametrize("cc", [(9, 0), (8, 0)])
+def test_syntax_kernels_compile(cc, nvjitlink):
+    x = np.zeros((37, 45), np.float32)
+    ptx = syn.augmented.ptx(x, nt.partition(np.zeros((37, 16), np.float32), (8, 16)),
+                            nt.partition(np.zeros(37, np.float32), (8,)), 8, 16, cc=cc)
+    assert linker.assemble(ptx, cc) is not None
+    for dt in (np.float32, np.float16, np.int32):
+        ptx = syn.attributes.ptx(np.zeros((21, 13), dt),
+                                 nt.partition(np.zeros((48, 8), dt), (16, 8)),
+                                 nt.partition(np.zeros((24, 16), dt), (8, 16)),
+                                 nt.partition(np.zeros(24, np.int32), (8,)), 8, 16, cc=cc)
+        assert linker.assemble(ptx, cc) is not None
+
+
+@pytest.mark.parametrize("name", sorted(syn._MATH_REF))
+def test_math_functions_of_scalars_compile(name, nvjitlink):
+    kernel = syn._scalar_math_kernel(name)
+    for dt in (np.float32, np.float64, np.int32, np.float16):
+        ptx = kernel.ptx(np.zeros(16, dt), nt.partition(np.zeros(16), (1,)))
+        assert linker.assemble(ptx, (9, 0)) is not None
+
+
+@nt.jit(num_warps=8, num_stages=3)
+def gemm_augmented(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                   BK: nt.Constant):
+    acc = nt.zeros((BM, BN), nt.float32)
+    for k in range(nt.num_tiles(a, 1, BK)):
+        acc += nt.load(a, (nt.bid(0), k), (BM, BK), padding=0) @ \
+            nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+    nt.store(c, nt.astype(acc, nt.float16))
+
+
+def test_augmented_product_keeps_wgmma_and_pipelined_operands(monkeypatch):
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    a = np.zeros((512, 512), np.float16)
+    ptx = gemm_augmented.ptx(a, a, nt.partition(np.zeros((512, 512), np.float16), (128, 128)),
+                             128, 128, 64)
+    assert "wgmma.mma_async" in ptx and "cp.async" in ptx
