@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import numba_tile as nt
+from numba_tile.errors import TileTypingError
 
 
 @nt.jit
@@ -143,3 +144,52 @@ def test_math_functions_of_scalars(tile_backend, name, dtype):
     rtol = 4e-6 if single else 1e-14
     np.testing.assert_allclose(tile_backend.to_numpy(y), want, rtol=rtol,
                                atol=1e-7 if single else 0)
+
+
+@nt.jit
+def maybe_bias(x, bias, y: nt.Partition["B"], B: nt.Constant, HAS_BIAS: nt.Constant):
+    t = nt.load_like(x, y)
+    if HAS_BIAS:
+        b = nt.load_like(bias, y)
+    t *= 2
+    if HAS_BIAS:
+        t += b
+    nt.store(y, t)
+
+
+@nt.jit
+def bias_read_anyway(x, bias, y: nt.Partition["B"], B: nt.Constant, HAS_BIAS: nt.Constant):
+    t = nt.load_like(x, y)
+    if HAS_BIAS:
+        b = nt.load_like(bias, y)
+    nt.store(y, t + b)  # MARK read
+
+
+@pytest.mark.parametrize("has_bias", [False, True, 0, 1])
+def test_a_variable_of_a_pruned_branch_needs_no_definition(tile_backend, has_bias):
+    """Triton's constexpr habit: ``b`` assigned and read only under ``if HAS_BIAS``; with
+    HAS_BIAS false both branches are gone, and so is ``b``."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal(45).astype(np.float32)
+    bias = rng.standard_normal(45).astype(np.float32)
+    y = tile_backend.asarray(np.zeros(45, np.float32))
+    tile_backend.run(maybe_bias, tile_backend.asarray(x), tile_backend.asarray(bias),
+                     nt.partition(y, (16,)), 16, has_bias)
+    want = 2 * x.astype(np.float64) + (bias if has_bias else 0)
+    np.testing.assert_allclose(tile_backend.to_numpy(y), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("path", ["interpreter", "ptx"])
+def test_reading_a_variable_of_a_pruned_branch_is_refused(path):
+    x = np.zeros(32, np.float32)
+    args = (x, x, nt.partition(np.zeros(32, np.float32), (16,)), 16, False)
+    with pytest.raises(TileTypingError) as info:
+        if path == "interpreter":
+            bias_read_anyway(*args, interpret=True)
+        else:
+            bias_read_anyway.ptx(*args)
+    text = str(info.value)
+    assert "variable 'b' is read here but assigned only under a branch that a Constant " \
+        "removes" in text, text
+    assert info.value.lineno is not None and "# MARK read" in open(__file__).read().splitlines()[
+        info.value.lineno - 1], text
