@@ -606,6 +606,39 @@ def transpose(x):
 
 
 @op("shape")
+def subtile(x, start, shape):
+    """The static box of ``x`` of shape ``shape`` whose first element is at ``start``: NumPy's
+    ``x[start[0]:start[0] + shape[0], ...]``, also written ``x[0:G]`` or ``x[:, 64:128]`` in a
+    kernel (static slices: integer literals or Constants, step 1). A masked tile's valid box
+    moves with it.
+
+    Args:
+        x (Tile[S]): the tile.
+        start (tuple of static ints): the box's first element, one coordinate per axis,
+            ``0 <= start[d]`` and ``start[d] + shape[d] <= S[d]``.
+        shape (tuple of static ints): the box's shape, powers of two.
+
+    Returns:
+        Tile of x's dtype and shape ``shape``.
+
+    Raises:
+        TileTypingError: not static, not powers of two, or a box past the tile's edge.
+
+    Examples:
+        The first G rows of a 16-row product (grouped queries)::
+
+            s = nt.mma(q, k, nt.zeros((16, BN), nt.float32))[0:G]
+    """
+
+
+@op("shape")
+def _getitem_slices(x, starts, stops):
+    """Internal (``x[a:b, c:d]`` of a tile with static slices, rewritten by
+    ``typing/syntax.py``): :func:`subtile` of the box Python's slicing rules give; a stop
+    left out is ``typing/shape.OPEN_STOP``."""
+
+
+@op("shape")
 def item(x):
     """The one element of a 1-element tile, as a scalar: ``if nt.item(nt.max(t, 0)) < eps:
     return``. Every thread of the block gets the value of the thread that owns the element

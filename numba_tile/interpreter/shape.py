@@ -59,6 +59,31 @@ def interp_transpose(x):
     return _permuted(x, tuple(range(x.data.ndim))[::-1])
 
 
+def _subtile(x, start, shape):
+    box = tuple(slice(s0, s0 + n) for s0, n in zip(start, shape))
+    ext = None if x.extents is None else tuple(
+        min(max(e - s0, 0), n) for e, s0, n in zip(x.extents, start, shape))
+    return InterpTile(x.data[box].copy(), x.dtype, ext)
+
+
+@interp_rule("subtile")
+def interp_subtile(x, start, shape):
+    return _subtile(x, _shape(start), _shape(shape))
+
+
+@interp_rule("_getitem_slices")
+def interp_getitem_slices(x, starts, stops):
+    from ..typing.shape import OPEN_STOP
+    starts, stops = _shape(starts), _shape(stops)
+    box_start, box_shape = [], []
+    for d, n in enumerate(x.data.shape):
+        lo, hi = (starts[d], stops[d]) if d < len(starts) else (0, OPEN_STOP)
+        lo, hi, _ = slice(lo, None if hi == OPEN_STOP else hi).indices(n)
+        box_start.append(lo)
+        box_shape.append(hi - lo)
+    return _subtile(x, box_start, box_shape)
+
+
 @interp_rule("item")
 def interp_item(x):
     v = np.asarray(x.data).reshape(-1)[0]

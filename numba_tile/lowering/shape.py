@@ -119,6 +119,42 @@ def lower_transpose(context, builder, sig, args):
     return _permute(context, builder, sig, args, tuple(range(sig.args[0].ndim))[::-1])
 
 
+def _subtile(context, builder, sig, args, start):
+    xty, res = sig.args[0], sig.return_type
+
+    def source(coords, linear):
+        return linear_of(builder, xty.shape,
+                         [builder.add(c, const_i64(s0)) if s0 else c
+                          for c, s0 in zip(coords, start)])
+
+    extents = None
+    if res.masked:
+        # the valid box moves with the slice: clamp(extent - start, 0, shape)
+        extents = []
+        for e, s0, n in zip(tile_extents(builder, xty, args[0]), start, res.shape):
+            e = builder.sub(e, const_i64(s0))
+            e = builder.select(builder.icmp_signed("<", e, const_i64(0)), const_i64(0), e)
+            e = builder.select(builder.icmp_signed(">", e, const_i64(n)), const_i64(n), e)
+            extents.append(e)
+    return make_fragment(builder, res, remap(builder, xty.dtype, xty.layout,
+                                             _elems(builder, xty, args[0]), res.layout, source),
+                         extents)
+
+
+@lowering_rule("subtile")
+def lower_subtile(context, builder, sig, args):
+    from ..typing.shape import subtile_box
+    start, _shape = subtile_box("subtile", sig.args[0], sig.args[1], sig.args[2])
+    return _subtile(context, builder, sig, args, start)
+
+
+@lowering_rule("_getitem_slices")
+def lower_getitem_slices(context, builder, sig, args):
+    from ..typing.shape import slices_box
+    start, _shape = slices_box(sig.args[0], sig.args[1], sig.args[2])
+    return _subtile(context, builder, sig, args, start)
+
+
 @lowering_rule("item")
 def lower_item(context, builder, sig, args):
     """The owning thread's element, to every thread through shared memory (a replicating

@@ -91,6 +91,63 @@ def type_transpose(x):
     return make_tile(x.dtype, x.shape[::-1], masked=x.masked)
 
 
+def subtile_box(opname, x, start, shape):
+    """``(start, shape)`` of a static box of the tile ``x``, checked: one coordinate per
+    axis, inside the tile, the shape powers of two."""
+    start = _static_ints(opname, "start", start)
+    sh = static_shape(shape, opname)
+    if len(start) != x.ndim or len(sh) != x.ndim:
+        raise fail(opname, "shape", f"{x.ndim} coordinates and extents (one per axis of the "
+                   f"{x.shape} tile)", f"start {start}, shape {sh}")
+    for d, (s0, n) in enumerate(zip(start, sh)):
+        if s0 < 0 or s0 + n > x.shape[d]:
+            raise fail(opname, "start", f"a box inside the {x.shape} tile (axis {d}: from 0 "
+                       f"to {x.shape[d]})", f"elements {s0} to {s0 + n} of axis {d}")
+    return start, sh
+
+
+@typing_rule("subtile")
+def type_subtile(x, start, shape):
+    _tile("subtile", x)
+    _start, sh = subtile_box("subtile", x, start, shape)
+    return make_tile(x.dtype, sh, masked=x.masked)
+
+
+#: a slice's stop left out (``t[4:]``), in the stops ``typing/syntax.py`` passes to
+#: ``_getitem_slices``
+OPEN_STOP = 2 ** 62
+
+
+def slices_box(x, starts, stops):
+    """``(start, shape)`` of ``x[starts[0]:stops[0], ...]`` (Python's rules for negative and
+    left-out bounds; axes past the index are whole)."""
+    starts = _static_ints("getitem", "index", starts)
+    stops = _static_ints("getitem", "index", stops)
+    if len(starts) > x.ndim:
+        raise fail("getitem", "index", f"at most {x.ndim} slices for a {x.shape} tile",
+                   f"{len(starts)}")
+    box_start, box_shape = [], []
+    for d, n in enumerate(x.shape):
+        lo, hi = (starts[d], stops[d]) if d < len(starts) else (0, OPEN_STOP)
+        hi = n if hi == OPEN_STOP else hi
+        lo, hi = (lo + n if lo < 0 else lo), (hi + n if hi < 0 else hi)
+        lo, hi = min(max(lo, 0), n), min(max(hi, 0), n)
+        if hi - lo < 1 or (hi - lo) & (hi - lo - 1):
+            raise fail("getitem", "index", "static slices of power-of-two lengths (a tile's "
+                       "extents are powers of two)", f"{hi - lo} elements of axis {d} "
+                       f"({lo}:{hi} of a {x.shape} tile)")
+        box_start.append(lo)
+        box_shape.append(hi - lo)
+    return tuple(box_start), tuple(box_shape)
+
+
+@typing_rule("_getitem_slices")
+def type_getitem_slices(x, starts, stops):
+    _tile("getitem", x)
+    _start, sh = slices_box(x, starts, stops)
+    return make_tile(x.dtype, sh, masked=x.masked)
+
+
 @typing_rule("item")
 def type_item(x):
     _tile("item", x)

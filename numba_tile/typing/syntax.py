@@ -12,6 +12,9 @@ later analysis (pipelining, ``wgmma``, ownership) see the ops themselves:
 * **NumPy's newaxis** ``t[:, None]``, ``t[None, :]``, ``t[None]``: a static index of full
   slices ``:`` and ``None`` is ``nt.expand_dims(t, axis)`` for each ``None``, at its position
   (``t[None, :, None]`` of a 1-D tile is a ``(1, n, 1)`` tile).
+* **Static slices** ``t[0:G]``, ``t[:, 64:128]``, ``t[-4:]`` (starts and stops integer
+  literals or Constants, step 1, mixed with ``None`` and ``:``): ``nt.subtile`` of the box
+  Python's slicing rules give (``_getitem_slices``; the lengths must be powers of two).
 * **The transpose attribute** ``t.T`` is ``nt.transpose(t)`` (so a transposed operand of
   ``mma`` keeps the pipelined path); of anything but a tile it is refused as
   ``transpose()`` of it is.
@@ -28,14 +31,72 @@ __all__ = ["RewriteSyntax", "rewrite_syntax"]
 _FULL = slice(None, None, None)
 
 
-def _newaxis_positions(index) -> list[int] | None:
-    """The positions of ``None`` in a static index made of ``None`` and full slices only, with
-    at least one ``None``; None for any other index."""
+_UNRESOLVED = object()
+
+
+def _static_slice(item) -> bool:
+    return (isinstance(item, slice) and item.step in (None, 1)
+            and all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                    for v in (item.start, item.stop)))
+
+
+def _tile_index(index):
+    """``(slices, newaxes)`` of a static index made of ``None`` and static slices only (at
+    least one ``None`` or one slice that is not ``:``): the slices in axis order and the
+    positions of the ``None`` entries; None for any other index."""
     items = index if isinstance(index, tuple) else (index,)
-    if not items or any(not (i is None or i == _FULL) for i in items):
+    if not items or any(not (i is None or _static_slice(i)) for i in items):
         return None
-    positions = [k for k, i in enumerate(items) if i is None]
-    return positions or None
+    slices = [i for i in items if i is not None]
+    newaxes = [k for k, i in enumerate(items) if i is None]
+    if not newaxes and all(i == _FULL for i in slices):
+        return None
+    return slices, newaxes
+
+
+def _resolve(func_ir, var, depth=0):
+    """The Python value of an index variable built from constants (``slice(0, G)`` after
+    Constants are folded, tuples of them, ``None``), or ``_UNRESOLVED``."""
+    if depth > 8:
+        return _UNRESOLVED
+    try:
+        d = func_ir.get_definition(var)
+    except Exception:  # noqa: BLE001 - several definitions: a run-time value
+        return _UNRESOLVED
+    if isinstance(d, (ir.Const, ir.Global, ir.FreeVar)):
+        return d.value
+    if isinstance(d, ir.Var):
+        return _resolve(func_ir, d, depth + 1)
+    if isinstance(d, ir.Expr) and d.op == "build_tuple":
+        items = tuple(_resolve(func_ir, v, depth + 1) for v in d.items)
+        return _UNRESOLVED if any(i is _UNRESOLVED for i in items) else items
+    if isinstance(d, ir.Expr) and d.op == "call" and not d.kws and d.vararg is None \
+            and _resolve(func_ir, d.func, depth + 1) is slice:
+        args = [_resolve(func_ir, a, depth + 1) for a in d.args]
+        if any(a is _UNRESOLVED for a in args):
+            return _UNRESOLVED
+        try:
+            return slice(*args)
+        except TypeError:
+            return _UNRESOLVED
+    return _UNRESOLVED
+
+
+def _index_of(func_ir, expr):
+    if expr.op == "static_getitem":
+        return expr.index
+    return _resolve(func_ir, expr.index)
+
+
+def _const_tuple(body, scope, values, loc):
+    items = []
+    for v in values:
+        var = ir.Var(scope, mk_unique_var("$nt_bound"), loc)
+        body.append(ir.Assign(ir.Const(v, loc), var, loc))
+        items.append(var)
+    out = ir.Var(scope, mk_unique_var("$nt_bounds"), loc)
+    body.append(ir.Assign(ir.Expr.build_tuple(items, loc), out, loc))
+    return out
 
 
 def _global(body, scope, name, value, loc):
@@ -69,9 +130,22 @@ def rewrite_syntax(func_ir) -> bool:
                 st = ir.Assign(ir.Expr.binop(expr.immutable_fn, expr.lhs, expr.rhs, loc),
                                st.target, loc)
                 changed = True
-            elif expr.op == "static_getitem" and _newaxis_positions(expr.index) is not None:
+            elif expr.op in ("static_getitem", "getitem") \
+                    and _tile_index(_index_of(func_ir, expr)) is not None:
+                from .shape import OPEN_STOP
+                slices, newaxes = _tile_index(_index_of(func_ir, expr))
                 value = expr.value
-                for pos in _newaxis_positions(expr.index):
+                if any(sl != _FULL for sl in slices):
+                    fn = _global(body, scope, "_getitem_slices", numba_tile.language._getitem_slices,
+                                 loc)
+                    starts = _const_tuple(body, scope, [sl.start or 0 for sl in slices], loc)
+                    stops = _const_tuple(body, scope, [OPEN_STOP if sl.stop is None else sl.stop
+                                                       for sl in slices], loc)
+                    out = ir.Var(scope, mk_unique_var("$nt_slice"), loc)
+                    body.append(ir.Assign(ir.Expr.call(fn, [value, starts, stops], (), loc), out,
+                                          loc))
+                    value = out
+                for pos in newaxes:
                     fn = _global(body, scope, "expand_dims", numba_tile.expand_dims, loc)
                     axis = ir.Var(scope, mk_unique_var("$nt_axis"), loc)
                     body.append(ir.Assign(ir.Const(pos, loc), axis, loc))

@@ -48,3 +48,13 @@ def test_augmented_product_keeps_wgmma_and_pipelined_operands(monkeypatch):
     ptx = gemm_augmented.ptx(a, a, nt.partition(np.zeros((512, 512), np.float16), (128, 128)),
                              128, 128, 64)
     assert "wgmma.mma_async" in ptx and "cp.async" in ptx
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.float16])
+def test_static_slices_compile(dtype, nvjitlink):
+    x = np.zeros((13, 11), dtype)
+    ptx = syn.slices.ptx(x, nt.partition(np.zeros((4, 16), dtype), (4, 16)),
+                         nt.partition(np.zeros((16, 8), dtype), (16, 8)),
+                         nt.partition(np.zeros((4, 8), dtype), (4, 8)),
+                         nt.partition(np.zeros((4, 16, 1), dtype), (4, 16, 1)), 16, 16, 4, 8)
+    assert linker.assemble(ptx, (9, 0)) is not None

@@ -193,3 +193,65 @@ def test_reading_a_variable_of_a_pruned_branch_is_refused(path):
         "removes" in text, text
     assert info.value.lineno is not None and "# MARK read" in open(__file__).read().splitlines()[
         info.value.lineno - 1], text
+
+
+@nt.jit
+def slices(x, a: nt.Partition[("G", "BN")], b: nt.Partition[("BM", "H")],
+           c: nt.Partition[("G", "H")], d: nt.Partition[("G", "BN", 1)],
+           BM: nt.Constant, BN: nt.Constant, G: nt.Constant, H: nt.Constant):
+    t = nt.load(x, (nt.bid(0), 0), (BM, BN))            # masked past x's edges
+    nt.store(a, t[0:G])
+    nt.store(b, t[:, BN - H:])
+    nt.store(c, nt.subtile(t, (G, 2), (G, H)))
+    nt.store(d, t[-G:, :, None])
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (13, 11), (3, 16)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int16])
+def test_static_slices_of_a_tile(tile_backend, shape, dtype):
+    """``t[0:G]``, ``t[:, BN - H:]``, ``nt.subtile``, ``t[-G:, :, None]`` of one (16, 16) tile
+    per block; where the array ends inside the tile, the slice's valid box moves with it (its
+    invalid elements are not stored)."""
+    rng = np.random.default_rng()
+    bm, bn, g, h = 16, 16, 4, 8
+    x = (rng.standard_normal(shape) * 100).astype(dtype)
+    outs = [np.full((g, bn), -1, dtype), np.full((bm, h), -1, dtype), np.full((g, h), -1, dtype),
+            np.full((g, bn, 1), -1, dtype)]
+    dev = [tile_backend.asarray(o) for o in outs]
+    tile_backend.run(slices, tile_backend.asarray(x), nt.partition(dev[0], (g, bn)),
+                     nt.partition(dev[1], (bm, h)), nt.partition(dev[2], (g, h)),
+                     nt.partition(dev[3], (g, bn, 1)), bm, bn, g, h)
+    tile = np.full((bm, bn), -1, dtype)         # -1: past x's edge, never stored
+    tile[:shape[0], :shape[1]] = x[:bm, :bn]
+    wants = [tile[0:g], tile[:, bn - h:], tile[g:2 * g, 2:2 + h], tile[-g:, :, None]]
+    for got, want in zip(dev, wants):
+        np.testing.assert_array_equal(tile_backend.to_numpy(got), want)
+
+
+@nt.jit
+def odd_slice(x, z: nt.Partition["B"], B: nt.Constant):
+    t = nt.load_like(x, z)
+    nt.store(z, nt.zeros((B,), nt.float32) + nt.sum(t[0:3], 0))  # MARK odd
+
+
+@nt.jit
+def outside_box(x, z: nt.Partition["B"], B: nt.Constant):
+    t = nt.load_like(x, z)
+    nt.store(z, nt.zeros((B,), nt.float32) + nt.sum(nt.subtile(t, (12,), (8,)), 0))  # MARK box
+
+
+@pytest.mark.parametrize("path", ["interpreter", "ptx"])
+@pytest.mark.parametrize("kernel, fragments", [
+    (odd_slice, ("static slices of power-of-two lengths", "3 elements of axis 0")),
+    (outside_box, ("a box inside the (16,) tile", "elements 12 to 20 of axis 0")),
+], ids=["odd", "outside"])
+def test_slices_that_are_not_tiles_are_refused(path, kernel, fragments):
+    x = np.zeros(32, np.float32)
+    args = (x, nt.partition(np.zeros(32, np.float32), (16,)), 16)
+    with pytest.raises(TileTypingError) as info:
+        if path == "interpreter":
+            kernel(*args, interpret=True)
+        else:
+            kernel.ptx(*args)
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
