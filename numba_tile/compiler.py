@@ -331,9 +331,8 @@ def _attribute_advice(attr: str, kind: str) -> str:
                 f"nt.astype(t, dtype), nt.sum(t, axis), ...)")
     what = "a tensor" if kind == "Tensor" else "a partition"
     if attr in _EXTENTS:
-        return (f"{what} has no attribute {attr!r} in a kernel: its extents are run-time "
-                f"values the kernel's code does not read. Pass an extent you need as a scalar "
-                f"argument (a parameter n, launched with x.shape[0]), count the tiles along an "
+        return (f"{what} has no attribute {attr!r} in a kernel: it has x.shape, x.ndim and "
+                f"x.dtype (its extents are run-time values); count the tiles along an "
                 f"axis with nt.num_tiles(x, axis, TILE), and load without padding= so that "
                 f"the elements past the array's end are masked")
     return (f"{what} has no attribute {attr!r} in a kernel: load its tiles (nt.load(x, index, "

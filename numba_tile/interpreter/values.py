@@ -329,6 +329,11 @@ class InterpTensor:
         self.accesses = AccessRecord(name, array.shape) if writable else None
 
     @property
+    def shape(self) -> tuple:
+        """The array's extents (``x.shape`` in a kernel: int64 values)."""
+        return tuple(np.int64(n) for n in self.array.shape)
+
+    @property
     def ndim(self):
         return self.array.ndim
 

@@ -943,3 +943,29 @@ def lower_tensor_element(context, builder, sig, args):
     phi.add_incoming(zero, before)
     phi.add_incoming(val, then)
     return phi
+
+
+# ------------------------------------------------------------- attributes of an array parameter
+
+
+def _register_array_attributes():
+    """``x.shape``, ``x.ndim``, ``x.dtype`` of a tensor or partition (``typing/memory.py``):
+    the extents its argument carries, and constants."""
+    from numba.cuda.cudaimpl import registry
+
+    for cls in (TensorType, PartitionType):
+        @registry.lower_getattr(cls, "shape")
+        def array_shape(context, builder, typ, val):
+            view = ArrayView(context, builder, typ, val)
+            return context.make_tuple(builder, types.UniTuple(types.int64, typ.ndim), view.shape)
+
+        @registry.lower_getattr(cls, "ndim")
+        def array_ndim(context, builder, typ, val):
+            return context.get_constant(types.int64, typ.ndim)
+
+        @registry.lower_getattr(cls, "dtype")
+        def array_dtype(context, builder, typ, val):
+            return context.get_dummy_value()
+
+
+_register_array_attributes()

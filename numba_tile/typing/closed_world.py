@@ -627,6 +627,9 @@ def _check_plumbing(inst, typemap):
             return          # idx[d], x[i]: numba_tile's op, checked by _check_index_item
         if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), _INDEX_ITERABLES):
             return
+        if expr.op == "getattr" and expr.attr in ("shape", "ndim", "dtype") and isinstance(
+                typemap.get(expr.value.name), (TensorType, PartitionType)):
+            return          # x.shape, x.ndim, x.dtype: metadata (typing/memory.py), no access
         if expr.op == "iternext" and isinstance(typemap.get(expr.value.name), _INDEX_ITERATORS):
             return
         what = f"'{expr.op}' expression" if expr.op not in ("binop", "inplace_binop", "unary") \

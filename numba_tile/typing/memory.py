@@ -259,3 +259,31 @@ def type_tensor_element(x, index):
     if dtypes.is_float8(x.dtype):
         check_float8_target("getitem", x.dtype)
     return types.float32 if dtypes.is_half(x.dtype) or dtypes.is_float8(x.dtype) else x.dtype
+
+
+# ------------------------------------------------------------- attributes of an array parameter
+
+
+def _register_array_attributes():
+    from numba.cuda.cudadecl import registry
+    from numba.cuda.typing.templates import AttributeTemplate
+
+    for cls in (TensorType, PartitionType):
+        @registry.register_attr
+        class ArrayAttributes(AttributeTemplate):
+            """``x.shape`` (the array's extents, int64 values read at run time), ``x.ndim``
+            and ``x.dtype`` (static) of a tensor or partition parameter."""
+
+            key = cls
+
+            def resolve_shape(self, x):
+                return types.UniTuple(types.int64, x.ndim)
+
+            def resolve_ndim(self, x):
+                return types.literal(x.ndim)
+
+            def resolve_dtype(self, x):
+                return types.NumberClass(x.dtype)
+
+
+_register_array_attributes()

@@ -58,3 +58,8 @@ def test_static_slices_compile(dtype, nvjitlink):
                          nt.partition(np.zeros((4, 8), dtype), (4, 8)),
                          nt.partition(np.zeros((4, 16, 1), dtype), (4, 16, 1)), 16, 16, 4, 8)
     assert linker.assemble(ptx, (9, 0)) is not None
+
+
+def test_array_attributes_compile(nvjitlink):
+    ptx = syn.array_attributes.ptx(np.zeros((7, 16)), nt.partition(np.zeros(40), (16,)), 16)
+    assert linker.assemble(ptx, (9, 0)) is not None

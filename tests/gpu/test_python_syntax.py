@@ -255,3 +255,32 @@ def test_slices_that_are_not_tiles_are_refused(path, kernel, fragments):
             kernel.ptx(*args)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
+
+
+@nt.jit
+def array_attributes(x, y: nt.Partition["B"], B: nt.Constant):
+    m, n = x.shape
+    t = nt.load(x, (0, 0), (1, B), padding=0)
+    v = nt.sum(t, 0) * m + n + y.shape[0] * 1000 + x.ndim * 100000
+    nt.store(y, nt.astype(v, y.dtype))
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (7, 16), (1, 1)])
+@pytest.mark.parametrize("view", ["plain", "sliced"])
+def test_array_shape_ndim_and_dtype(tile_backend, shape, view):
+    """``x.shape`` is the array's extents at run time (of a view: the view's), ``x.ndim`` and
+    ``x.dtype`` static; ``y.shape`` of a partition its whole array's."""
+    rng = np.random.default_rng()
+    base = rng.integers(-9, 9, (shape[0] + 2, shape[1] + 3)).astype(np.float64)
+    x = base[:shape[0], :shape[1]] if view == "plain" else base[2:, 3:]
+    y = tile_backend.asarray(np.zeros(40))
+    tile_backend.run(array_attributes, tile_backend.asarray(np.ascontiguousarray(x)
+                                                              if view == "plain" else x),
+                     nt.partition(y, (16,)), 16)
+    row = np.zeros(16)
+    row[:min(16, x.shape[1])] = x[0, :16]
+    want = row * x.shape[0] + x.shape[1] + 40 * 1000 + 2 * 100000
+    got = tile_backend.to_numpy(y)
+    for b in range(3):
+        np.testing.assert_array_equal(got[16 * b:min(40, 16 * (b + 1))],
+                                      want[:min(40, 16 * (b + 1)) - 16 * b])

@@ -2284,8 +2284,8 @@ def over_shared_memory(x, z: nt.Partition[(256, 256)]):
     nt.store(z, nt.matmul(t, t))  # C77
 
 
-@refused("C77", errors.TileTypingError, "wgmma operands (256, 256) @ (256, 256)",
-         "263168 bytes", "232448 bytes a block can have on compute capability 9.0")
+@refused("C77", errors.TileTypingError, "mma operands (256, 256) @ (256, 256)",
+         "262144 bytes", "232448 bytes a block can have on compute capability 9.0")
 def c77_refused_while_lowering_so_by_the_interpreter_too():
     """The shared-memory budget of a matrix product's operands is known only while lowering:
     the interpreter compiles the kernel too, so it refuses what a GPU launch would (a layout

@@ -93,14 +93,14 @@ def test_the_overlap_refusal_of_a_mutable_array_names_it():
 
 
 @nt.jit
-def uses_shape(x, z: nt.Partition["B"], B: nt.Constant):
-    n = x.shape[0]  # MARK shape
+def uses_strides(x, z: nt.Partition["B"], B: nt.Constant):
+    n = x.strides[0]  # MARK strides
     nt.store(z, nt.load_like(x, z) + n)
 
 
 @nt.jit
-def uses_ndim(x, z: nt.Partition["B"], B: nt.Constant):
-    nt.store(z, nt.load_like(x, z) + z.ndim)  # MARK ndim
+def uses_size(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.load_like(x, z) + z.size)  # MARK size
 
 
 @nt.jit
@@ -111,14 +111,14 @@ def uses_tile_size(x, z: nt.Partition["B"], B: nt.Constant):
 
 @pytest.mark.parametrize("path", ["interpreter", "ptx"])
 @pytest.mark.parametrize("kern, args, tag, fragments", [
-    (uses_shape, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16), "shape",
-     ("a tensor has no attribute 'shape' in a kernel", "as a scalar argument",
+    (uses_strides, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16), "strides",
+     ("a tensor has no attribute 'strides' in a kernel", "x.shape, x.ndim and x.dtype",
       "nt.num_tiles(x, axis, TILE)")),
-    (uses_ndim, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16), "ndim",
-     ("a partition has no attribute 'ndim' in a kernel", "nt.num_tiles")),
+    (uses_size, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16), "size",
+     ("a partition has no attribute 'size' in a kernel", "nt.num_tiles")),
     (uses_tile_size, lambda: (_x(), nt.partition(np.zeros(64, np.float32), 16), 16),
      "tile-size", ("a tile has no attribute 'size'", ".shape (static), .ndim, .dtype and .T")),
-], ids=["tensor.shape", "partition.ndim", "tile.size"])
+], ids=["tensor.strides", "partition.size", "tile.size"])
 def test_an_attribute_says_what_to_write(kern, args, tag, fragments, path):
     argv = args()
     with pytest.raises(TileTypingError) as info:
