@@ -149,3 +149,31 @@ def first_error():
     gives the most precise message), or None."""
     ctx = _CURRENT.get()
     return ctx.errors[0][1] if ctx is not None and ctx.errors else None
+
+
+# ------------------------------------------------------------------------ decisions (explain)
+
+#: where a compile's decisions go while ``Kernel.explain`` collects them (None: nobody asks)
+_DECISIONS: contextvars.ContextVar = contextvars.ContextVar("numba_tile_decisions",
+                                                           default=None)
+
+
+@contextmanager
+def collecting_decisions():
+    """Collect the code-path decisions of the compiles inside (``note``) into the dict this
+    yields: ``{(kind, filename, line, col): (kind, loc, text)}``, the last decision for each
+    site kept (Numba types a call more than once; a compile may run twice)."""
+    out: dict = {}
+    token = _DECISIONS.set(out)
+    try:
+        yield out
+    finally:
+        _DECISIONS.reset(token)
+
+
+def note(kind: str, loc, text: str) -> None:
+    """Record which code path the compile chose at the op at ``loc`` and why (``kind``:
+    "mma" or "load"), for ``Kernel.explain``. Nothing unless a caller collects."""
+    out = _DECISIONS.get()
+    if out is not None and loc is not None:
+        out[(kind,) + (_loc_key(loc) or ())] = (kind, loc, text)

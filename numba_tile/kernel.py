@@ -37,6 +37,7 @@ from .compiler import check_kernel, compile_kernel
 from .argtypes import scalar_type, vec16, zero_axes
 from .constant_identity import identity as constant_identity
 from .errors import TileArgumentError, shown
+from .inspection import KernelInspection
 from .options import FIXED as _FIXED
 from .options import check_options as _check_options
 from .options import fixed_error as _fixed_error
@@ -51,7 +52,6 @@ from .runtime.partition import Partition  # noqa: F401 - re-exported
 from .runtime.streams import stream_handle
 from .signature import (  # noqa: F401 - re-exported
     Constant, Mutable, Tensor, _at_definition, check_kernel_function, parse_params)
-from .targets import check_target
 from .typing.types import ConstantArgType, PartitionType, TensorType
 
 INTERPRET_ENV = "NUMBA_TILE_INTERPRET"
@@ -169,7 +169,7 @@ class _Specialization:
         self.cluster = 1
 
 
-class Kernel:
+class Kernel(KernelInspection):
     """A ``@numba_tile.jit`` kernel. Call it to launch.
 
     Its function, parameters and options are fixed when it is made: assigning or deleting
@@ -957,75 +957,6 @@ class Kernel:
             f"launch still in flight on stream {entry.stream:#x}, and this launch is on stream "
             f"{stream:#x}; synchronize, launch on the same stream, or use on_conflict='wait'",
             filename=site[0], lineno=site[1])
-
-    # -- inspection ----------------------------------------------------------------------
-
-    def ptx(self, *args, cc=(9, 0), **kwargs) -> str:
-        """PTX of the specialization these arguments select (compiles, launches nothing).
-
-        Needs no GPU: the PTX comes from libNVVM (``numba-cuda[cu13]``). The kernel is typed
-        and ownership-checked first, exactly as a launch with these arguments would, so a
-        kernel that would be refused at its first launch is refused here too.
-
-        Args:
-            *args: the arguments of a launch (as :meth:`__call__`'s). Arrays may be
-                device arrays, NumPy arrays or fake ``__cuda_array_interface__`` objects: only
-                their dtype, rank, alignment and strides matter; partitions and constants as
-                for a launch.
-            **kwargs: the same, by parameter name.
-            cc (tuple of two ints): the target compute capability ``(major, minor)``, 8.0 or
-                newer (default ``(9, 0)``, Hopper), one the CUDA toolkit compiles for; the
-                shared-memory limit checked is that target's. On ``(9, 0)`` the PTX targets
-                ``sm_90a`` when the kernel uses Hopper instructions (``wgmma``, TMA).
-
-        Returns:
-            str: the PTX module's text.
-
-        Raises:
-            TileTypingError: as a launch, and for a ``cc`` below 8.0.
-            TileArgumentError: as a launch, and for a ``cc`` that is not a tuple of two ints or
-                not a target of the CUDA toolkit.
-            OwnershipError: the kernel breaks an ownership rule checked at compile time.
-
-        Examples:
-            >>> import numpy as np, numba_tile as nt
-            >>> @nt.jit
-            ... def double(x, z: nt.Partition["B"], B: nt.Constant):
-            ...     nt.store(z, 2.0 * nt.load_like(x, z))
-            >>> x = np.zeros(4096, np.float32)
-            >>> ptx = double.ptx(x, nt.partition(np.empty_like(x), 1024), 1024, cc=(8, 0))
-            >>> ".target sm_80" in ptx
-            True
-        """
-        return self.compiled(*args, cc=cc, **kwargs).ptx
-
-    def compiled(self, *args, cc=(9, 0), **kwargs):
-        """The compiled specialization these arguments select, as :meth:`ptx` compiles it.
-
-        Args:
-            *args: as :meth:`ptx`.
-            **kwargs: as :meth:`ptx`.
-            cc (tuple of two ints): as :meth:`ptx`.
-
-        Returns:
-            CompiledKernel: its ``ptx`` (str), ``entry`` (the PTX entry's name),
-            ``num_threads`` (threads per block), ``cc``, ``shared_bytes`` (the dynamic
-            shared memory a block needs), ``param_kinds`` and ``tensor_maps`` (what the
-            launch passes).
-
-        Raises:
-            TileTypingError, TileArgumentError, OwnershipError: as :meth:`ptx`.
-        """
-        cc = check_target(self.__qualname__, cc)
-        values = self._bind(args, kwargs)
-        groups = self._group_lengths(values)
-        if groups:
-            return self._grouped(groups, values).compiled(*self._flatten(groups, values), cc=cc)
-        specs = self._specs(values)
-        bound = bind_arrays(self.__qualname__, specs, values, allow_host=None, call_site=None)
-        spec = self._signature(bound)
-        return self.compile(spec.key, spec.argtypes, spec.grid_param, cc)
-
 
 
 

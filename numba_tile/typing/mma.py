@@ -173,15 +173,38 @@ def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     ``n`` a multiple of 64 and at most 256 (one instruction), and the instruction's registers
     within the block's cap (:func:`wgmma_fits_registers`). Operands come from registers or
     from a pipelined load's slots (``num_stages > 1``)."""
+    why = wgmma_refusal(kind, m, k, n)
+    from .._registry import _typing_loc
+    compiler_context.note("mma", _typing_loc(),
+                          f"wgmma m64n{n}k{32 if kind in FP8_KINDS else 16}" if why is None
+                          else f"mma.sync: {why}")
+    if why is None:
+        compiler_context.current().uses_wgmma = True  # lowering/memory.own_tile_index
+    return why is None
+
+
+def wgmma_refusal(kind: str, m: int, k: int, n: int) -> str | None:
+    """Why an ``(m, k) @ (k, n)`` product of ``kind`` does not lower to ``wgmma`` here (the
+    first rule of :func:`use_wgmma` it breaks), or None where it does."""
     ctx = compiler_context.current()
     nw = ctx.num_warps
     per_atom = 128 if kind in FP8_KINDS else 64
-    ok = (ctx.mma_impl == "wgmma" and tuple(ctx.cc[:2]) == (9, 0)
-          and kind in ("f16", "bf16") + FP8_KINDS and nw % 4 == 0 and m == 16 * nw
-          and k % per_atom == 0 and n % 64 == 0 and n <= 256 and wgmma_fits_registers(n))
-    if ok:
-        ctx.uses_wgmma = True       # lowering/memory.own_tile_index: 32-bit divisions
-    return ok
+    checks = (
+        (ctx.mma_impl == "wgmma", "NUMBA_TILE_MMA=sync"),
+        (tuple(ctx.cc[:2]) == (9, 0), f"wgmma needs compute capability 9.0, compiling for "
+                                      f"{ctx.cc[0]}.{ctx.cc[1]}"),
+        (kind in ("f16", "bf16") + FP8_KINDS, f"{kind} inputs (wgmma here: float16, bfloat16 "
+                                              f"and FP8 with a float32 accumulator)"),
+        (nw % 4 == 0, f"num_warps={nw} is not whole warpgroups (a multiple of 4)"),
+        (m == 16 * nw, f"M = {m} is not 16 * num_warps = {16 * nw} (one 64-row slab per "
+                       f"warpgroup)"),
+        (k % per_atom == 0, f"K = {k} is not a multiple of {per_atom} (whole 128-byte "
+                            f"swizzle atoms)"),
+        (n % 64 == 0 and n <= 256, f"N = {n} is not a multiple of 64 up to 256"),
+        (wgmma_fits_registers(n), f"its {n // 2} accumulator registers a thread and the "
+                                  f"instruction's pass the block's register cap"),
+    )
+    return next((why for ok, why in checks if not ok), None)
 
 
 def result_type(opname, dt, shape, masked=False, wgmma=False) -> TileType:

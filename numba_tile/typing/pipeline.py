@@ -275,7 +275,26 @@ def _wait_at_loop_exit(func_ir, typemap, calltypes, typingctx, loop, acc_old) ->
 
 
 def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=None) -> int:
-    """Mark the staged loads of ``func_ir`` (see the module docstring); returns how many."""
+    """Mark the staged loads of ``func_ir`` (see the module docstring); returns how many.
+    Each load's path, or why it is not staged, goes to ``compiler_context.note``."""
+    loads = {id(st.value): st.loc for blk in func_ir.blocks.values() for st in blk.body
+             if isinstance(st, ir.Assign) and (d := _op(typemap, st.value)) is not None
+             and d.name == "load"}
+    why: dict = {}
+    staged: set = set()
+    try:
+        marked = _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged)
+    finally:
+        from ..compiler_context import note
+        for key, loc in loads.items():
+            if key not in staged:
+                note("load", *why.get(key, (loc, "not pipelined: num_stages=1" if num_stages < 2
+                                            else "not pipelined: not in a `for k in range(n)` "
+                                                 "loop")))
+    return marked
+
+
+def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> int:
     if num_stages < 2:
         return 0
     from numba.cuda.core.analysis import compute_cfg_from_blocks
@@ -302,6 +321,11 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                 inner |= lp.body
         induction = _induction_variable(blocks, loop, defs, inner)
         if induction is None:
+            for lb in loop.body:
+                for st in blocks[lb].body:
+                    if isinstance(st, ir.Assign) and id(st.value) not in why:
+                        why[id(st.value)] = (st.loc, "not pipelined: its loop is not a "
+                                                     "`for k in range(n)` loop")
             continue
         every = [lb for lb in loop.body if lb not in inner
                  and all(lb in doms[latch] for latch in _latches(cfg, loop))]
@@ -313,7 +337,9 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                     continue
                 info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
                                     uses, blocks, transposed)
-                if info is not None:
+                if isinstance(info, str):
+                    why[id(st.value)] = (st.loc, "not pipelined: " + info)
+                elif info is not None:
                     prod = info[2]
                     ppos = None if prod is None else next(
                         (label, i) for i, s2 in enumerate(blocks[label].body)
@@ -372,6 +398,13 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
                 calltypes[st.value], stage=stage,
                 wait=None if product is not None else (order, count_after_own(n, num_stages))))
             marked += 1
+            staged.add(key)
+            from ..compiler_context import note
+            note("load", st.loc, f"pipelined: {num_stages} stages of "
+                 f"{'TMA boxes' if tma else 'cp.async copies'}"
+                 f"{', warp-specialized (a producer warpgroup)' if ws else ''}, "
+                 + ("read by the product from shared memory" if product is not None
+                    else "read back into registers"))
             if product is None:
                 continue
             psig = calltypes[product]
@@ -734,42 +767,48 @@ _INT_BINOPS = (_operator.add, _operator.sub, _operator.mul, _operator.floordiv)
 def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks,
                  transposed=None):
     """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
-    into registers), or None. ``transposed``: where a load reaches operand b of its product
-    through ``transpose`` (``_single_product_use``), ``{id(load expr): transpose statement}``
-    gets the entry."""
+    into registers); None for a statement that is no load; else why the load is not staged
+    (a str, for ``Kernel.explain``). ``transposed``: where a load reaches operand b of its
+    product through ``transpose`` (``_single_product_use``), ``{id(load expr): transpose
+    statement}`` gets the entry."""
     expr = st.value
     d = _op(typemap, expr)
     if d is None or d.name != "load":
         return None
     sig = calltypes.get(expr)
     if sig is None or len(sig.args) != 4:
-        return None
+        return "not a load of a tile of a tensor"
     tty, ity, _sty, pty = sig.args
     res = sig.return_type
-    if not (isinstance(tty, TensorType) and not tty.writable and tty.vec16
-            and (tty.dtype in REGISTER_DTYPES or dtypes.is_float8(tty.dtype))
-            and isinstance(res, TileType)
-            and res.ndim == 2 and tty.ndim == 2
-            and res.shape[1] * dtypes.itemsize(tty.dtype) >= 16):
-        return None
+    if not isinstance(tty, TensorType) or tty.writable:
+        return "the array is not a read-only tensor parameter"
+    if not tty.vec16:
+        return "the array is not 16-byte aligned with unit stride rows (copies of 16 bytes)"
+    if not (tty.dtype in REGISTER_DTYPES or dtypes.is_float8(tty.dtype)):
+        return f"{dtypes.name(tty.dtype)} elements are not staged"
+    if not (isinstance(res, TileType) and res.ndim == 2 and tty.ndim == 2):
+        return "not a 2-D tile of a 2-D tensor"
+    if res.shape[1] * dtypes.itemsize(tty.dtype) < 16:
+        return "a tile row is narrower than 16 bytes"
     no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
                                                       and pty.value is None)
     zero = no_padding or _zero_padding(pty)
     args = _bound_args(expr)
     if args is None:
-        return None
+        return "its arguments are not plain variables"
     tensor, index = args
     if not _invariant(tensor.name, loop, defs, typemap):
-        return None
+        return "the array changes in the loop"
     tup = _single_def(index.name, defs)
     if not (isinstance(tup, ir.Expr) and tup.op == "build_tuple" and len(tup.items) == 2):
-        return None
+        return "its index is not a tuple written at the load"
     axes = [i for i, v in enumerate(tup.items) if v.name in induction]
     if len(axes) != 1:
-        return None
+        return ("its index is not the loop variable on exactly one axis "
+                "(as (i, k) or (k, j) in `for k in range(n)`)")
     if not all(_invariant(v.name, loop, defs, typemap) for i, v in enumerate(tup.items)
                if i != axes[0]):
-        return None
+        return "its other coordinate changes in the loop"
     product = _single_product_use(st, label, typemap, calltypes, uses)
     if product is not None and zero and tty.dtype in PRODUCT_DTYPES:
         prod, operand, via = product
@@ -777,7 +816,7 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
             transposed[id(expr)] = via
         return st, axes[0], prod, operand
     if tty.dtype not in REGISTER_DTYPES:
-        return None                       # FP8: staged only into a product's slots
+        return "FP8 tiles are staged only into a product's slots"
     return st, axes[0], None, None        # read back into registers by the load itself
 
 

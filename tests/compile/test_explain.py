@@ -1,0 +1,98 @@
+"""``Kernel.explain``: the path each product and load of a specialization took and why, from
+the compile itself (no GPU needed); registers and spills from ptxas (nvJitLink); occupancy and
+the roofline bound from the device's figures."""
+
+import numpy as np
+import pytest
+
+import numba_tile as nt
+from numba_tile.explain import DEVICES
+
+
+def _gemm(num_warps, num_stages):
+    @nt.jit(num_warps=num_warps, num_stages=num_stages)
+    def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+             BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            acc = nt.mma(x, y, acc)
+        nt.store(c, nt.astype(acc, nt.float16))
+    return gemm
+
+
+def _args(n=1024):
+    a = np.zeros((n, n), np.float16)
+    return a, a, nt.partition(np.zeros((n, n), np.float16), (128, 128)), 128, 128, 64
+
+
+def _paths(ex, kind):
+    return [d.text for d in ex.decisions if d.kind == kind]
+
+
+def test_a_tuned_gemm_takes_wgmma_and_pipelined_tma_loads(monkeypatch, nvjitlink):
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    ex = _gemm(8, 3).explain(*_args(), cc=(9, 0), device="H100", flops=2 * 1024 ** 3)
+    assert _paths(ex, "mma") == ["wgmma m64n128k16"]
+    loads = _paths(ex, "load")
+    assert len(loads) == 2 and all(t.startswith("pipelined: 3 stages of TMA boxes")
+                                   for t in loads), loads
+    assert ex.registers is not None and ex.spilled_bytes == 0
+    assert ex.shared_bytes > 0 and ex.blocks_per_sm >= 1
+    assert ex.bytes_moved == 3 * 1024 * 1024 * 2
+    assert ex.bound_us == pytest.approx(max(ex.bytes_moved / 3.35e6, 2 * 1024 ** 3 / 989.4e6))
+    text = str(ex)
+    assert "acc = nt.mma(x, y, acc)" in text and "wgmma m64n128k16" in text
+    assert "H100 SXM" in text
+
+
+@pytest.mark.parametrize("warps, cc, why", [
+    (4, (9, 0), "M = 128 is not 16 * num_warps = 64"),
+    (8, (8, 0), "wgmma needs compute capability 9.0, compiling for 8.0"),
+])
+def test_a_product_off_wgmma_says_which_rule(monkeypatch, warps, cc, why):
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    ex = _gemm(warps, 2).explain(*_args(), cc=cc)
+    (path,) = _paths(ex, "mma")
+    assert path.startswith("mma.sync: ") and why in path, path
+
+
+def test_sync_mode_is_named(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_MMA", "sync")
+    (path,) = _paths(_gemm(8, 2).explain(*_args()), "mma")
+    assert path == "mma.sync: NUMBA_TILE_MMA=sync"
+
+
+def test_unpipelined_loads_say_why():
+    assert set(_paths(_gemm(8, 1).explain(*_args()), "load")) == {
+        "not pipelined: num_stages=1"}
+
+    @nt.jit(num_stages=3)
+    def outside(x, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load(x, nt.bid(0), (B,)) * 2)
+
+    x = np.zeros(4096, np.float32)
+    ex = outside.explain(x, nt.partition(np.zeros_like(x), 1024), 1024)
+    assert _paths(ex, "load") == ["not pipelined: not in a `for k in range(n)` loop"]
+    assert "products: none" in str(ex)
+
+    @nt.jit(num_stages=3)
+    def rows(x, z: nt.Partition["BM"], BM: nt.Constant, BN: nt.Constant):
+        acc = nt.zeros((BM,), nt.float32)
+        for k in range(nt.num_tiles(x, 1, BN)):
+            acc = acc + nt.sum(nt.load(x, (k, nt.bid(0)), (BM, BN), padding=0), 1)
+        nt.store(z, acc)
+
+    x = np.zeros((256, 256), np.float32)
+    (path,) = _paths(rows.explain(x, nt.partition(np.zeros(256, np.float32), 16), 16, 64),
+                     "load")
+    assert path.startswith("pipelined: 3 stages of cp.async copies, read back into registers"), \
+        path
+
+
+def test_occupancy_and_the_device_figures():
+    ex = _gemm(8, 2).explain(*_args(), device="A100", cc=(8, 0))
+    assert ex.device is DEVICES["A100"]
+    assert ex.limited_by in ("registers", "shared memory", "threads", "blocks")
+    assert "A100 SXM 80GB" in str(ex)
