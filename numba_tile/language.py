@@ -666,8 +666,11 @@ def item(x):
 # ------------------------------------------------------------------------ unchecked
 # Available only in kernels marked @jit(unchecked=True), launched with unchecked=True.
 
-_ELEMENT_INDICES = """indices (Tile[S] of int32/int64, or a tuple of ndim of them): element
-            coordinates in ``x`` (a tile for a 1-D array, one tile per axis otherwise).
+_ELEMENT_INDICES = """indices (Tile of int32/int64, or a tuple of ndim of them): element
+            coordinates in ``x`` (a tile for a 1-D array, one tile per axis otherwise). The
+            coordinate tiles, the mask and the values broadcast together as operators do
+            (NumPy's rules): ``(r[:, None], c[None, :])`` is the box of rows ``r`` and
+            columns ``c``; S is the broadcast shape.
             Elements whose coordinates fall outside ``x`` are skipped (bounds-checked),
             and so are the invalid elements of masked tile operands (indices, mask or
             values loaded past an array's edge without ``padding=``).

@@ -28,19 +28,24 @@ def _valid(v, shape):
     return np.ones(shape, bool)
 
 
-def _coords(x, indices):
+def _coords(x, indices, *others):
+    """The coordinates (one int64 array per axis of ``x``) and the in-bounds-and-valid
+    elements, over the broadcast (NumPy's rules) of the index tiles and the tile operands
+    among ``others`` (mask, values), as ``typing/unchecked.index_tiles`` types it."""
     tiles = indices if isinstance(indices, tuple) else (indices,)
-    coords = [t.data.astype(np.int64) for t in tiles]
-    ok = np.ones(coords[0].shape, bool)
+    shape = np.broadcast_shapes(*[t.data.shape for t in tiles],
+                                *[o.data.shape for o in others if isinstance(o, InterpTile)])
+    coords = [np.broadcast_to(t.data.astype(np.int64), shape) for t in tiles]
+    ok = np.ones(shape, bool)
     for t, c, ext in zip(tiles, coords, x.array.shape):
-        ok &= (c >= 0) & (c < ext) & _valid(t, c.shape)
+        ok &= (c >= 0) & (c < ext) & _valid(t, shape)
     return coords, ok
 
 
 def _mask(ok, mask, *values):
     """The elements that act: in bounds, mask true, every masked operand valid."""
     if mask is not None:
-        ok = ok & mask.data.astype(bool) & _valid(mask, ok.shape)
+        ok = ok & np.broadcast_to(mask.data.astype(bool), ok.shape) & _valid(mask, ok.shape)
     for v in values:
         ok = ok & _valid(v, ok.shape)
     return ok
@@ -50,13 +55,13 @@ def _values(v, shape, dt):
     np_dt = dtypes.to_numpy(dt)
     if isinstance(v, InterpTile):
         src = v.data.astype(np.float32) if dtypes.is_half(v.dtype) else v.data
-        return src.astype(np_dt)
+        return np.broadcast_to(src.astype(np_dt), shape)
     return np.full(shape, v).astype(np_dt)
 
 
 @interp_rule("gather")
 def interp_gather(x, indices, mask=None, padding=0):
-    coords, ok = _coords(x, indices)
+    coords, ok = _coords(x, indices, mask)
     ok = _mask(ok, mask)
     out = np.full(ok.shape, padding).astype(dtypes.to_numpy(x.dtype))
     sel = tuple(c[ok] for c in coords)
@@ -68,7 +73,7 @@ def interp_gather(x, indices, mask=None, padding=0):
 
 @interp_rule("scatter")
 def interp_scatter(x, indices, values, mask=None):
-    coords, ok = _coords(x, indices)
+    coords, ok = _coords(x, indices, values, mask)
     ok = _mask(ok, mask, values)
     vals = _values(values, ok.shape, x.dtype)
     sel = tuple(c[ok] for c in coords)
@@ -118,7 +123,7 @@ def _atomic(name):
 
     @interp_rule(name)
     def rule(x, indices, values, mask=None, sem="relaxed", scope="gpu"):
-        coords, ok = _coords(x, indices)
+        coords, ok = _coords(x, indices, values, mask)
         ok = _mask(ok, mask, values)
         vals = _values(values, ok.shape, x.dtype)
         old = np.zeros(ok.shape, dtypes.to_numpy(x.dtype))
@@ -139,7 +144,7 @@ for _n in _UPDATE:
 
 @interp_rule("atomic_cas")
 def interp_atomic_cas(x, indices, expected, desired, mask=None, sem="relaxed", scope="gpu"):
-    coords, ok = _coords(x, indices)
+    coords, ok = _coords(x, indices, expected, desired, mask)
     ok = _mask(ok, mask, expected, desired)
     exp = _values(expected, ok.shape, x.dtype)
     des = _values(desired, ok.shape, x.dtype)

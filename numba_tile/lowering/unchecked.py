@@ -27,13 +27,14 @@ from .elementwise import Operand
 from .memory import ArrayView, _reg_to_storage, _storage_to_reg
 
 
-def _index_operands(context, builder, sig_ty, value, layout):
+def _index_operands(context, builder, sig_ty, value, layout, shape):
     tys = list(sig_ty.types) if isinstance(sig_ty, types.BaseTuple) else [sig_ty]
     if isinstance(sig_ty, types.BaseTuple):
         vals = [builder.extract_value(value, i) for i in range(len(tys))]
     else:
         vals = [value]
-    return [Operand(context, builder, t, v, dtypes.int64, layout) for t, v in zip(tys, vals)]
+    return [Operand(context, builder, t, v, dtypes.int64, layout, shape)
+            for t, v in zip(tys, vals)]
 
 
 def _elements(context, builder, view, idx_ops, mask_op, i, value_ops=()):
@@ -54,10 +55,10 @@ def _elements(context, builder, view, idx_ops, mask_op, i, value_ops=()):
     return ok, view.global_ptr(builder, offset, 1)
 
 
-def _mask_operand(context, builder, ty, value, layout):
+def _mask_operand(context, builder, ty, value, layout, shape):
     if isinstance(ty, (types.Omitted, types.NoneType)):
         return None
-    return Operand(context, builder, ty, value, dtypes.bool_, layout)
+    return Operand(context, builder, ty, value, dtypes.bool_, layout, shape)
 
 
 @lowering_rule("gather")
@@ -65,8 +66,8 @@ def lower_gather(context, builder, sig, args):
     xty, ity, mty, pty = sig.args
     res = sig.return_type
     view = ArrayView(context, builder, xty, args[0])
-    idx = _index_operands(context, builder, ity, args[1], res.layout)
-    mask = _mask_operand(context, builder, mty, args[2], res.layout)
+    idx = _index_operands(context, builder, ity, args[1], res.layout, res.shape)
+    mask = _mask_operand(context, builder, mty, args[2], res.layout, res.shape)
     pad = padding_element(context, builder, pty, args[3], res.dtype)
     pad_s = _reg_to_storage(builder, pad, res.dtype, view.storage_llvm)
     out = []
@@ -86,13 +87,13 @@ def lower_gather(context, builder, sig, args):
 @lowering_rule("scatter")
 def lower_scatter(context, builder, sig, args):
     xty, ity, vty, mty = sig.args
-    from ..typing.unchecked import _operands, in_operand_layout
-    shape = (ity.types[0] if isinstance(ity, types.BaseTuple) else ity).shape
+    from ..typing.unchecked import _operands, in_operand_layout, operand_shape
+    shape = operand_shape(ity, vty, mty)
     layout = in_operand_layout(xty.dtype, shape, _operands(ity, vty, mty)).layout
     view = ArrayView(context, builder, xty, args[0])
-    idx = _index_operands(context, builder, ity, args[1], layout)
-    vals = Operand(context, builder, vty, args[2], xty.dtype, layout)
-    mask = _mask_operand(context, builder, mty, args[3], layout)
+    idx = _index_operands(context, builder, ity, args[1], layout, shape)
+    vals = Operand(context, builder, vty, args[2], xty.dtype, layout, shape)
+    mask = _mask_operand(context, builder, mty, args[3], layout, shape)
     owner = is_storing_thread(builder, layout)
     for i in range(layout.elems_per_thread):
         ok, ptr = _elements(context, builder, view, idx, mask, i, (vals,))
@@ -179,14 +180,15 @@ def _atomic_lowering(name):
         layout = res.layout
         dt = xty.dtype
         view = ArrayView(context, builder, xty, args[0])
-        idx = _index_operands(context, builder, ity, args[1], layout)
+        shape = res.shape
+        idx = _index_operands(context, builder, ity, args[1], layout, shape)
         if name == "atomic_cas":
-            operands = [Operand(context, builder, ety, args[2], dt, layout),
-                        Operand(context, builder, dty, args[3], dt, layout)]
-            mask = _mask_operand(context, builder, mty, args[4], layout)
+            operands = [Operand(context, builder, ety, args[2], dt, layout, shape),
+                        Operand(context, builder, dty, args[3], dt, layout, shape)]
+            mask = _mask_operand(context, builder, mty, args[4], layout, shape)
         else:
-            operands = [Operand(context, builder, vty, args[2], dt, layout)]
-            mask = _mask_operand(context, builder, mty, args[3], layout)
+            operands = [Operand(context, builder, vty, args[2], dt, layout, shape)]
+            mask = _mask_operand(context, builder, mty, args[3], layout, shape)
         sem, scope = _static(sty), _static(scty)
         reg = element_llvm_type(dt)
         float_order = name in ("atomic_max", "atomic_min") and dtypes.is_float(dt)

@@ -152,6 +152,14 @@ def type_load_like(x, like, padding, index):
     return make_tile(x.dtype, like.tile_shape, masked=masked, align=_align(x, like.tile_shape))
 
 
+def _narrowing(z) -> str:
+    """What a store of a wider tile into ``z`` expects, with the conversion to write."""
+    name = dtypes.name(z.dtype)
+    attr = "bool_" if name == "bool" else name
+    return (f"a tile {name} holds without narrowing (the dtype of '{z.param}'); narrowing is "
+            f"never implicit: write nt.store({z.param}, nt.astype(t, nt.{attr}))")
+
+
 @typing_rule("store")
 def type_store(z, tile, index):
     # Ownership (is z mutable? is index allowed?) is checked by the ownership pass,
@@ -170,9 +178,7 @@ def type_store(z, tile, index):
             raise fail("store", "tile", f"a rank-{z.ndim} tile (its shape sets the tile units)",
                        tile)
         if not dtypes.storable(tile.dtype, z.dtype):
-            raise fail("store", "tile", f"a tile {dtypes.name(z.dtype)} holds without narrowing "
-                       f"(the dtype of '{z.param}'; narrow explicitly with astype())",
-                       f"a tile of {dtypes.name(tile.dtype)}")
+            raise fail("store", "tile", _narrowing(z), f"a tile of {dtypes.name(tile.dtype)}")
         return types.none
     if is_omitted(index) and z.mapped:
         raise _mapped_needs_index("store", z)
@@ -183,9 +189,7 @@ def type_store(z, tile, index):
             raise fail("store", "tile", f"a tile of shape {z.tile_shape} (the tile shape of "
                        f"'{z.param}')", tile.shape)
         if not dtypes.storable(tile.dtype, z.dtype):
-            raise fail("store", "tile", f"a tile {dtypes.name(z.dtype)} holds without narrowing "
-                       f"(the dtype of '{z.param}'; narrow explicitly with astype())",
-                       f"a tile of {dtypes.name(tile.dtype)}")
+            raise fail("store", "tile", _narrowing(z), f"a tile of {dtypes.name(tile.dtype)}")
     elif is_scalar(tile):
         check_scalar_fits(tile, z.dtype, "store", "tile", f"the dtype of '{z.param}'")
         check_float8_target("store", z.dtype)

@@ -136,8 +136,8 @@ def rewrite_syntax(func_ir) -> bool:
                 slices, newaxes = _tile_index(_index_of(func_ir, expr))
                 value = expr.value
                 if any(sl != _FULL for sl in slices):
-                    fn = _global(body, scope, "_getitem_slices", numba_tile.language._getitem_slices,
-                                 loc)
+                    fn = _global(body, scope, "_getitem_slices",
+                                 numba_tile.language._getitem_slices, loc)
                     starts = _const_tuple(body, scope, [sl.start or 0 for sl in slices], loc)
                     stops = _const_tuple(body, scope, [OPEN_STOP if sl.stop is None else sl.stop
                                                        for sl in slices], loc)

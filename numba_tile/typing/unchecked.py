@@ -8,6 +8,7 @@ from .. import dtypes
 from .._registry import typing_rule
 from ..layout import BlockedLayout
 from .common import fail, is_array_param, is_omitted, is_scalar, make_tile
+from .elementwise import broadcast_shape
 from .memory import _check_padding, check_scalar_fits
 from .types import TileType
 
@@ -33,18 +34,29 @@ def _cc() -> tuple:
     return tuple(getattr(_CURRENT.get(), "cc", None) or (9, 0))[:2]
 
 
-def index_tiles(opname, x, indices):
-    """The index tiles of ``indices`` (one per axis of ``x``) and their common shape."""
+def index_tiles(opname, x, indices, *others):
+    """The index tiles of ``indices`` (one per axis of ``x``) and the shape the op runs over:
+    the broadcast (NumPy's rules, as operators) of the index tiles and of the tile operands
+    among ``others`` (the mask, the values)."""
     tiles = list(indices.types) if isinstance(indices, types.BaseTuple) else [indices]
     if len(tiles) != x.ndim or not all(isinstance(t, TileType) and dtypes.is_int(t.dtype)
                                        for t in tiles):
         raise fail(opname, "indices", f"{'an integer tile' if x.ndim == 1 else ''}"
                    f"{'' if x.ndim == 1 else f'a tuple of {x.ndim} integer tiles'} (element "
                    f"coordinates in '{x.param}')", indices)
-    shape = tiles[0].shape
-    if any(t.shape != shape for t in tiles):
-        raise fail(opname, "indices", "index tiles of one shape", [t.shape for t in tiles])
+    shape = broadcast_shape([t.shape for t in tiles], opname, "indices")
+    extra = [t.shape for t in others if isinstance(t, TileType)]
+    if extra:
+        shape = broadcast_shape([shape] + extra, opname, "operands")
     return tiles, shape
+
+
+def operand_shape(ity, *others) -> tuple:
+    """The shape an op of index type ``ity`` and operand types ``others`` runs over, as
+    :func:`index_tiles` computes it (for the lowering)."""
+    tiles = list(ity.types) if isinstance(ity, types.BaseTuple) else [ity]
+    shapes = [t.shape for t in tiles] + [t.shape for t in others if isinstance(t, TileType)]
+    return broadcast_shape(shapes, "indices")
 
 
 def in_operand_layout(dt, shape, operands) -> TileType:
@@ -72,15 +84,12 @@ def _operands(indices, *others):
 def _check_mask(opname, mask, shape):
     if is_omitted(mask):
         return
-    if not (isinstance(mask, TileType) and dtypes.is_bool(mask.dtype) and mask.shape == shape):
-        raise fail(opname, "mask", f"a bool tile of shape {shape}", mask)
+    if not (isinstance(mask, TileType) and dtypes.is_bool(mask.dtype)):
+        raise fail(opname, "mask", f"a bool tile (broadcast to {shape})", mask)
 
 
 def _check_values(opname, arg, values, x, shape):
     if isinstance(values, TileType):
-        if values.shape != shape:
-            raise fail(opname, arg, f"a tile of shape {shape} (the shape of the indices)",
-                       values.shape)
         if not dtypes.storable(values.dtype, x.dtype):
             raise fail(opname, arg, f"values {dtypes.name(x.dtype)} holds without narrowing "
                        f"(the dtype of '{x.param}'; use astype())", dtypes.name(values.dtype))
@@ -104,7 +113,7 @@ def _array(opname, x):
 @typing_rule("gather")
 def type_gather(x, indices, mask, padding):
     _array("gather", x)
-    _, shape = index_tiles("gather", x, indices)
+    _, shape = index_tiles("gather", x, indices, mask)
     _check_mask("gather", mask, shape)
     _check_padding(padding, x.dtype, "gather")
     return in_operand_layout(x.dtype, shape, _operands(indices, mask))
@@ -113,7 +122,7 @@ def type_gather(x, indices, mask, padding):
 @typing_rule("scatter")
 def type_scatter(x, indices, values, mask):
     _array("scatter", x)
-    _, shape = index_tiles("scatter", x, indices)
+    _, shape = index_tiles("scatter", x, indices, values, mask)
     _check_mask("scatter", mask, shape)
     _check_values("scatter", "values", values, x, shape)
     return types.none
@@ -131,7 +140,7 @@ def _atomic(name):
             raise fail(name, "x", "an array of a dtype this target can add atomically (bfloat16 "
                        "needs compute capability 9.0: atom.add.noftz.bf16)",
                        f"bfloat16 on {_cc()[0]}.{_cc()[1]}")
-        _, shape = index_tiles(name, x, indices)
+        _, shape = index_tiles(name, x, indices, values, mask)
         _check_mask(name, mask, shape)
         _check_values(name, "values", values, x, shape)
         _static_str(name, "sem", sem, SEMS)
@@ -150,7 +159,7 @@ def type_atomic_cas(x, indices, expected, desired, mask, sem, scope):
     _array("atomic_cas", x)
     if x.dtype not in ATOMIC_DTYPES["atomic_cas"]:
         raise fail("atomic_cas", "x", "an array of int32 or int64", dtypes.name(x.dtype))
-    _, shape = index_tiles("atomic_cas", x, indices)
+    _, shape = index_tiles("atomic_cas", x, indices, expected, desired, mask)
     _check_mask("atomic_cas", mask, shape)
     _check_values("atomic_cas", "expected", expected, x, shape)
     _check_values("atomic_cas", "desired", desired, x, shape)

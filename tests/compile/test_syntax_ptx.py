@@ -63,3 +63,14 @@ def test_static_slices_compile(dtype, nvjitlink):
 def test_array_attributes_compile(nvjitlink):
     ptx = syn.array_attributes.ptx(np.zeros((7, 16)), nt.partition(np.zeros(40), (16,)), 16)
     assert linker.assemble(ptx, (9, 0)) is not None
+
+
+def test_broadcast_coordinates_compile(nvjitlink):
+    from tests.gpu import test_gather_broadcasting as gb
+    i32, i64 = np.zeros(48, np.int32), np.zeros(48, np.int64)
+    x = np.zeros((50, 40), np.float32)
+    for ptx in (gb.gather_box.ptx(x, i32, i64, nt.partition(np.zeros((48, 16), np.float32),
+                                                               (16, 16)), 16, 16),
+                gb.scatter_rows.ptx(np.zeros((40, 16)), i64, np.zeros((32, 16)), 16, 16),
+                gb.add_columns.ptx(np.zeros((32, 24)), i32, np.zeros(32), 16, 16)):
+        assert linker.assemble(ptx, (9, 0)) is not None
