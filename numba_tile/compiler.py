@@ -95,10 +95,11 @@ def _make_compiler(typing_only: bool):
             pm._finalized = False
             # user helper functions become kernel code before typing (typing/helpers.py)
             pm.add_pass_after(InlineHelpers, InlineInlinables)
-            idx = [p for p, _ in pm.passes].index(NopythonTypeInference)
-            pm.passes.insert(idx, (FoldConstantsPass, "fold Constant parameters"))
-            # +=, t[:, None], t.T as numba_tile's ops (typing/syntax.py)
-            pm.passes.insert(idx + 1, (RewriteSyntax, "rewrite Python syntax to numba_tile's ops"))
+            # Constants folded before Numba's branch pruning and SSA: a branch on a Constant
+            # is gone, with the variables only it assigned, before SSA joins them
+            pm.add_pass_after(FoldConstantsPass, InlineHelpers)
+            # +=, t[:, None], t[a:b], t.T as numba_tile's ops (typing/syntax.py)
+            pm.add_pass_after(RewriteSyntax, FoldConstantsPass)
             pm.add_pass_after(OwnershipPass, NopythonTypeInference)
             pm.add_pass_after(TypedIRPass, OwnershipPass)
             if typing_only:
@@ -269,9 +270,18 @@ _HINTS = [
     (re.compile(r">>> (bool|truth)\(Tile\["),
      "a tile has no truth value (Python `if`/`while`/`and`/`or` on a tile): choose elementwise "
      "with where(cond, x, y)"),
+    (re.compile(r">>> getitem\(Tile\[[^\n]*(slice|ellipsis)"),
+     "a tile is indexed by static slices of step 1 and None only (t[0:G], t[:, 64:128], "
+     "t[:, None]): the bounds integer literals or Constants, written at the index (no "
+     "step, no Ellipsis, no run-time bound); nt.subtile(t, start, shape) names a box"),
     (re.compile(r">>> (getitem|setitem)\(Tile\["),
      "tiles are not indexed element by element: load and store whole tiles (load(x, index, "
-     "shape), store(z, tile)) and choose elements with where()"),
+     "shape), store(z, tile)), cut static boxes with t[a:b] or nt.subtile, and choose "
+     "elements with where()"),
+    (re.compile(r">>> \w+\((Tensor|Partition)\[[^\n]*, (int|float|bool|Literal)|>>> \w+\("
+                r"(int|float|bool|Literal)[^\n]*, (Tensor|Partition)\["),
+     "an array parameter is not an operand: load its tiles (nt.load, nt.load_like), compute "
+     "on them, and write with nt.store"),
     (re.compile(r">>> \w+\(.*Tile\["),
      "this function does not take tiles: use the numba_tile ops (numba_tile.exp, where, ...) "
      "instead of math/numpy functions on tiles"),

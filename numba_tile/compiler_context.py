@@ -171,9 +171,10 @@ def collecting_decisions():
         _DECISIONS.reset(token)
 
 
-def note(kind: str, loc, text: str) -> None:
+def note(kind: str, loc, text: str, ident=None) -> None:
     """Record which code path the compile chose at the op at ``loc`` and why (``kind``:
-    "mma" or "load"), for ``Kernel.explain``. Nothing unless a caller collects."""
+    "mma" or "load"), for ``Kernel.explain``; ``ident`` tells apart two ops of one line.
+    Nothing unless a caller collects."""
     out = _DECISIONS.get()
     if out is not None and loc is not None:
-        out[(kind,) + (_loc_key(loc) or ())] = (kind, loc, text)
+        out[(kind,) + (_loc_key(loc) or ()) + (ident,)] = (kind, loc, text)

@@ -6,7 +6,7 @@ excluded it (``typing/mma.wgmma_refusal``); per tile load, whether it is pipelin
 or ``cp.async`` copies, the stages, warp specialization) or why not
 (``typing/pipeline._staged_load``); the registers a thread and the bytes spilled, from
 ptxas (nvJitLink, no GPU needed); shared memory, threads and the blocks an SM holds; and a
-roofline bound from the arguments' bytes (and FLOPs, when given) at the device's datasheet
+roofline estimate from the arguments' bytes (and FLOPs, when given) at the device's datasheet
 peaks: the GPU at hand, else the one named, else the usual part of the compute capability.
 """
 
@@ -91,9 +91,12 @@ class Explanation:
         spilled_bytes: bytes ptxas spilled to local memory (None without nvJitLink).
         blocks_per_sm: blocks an SM holds at once, and ``limited_by`` what bounds it.
         decisions: the path of each product and load, in source order.
-        bytes_moved: bytes of the array arguments (each read or written once at least).
+        bytes_moved: bytes of the array arguments (whole arrays: a kernel that reads part of
+            one moves less).
         flops: the FLOPs given (None: not given).
-        bound_us: the roofline's lower bound on the run time, in microseconds.
+        bound_us: the roofline estimate of the run time, in microseconds: the larger of the
+            memory time (``bytes_moved`` once at the device's bandwidth) and the compute time
+            (``flops`` at its 16-bit tensor-core peak).
     """
 
     kernel: str
@@ -132,15 +135,15 @@ class Explanation:
         if not any(d.kind == "mma" for d in self.decisions):
             lines.append("  products: none")
         memory_us = self.bytes_moved / (self.device.tb_per_s * 1e6)
-        bw = (f"{self.bytes_moved / 1e6:,.3f} MB moved: at least {memory_us:,.2f} us at "
-              f"{self.device.tb_per_s} TB/s")
+        bw = (f"the array arguments hold {self.bytes_moved / 1e6:,.3f} MB: {memory_us:,.2f} us "
+              f"at {self.device.tb_per_s} TB/s if each byte moves once")
         if self.flops:
-            bw += (f"; {self.flops / 1e9:,.3f} GFLOP: at least "
-                   f"{self.flops / (self.device.tflops_16bit * 1e6):,.2f} us at "
+            compute_us = self.flops / (self.device.tflops_16bit * 1e6)
+            bw += (f"; {self.flops / 1e9:,.3f} GFLOP: {compute_us:,.2f} us at "
                    f"{self.device.tflops_16bit} TFLOP/s (16-bit tensor cores)")
         else:
-            bw += "; FLOPs not given (explain(..., flops=N) adds the compute bound)"
-        lines.append(f"  roofline: {bw}; bound {self.bound_us:,.2f} us")
+            bw += "; FLOPs not given (explain(..., flops=N) adds the compute time)"
+        lines.append(f"  roofline estimate: {bw}; {self.bound_us:,.2f} us")
         return "\n".join(lines)
 
 
@@ -182,6 +185,11 @@ def explain(kernel, args, kwargs, *, cc, device, flops) -> Explanation:
     from .compiler import compile_kernel, mma_impl
     from .runtime import linker
     from .runtime.launch_checks import bind_arrays
+    if flops is not None and not (isinstance(flops, (int, float)) and not isinstance(flops, bool)
+                                  and flops >= 0):
+        from .errors import TileArgumentError
+        raise TileArgumentError(f"kernel '{kernel.__qualname__}': explain(flops=...) takes the "
+                                f"FLOPs of one launch, a number >= 0, got {flops!r}")
     values = kernel._bind(args, kwargs)
     specs = kernel._specs(values)
     bound = bind_arrays(kernel.__qualname__, specs, values, allow_host=None, call_site=None)

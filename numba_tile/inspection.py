@@ -85,7 +85,7 @@ class KernelInspection:
         product ``wgmma`` or ``mma.sync`` (and the rule that excluded ``wgmma``), per load
         pipelined (TMA or ``cp.async``, stages, warp specialization) or why not; registers
         and spills (ptxas through nvJitLink, no GPU needed), shared memory, threads,
-        occupancy, and a roofline bound (:mod:`numba_tile.explain`).
+        occupancy, and a roofline estimate (:mod:`numba_tile.explain`).
 
         Args:
             *args: as :meth:`ptx`.

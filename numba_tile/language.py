@@ -632,10 +632,17 @@ def subtile(x, start, shape):
 
 
 @op("shape")
-def _getitem_slices(x, starts, stops):
-    """Internal (``x[a:b, c:d]`` of a tile with static slices, rewritten by
-    ``typing/syntax.py``): :func:`subtile` of the box Python's slicing rules give; a stop
+def _getitem_static(x, starts, stops, newaxes):
+    """Internal (``x[a:b, None, c:d]`` with static slices and ``None``, rewritten by
+    ``typing/syntax.py``): of a tile, :func:`subtile` of the box Python's slicing rules give,
+    then an axis of extent 1 at each position in ``newaxes``; of a tuple, its slice; a stop
     left out is ``typing/shape.OPEN_STOP``."""
+
+
+@op("shape")
+def _attr_T(x):
+    """Internal (``x.T``, rewritten by ``typing/syntax.py``): :func:`transpose` of a tile; a
+    named tuple's field ``T``."""
 
 
 @op("shape")

@@ -71,17 +71,29 @@ def interp_subtile(x, start, shape):
     return _subtile(x, _shape(start), _shape(shape))
 
 
-@interp_rule("_getitem_slices")
-def interp_getitem_slices(x, starts, stops):
+@interp_rule("_getitem_static")
+def interp_getitem_static(x, starts, stops, newaxes):
     from ..typing.shape import OPEN_STOP
     starts, stops = _shape(starts), _shape(stops)
+    if not isinstance(x, InterpTile):           # a tuple's slice (typed as one)
+        return x[slice(starts[0], None if stops[0] == OPEN_STOP else stops[0])]
     box_start, box_shape = [], []
     for d, n in enumerate(x.data.shape):
         lo, hi = (starts[d], stops[d]) if d < len(starts) else (0, OPEN_STOP)
         lo, hi, _ = slice(lo, None if hi == OPEN_STOP else hi).indices(n)
         box_start.append(lo)
         box_shape.append(hi - lo)
-    return _subtile(x, box_start, box_shape)
+    out = _subtile(x, box_start, box_shape)
+    for pos in _shape(newaxes):
+        out = interp_expand_dims(out, pos)
+    return out
+
+
+@interp_rule("_attr_T")
+def interp_attr_t(x):
+    if isinstance(x, InterpTile):
+        return interp_transpose(x)
+    return x.T
 
 
 @interp_rule("item")

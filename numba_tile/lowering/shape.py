@@ -148,11 +148,34 @@ def lower_subtile(context, builder, sig, args):
     return _subtile(context, builder, sig, args, start)
 
 
-@lowering_rule("_getitem_slices")
-def lower_getitem_slices(context, builder, sig, args):
-    from ..typing.shape import slices_box
-    start, _shape = slices_box(sig.args[0], sig.args[1], sig.args[2])
-    return _subtile(context, builder, sig, args, start)
+@lowering_rule("_getitem_static")
+def lower_getitem_static(context, builder, sig, args):
+    from numba.cuda.typing.templates import signature
+
+    from ..typing.shape import slices_box, static_index_type, tuple_slice
+    from ..typing.types import TileType
+    xty, sty, ety, nty = sig.args
+    if not isinstance(xty, TileType):           # a tuple's slice
+        lo, hi = tuple_slice(xty, sty, ety, nty)
+        return context.make_tuple(builder, sig.return_type,
+                                  [builder.extract_value(args[0], i) for i in range(lo, hi)])
+    start, _shape = slices_box(xty, sty, ety)
+    sliced, res = static_index_type(xty, sty, ety, nty)
+    value = args[0]
+    if sliced.shape != xty.shape:
+        value = _subtile(context, builder, signature(sliced, xty), [value], start)
+    if res.shape != sliced.shape:
+        value = _same_linear(context, builder, signature(res, sliced), [value])
+    return value
+
+
+@lowering_rule("_attr_T")
+def lower_attr_t(context, builder, sig, args):
+    from ..typing.types import TileType
+    (xty,) = sig.args
+    if isinstance(xty, TileType):
+        return lower_transpose(context, builder, sig, args)
+    return builder.extract_value(args[0], xty.fields.index("T"))
 
 
 @lowering_rule("item")

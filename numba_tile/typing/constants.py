@@ -88,52 +88,36 @@ class FoldConstantsPass(FunctionPass):
             # branches on Constant parameters (``if OP == 0:``) are now branches on constants:
             # prune the dead ones, so only the taken branch is typed and compiled
             from numba.cuda.core.analysis import dead_branch_prune
+            before = _assigned(state.func_ir)
             dead_branch_prune(state.func_ir, state.args)
-            _drop_unused_undefined(state.func_ir)
+            _refuse_reads_of_pruned(state.func_ir, before - _assigned(state.func_ir))
         return changed
 
 
-def _drop_unused_undefined(func_ir) -> None:
-    """Remove the ``v = Undefined`` assignments a pruned branch leaves where nothing reads
-    ``v`` (Triton's constexpr habit: ``if HAS_BIAS: b = ...`` and ``if HAS_BIAS: t = t + b``
-    with ``HAS_BIAS=False``); the SSA join of ``b`` became an undefined value no one uses,
-    which Numba's type inference refuses ("Unsupported assignment")."""
-    used = set()
-    for block in func_ir.blocks.values():
-        for inst in block.body:
-            if isinstance(inst, ir.Assign):
-                value = inst.value
-                if isinstance(value, ir.Var):
-                    used.add(value.name)
-                elif isinstance(value, ir.Expr):
-                    used.update(v.name for v in value.list_vars())
-            else:
-                used.update(v.name for v in inst.list_vars())
-    undefined = {}
-    for block in func_ir.blocks.values():
-        for inst in block.body:
-            if isinstance(inst, ir.Assign) and inst.value is ir.UNDEFINED:
-                undefined[inst.target.name] = inst.target.unversioned_name
-        block.body = [inst for inst in block.body
-                      if not (isinstance(inst, ir.Assign) and inst.value is ir.UNDEFINED
-                              and inst.target.name not in used)]
-    read = {name: var for name, var in undefined.items() if name in used}
-    if not read:
+def _assigned(func_ir) -> set:
+    return {inst.target.name for block in func_ir.blocks.values() for inst in block.body
+            if isinstance(inst, ir.Assign)}
+
+
+def _refuse_reads_of_pruned(func_ir, lost: set) -> None:
+    """Refuse a read of a variable that only pruned branches assigned (Triton's constexpr
+    habit read outside its ``if``), at the read. A variable assigned and read only under
+    ``if`` on a false Constant is gone with its branches: nothing to refuse."""
+    lost = {name for name in lost if not name.startswith("$")}
+    if not lost:
         return
-    for block in func_ir.blocks.values():
-        for inst in block.body:
-            names = {v.name for v in inst.list_vars()} if not isinstance(inst, ir.Assign) \
-                else {v.name for v in getattr(inst.value, "list_vars", lambda: [])()}
-            if isinstance(inst, ir.Assign) and isinstance(inst.value, ir.Var):
-                names = {inst.value.name}
-            hit = sorted(names & set(read))
+    for label in sorted(func_ir.blocks):
+        for inst in func_ir.blocks[label].body:
+            hit = sorted(v.name for v in inst.list_vars()
+                         if v.name in lost and not (isinstance(inst, ir.Assign)
+                                                    and v.name == inst.target.name))
             if hit:
                 from ..compiler_context import current
                 from ..errors import TileTypingError
                 kernel = getattr(current(), "kernel_name", None)
                 prefix = f"kernel '{kernel}': " if kernel else ""
                 raise TileTypingError(
-                    f"{prefix}variable '{read[hit[0]]}' is read here but assigned only under "
-                    f"a branch that a Constant removes (an `if` on a Constant that is False "
+                    f"{prefix}variable '{hit[0]}' is read here but assigned only under a "
+                    f"branch that a Constant removes (an `if` on a Constant that is False "
                     f"here): assign it on every path, or read it under the same condition",
                     filename=inst.loc.filename, lineno=inst.loc.line)

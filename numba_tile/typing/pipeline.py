@@ -290,7 +290,7 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
             if key not in staged:
                 note("load", *why.get(key, (loc, "not pipelined: num_stages=1" if num_stages < 2
                                             else "not pipelined: not in a `for k in range(n)` "
-                                                 "loop")))
+                                                 "loop")), ident=key)
     return marked
 
 
@@ -400,7 +400,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             marked += 1
             staged.add(key)
             from ..compiler_context import note
-            note("load", st.loc, f"pipelined: {num_stages} stages of "
+            note("load", st.loc, ident=key, text=f"pipelined: {num_stages} stages of "
                  f"{'TMA boxes' if tma else 'cp.async copies'}"
                  f"{', warp-specialized (a producer warpgroup)' if ws else ''}, "
                  + ("read by the product from shared memory" if product is not None
@@ -832,8 +832,8 @@ def _is_transpose(typemap, expr) -> bool:
     d = _op(typemap, expr)
     if d is None or expr.kws or expr.vararg:
         return False
-    if d.name == "transpose" and len(expr.args) == 1:
-        return True
+    if d.name in ("transpose", "_attr_T") and len(expr.args) == 1:
+        return isinstance(typemap.get(expr.args[0].name), TileType)
     if d.name == "permute" and len(expr.args) == 2:
         dims = typemap.get(expr.args[1].name)
         lit = getattr(dims, "literal_value", None) if dims is not None else None

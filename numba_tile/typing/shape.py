@@ -141,11 +141,54 @@ def slices_box(x, starts, stops):
     return tuple(box_start), tuple(box_shape)
 
 
-@typing_rule("_getitem_slices")
-def type_getitem_slices(x, starts, stops):
-    _tile("getitem", x)
+def static_index_type(x, starts, stops, newaxes):
+    """``(tile type after the slices, final tile type)`` of ``x[...]`` on a tile
+    (``_getitem_static``)."""
     _start, sh = slices_box(x, starts, stops)
-    return make_tile(x.dtype, sh, masked=x.masked)
+    sliced = make_tile(x.dtype, sh, masked=x.masked)
+    out = sliced
+    for pos in _static_ints("getitem", "index", newaxes) if not _empty(newaxes) else ():
+        out = type_expand_dims(out, types.literal(pos))
+    return sliced, out
+
+
+def _empty(ty) -> bool:
+    return isinstance(ty, types.BaseTuple) and len(ty) == 0
+
+
+def tuple_slice(x, starts, stops, newaxes):
+    """``(lo, hi)`` of ``x[lo:hi]`` on a tuple (one slice, no ``None``)."""
+    starts = _static_ints("getitem", "index", starts)
+    stops = _static_ints("getitem", "index", stops)
+    if len(starts) != 1 or not _empty(newaxes):
+        raise fail("getitem", "index", "one slice of a tuple", f"an index of {len(starts)} "
+                   f"slices{' and None' if not _empty(newaxes) else ''}")
+    stop = None if stops[0] == OPEN_STOP else stops[0]
+    lo, hi, _ = slice(starts[0], stop).indices(len(x))
+    return lo, max(lo, hi)
+
+
+@typing_rule("_getitem_static")
+def type_getitem_static(x, starts, stops, newaxes):
+    from .types import PartitionType, TensorType
+    if isinstance(x, TileType):
+        return static_index_type(x, starts, stops, newaxes)[1]
+    if isinstance(x, types.BaseTuple):
+        lo, hi = tuple_slice(x, starts, stops, newaxes)
+        return types.BaseTuple.from_types(tuple(x.types[lo:hi]))
+    if isinstance(x, (TensorType, PartitionType)):
+        from .memory import type_tensor_element
+        return type_tensor_element(x, types.slice2_type)   # refused: elements by coordinates
+    raise fail("getitem", "x", "a tile or a tuple (static slices and None index tiles)", x)
+
+
+@typing_rule("_attr_T")
+def type_attr_t(x):
+    if isinstance(x, TileType):
+        return type_transpose(x)
+    if isinstance(x, types.BaseNamedTuple) and "T" in x.fields:
+        return x.types[x.fields.index("T")]
+    raise fail("T", "x", "a tile (t.T is nt.transpose(t)) or a named tuple with a field T", x)
 
 
 @typing_rule("item")

@@ -9,15 +9,16 @@ later analysis (pipelining, ``wgmma``, ownership) see the ops themselves:
   and the plain one compute the same; the plain one is what numba_tile's ops type and lower:
   ``acc += nt.mma(a, b, zero)``, ``m *= alpha``. A tensor cannot be written by an operator
   (``x += 1`` is refused as ``x + 1`` is: write with ``nt.store``).
-* **NumPy's newaxis** ``t[:, None]``, ``t[None, :]``, ``t[None]``: a static index of full
-  slices ``:`` and ``None`` is ``nt.expand_dims(t, axis)`` for each ``None``, at its position
-  (``t[None, :, None]`` of a 1-D tile is a ``(1, n, 1)`` tile).
+* **NumPy's newaxis** ``t[:, None]``, ``t[None, :]``, ``t[None]``: an axis of extent 1 at
+  each ``None``'s position (``t[None, :, None]`` of a 1-D tile is a ``(1, n, 1)`` tile).
 * **Static slices** ``t[0:G]``, ``t[:, 64:128]``, ``t[-4:]`` (starts and stops integer
   literals or Constants, step 1, mixed with ``None`` and ``:``): ``nt.subtile`` of the box
-  Python's slicing rules give (``_getitem_slices``; the lengths must be powers of two).
-* **The transpose attribute** ``t.T`` is ``nt.transpose(t)`` (so a transposed operand of
-  ``mma`` keeps the pipelined path); of anything but a tile it is refused as
-  ``transpose()`` of it is.
+  Python's slicing rules give (the lengths must be powers of two).
+  These indexes become ``_getitem_static``, which the typing dispatches on the value's type:
+  a tile's slice and new axes, a tuple's slice (``shape[:2]``), and for an array parameter
+  the refusal its element reads give.
+* **The transpose attribute** ``t.T`` becomes ``_attr_T``: ``nt.transpose(t)`` of a tile (so
+  a transposed operand of ``mma`` keeps the pipelined path), a named tuple's field ``T``.
 """
 
 from __future__ import annotations
@@ -41,16 +42,14 @@ def _static_slice(item) -> bool:
 
 
 def _tile_index(index):
-    """``(slices, newaxes)`` of a static index made of ``None`` and static slices only (at
-    least one ``None`` or one slice that is not ``:``): the slices in axis order and the
-    positions of the ``None`` entries; None for any other index."""
+    """``(slices, newaxes)`` of a static index made of ``None`` and static slices only: the
+    slices in axis order and the positions of the ``None`` entries; None for any other
+    index."""
     items = index if isinstance(index, tuple) else (index,)
     if not items or any(not (i is None or _static_slice(i)) for i in items):
         return None
     slices = [i for i in items if i is not None]
     newaxes = [k for k, i in enumerate(items) if i is None]
-    if not newaxes and all(i == _FULL for i in slices):
-        return None
     return slices, newaxes
 
 
@@ -134,29 +133,18 @@ def rewrite_syntax(func_ir) -> bool:
                     and _tile_index(_index_of(func_ir, expr)) is not None:
                 from .shape import OPEN_STOP
                 slices, newaxes = _tile_index(_index_of(func_ir, expr))
-                value = expr.value
-                if any(sl != _FULL for sl in slices):
-                    fn = _global(body, scope, "_getitem_slices",
-                                 numba_tile.language._getitem_slices, loc)
-                    starts = _const_tuple(body, scope, [sl.start or 0 for sl in slices], loc)
-                    stops = _const_tuple(body, scope, [OPEN_STOP if sl.stop is None else sl.stop
-                                                       for sl in slices], loc)
-                    out = ir.Var(scope, mk_unique_var("$nt_slice"), loc)
-                    body.append(ir.Assign(ir.Expr.call(fn, [value, starts, stops], (), loc), out,
-                                          loc))
-                    value = out
-                for pos in newaxes:
-                    fn = _global(body, scope, "expand_dims", numba_tile.expand_dims, loc)
-                    axis = ir.Var(scope, mk_unique_var("$nt_axis"), loc)
-                    body.append(ir.Assign(ir.Const(pos, loc), axis, loc))
-                    out = ir.Var(scope, mk_unique_var("$nt_newaxis"), loc)
-                    body.append(ir.Assign(ir.Expr.call(fn, [value, axis], (), loc), out, loc))
-                    value = out
-                st = ir.Assign(value, st.target, loc)
+                fn = _global(body, scope, "_getitem_static", numba_tile.language._getitem_static,
+                             loc)
+                starts = _const_tuple(body, scope, [sl.start or 0 for sl in slices], loc)
+                stops = _const_tuple(body, scope, [OPEN_STOP if sl.stop is None else sl.stop
+                                                   for sl in slices], loc)
+                axes = _const_tuple(body, scope, newaxes, loc)
+                st = ir.Assign(ir.Expr.call(fn, [expr.value, starts, stops, axes], (), loc),
+                               st.target, loc)
                 changed = True
             elif expr.op == "getattr" and expr.attr == "T" and not _of_a_global(func_ir,
                                                                                  expr.value):
-                fn = _global(body, scope, "transpose", numba_tile.transpose, loc)
+                fn = _global(body, scope, "_attr_T", numba_tile.language._attr_T, loc)
                 st = ir.Assign(ir.Expr.call(fn, [expr.value], (), loc), st.target, loc)
                 changed = True
             body.append(st)

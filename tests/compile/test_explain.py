@@ -1,6 +1,6 @@
 """``Kernel.explain``: the path each product and load of a specialization took and why, from
 the compile itself (no GPU needed); registers and spills from ptxas (nvJitLink); occupancy and
-the roofline bound from the device's figures."""
+the roofline estimate from the device's figures."""
 
 import numpy as np
 import pytest
@@ -96,3 +96,17 @@ def test_occupancy_and_the_device_figures():
     assert ex.device is DEVICES["A100"]
     assert ex.limited_by in ("registers", "shared memory", "threads", "blocks")
     assert "A100 SXM 80GB" in str(ex)
+
+
+def test_two_loads_of_one_line_are_two_entries_and_flops_are_checked():
+    @nt.jit(num_stages=2)
+    def pair(a, b, z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.load(a, nt.bid(0), (B,)) + nt.load(b, nt.bid(0), (B,)))
+
+    x = np.zeros(4096, np.float32)
+    args = (x, x, nt.partition(np.zeros_like(x), 1024), 1024)
+    assert len(_paths(pair.explain(*args), "load")) == 2
+    from numba_tile.errors import TileArgumentError
+    for bad in (-5, "many", True):
+        with pytest.raises(TileArgumentError, match="explain\\(flops=...\\) takes the FLOPs"):
+            pair.explain(*args, flops=bad)
