@@ -284,3 +284,108 @@ def test_array_shape_ndim_and_dtype(tile_backend, shape, view):
     for b in range(3):
         np.testing.assert_array_equal(got[16 * b:min(40, 16 * (b + 1))],
                                       want[:min(40, 16 * (b + 1)) - 16 * b])
+
+
+@nt.jit
+def pruned_in_loops(x, n, y: nt.Partition["B"], B: nt.Constant, F: nt.Constant):
+    t = nt.load_like(x, y)
+    for k in range(3):
+        if F:
+            b = t * k
+        if F:
+            t += b
+    i = 0
+    while i < n:
+        if F:
+            c = t + i
+        i += 1
+        if F:
+            t = c
+    nt.store(y, t)
+
+
+@nt.jit
+def pruned_read_after_loop(x, y: nt.Partition["B"], B: nt.Constant, F: nt.Constant):
+    t = nt.load_like(x, y)
+    for k in range(3):
+        if F:
+            b = t * k
+    nt.store(y, t + b)  # MARK after-loop
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_constant_branches_inside_loops(tile_backend, flag):
+    rng = np.random.default_rng()
+    x = rng.standard_normal(40).astype(np.float32)
+    y = tile_backend.asarray(np.zeros(40, np.float32))
+    tile_backend.run(pruned_in_loops, tile_backend.asarray(x), 3, nt.partition(y, (16,)), 16,
+                     flag)
+    want = x.astype(np.float64)
+    if flag:
+        for k in range(3):
+            want = want + want * k
+        for i in range(3):
+            want = want + i
+    np.testing.assert_allclose(tile_backend.to_numpy(y), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("path", ["interpreter", "ptx"])
+def test_a_read_after_a_loop_of_a_pruned_variable_is_refused_at_the_read(path):
+    x = np.zeros(32, np.float32)
+    args = (x, nt.partition(np.zeros(32, np.float32), (16,)), 16, False)
+    with pytest.raises(TileTypingError) as info:
+        if path == "interpreter":
+            pruned_read_after_loop(*args, interpret=True)
+        else:
+            pruned_read_after_loop.ptx(*args)
+    assert "variable 'b' is read here but assigned only under a branch" in str(info.value)
+    line = open(__file__).read().splitlines()[info.value.lineno - 1]
+    assert "# MARK after-loop" in line
+
+
+State = __import__("collections").namedtuple("State", "T p")
+
+
+@nt.jit(unchecked=True)
+def named_field_t(x, temp, y: nt.Partition["B"], B: nt.Constant):
+    s = State(temp, 2.0)
+    sh = (B, B, 1)
+    t = nt.load(x, nt.bid(0), sh[:1], padding=0)
+    nt.store(y, t[:] * s.T)
+
+
+def test_tuples_keep_their_slices_and_named_tuples_their_field_t(tile_backend):
+    rng = np.random.default_rng()
+    x = rng.standard_normal(40).astype(np.float32)
+    y = tile_backend.asarray(np.zeros(40, np.float32))
+    tile_backend.run(named_field_t, tile_backend.asarray(x), 3.0, nt.partition(y, (16,)), 16,
+                     unchecked=True)
+    np.testing.assert_allclose(tile_backend.to_numpy(y), x * 3.0, rtol=1e-6)
+
+
+@nt.jit
+def stepped(x, y: nt.Partition["B"], B: nt.Constant):
+    nt.store(y, nt.load(x, nt.bid(0), (2 * B,))[::2])
+
+
+@nt.jit
+def tensor_operand(x, y: nt.Partition["B"], B: nt.Constant):
+    x += 1
+    nt.store(y, nt.load_like(x, y))
+
+
+@pytest.mark.parametrize("path", ["interpreter", "ptx"])
+@pytest.mark.parametrize("kernel, fragment", [
+    (stepped, "a tile is indexed by static slices of step 1 and None only"),
+    (tensor_operand, "an array parameter is not an operand"),
+], ids=["step", "tensor-operand"])
+def test_unsupported_spellings_say_what_works(path, kernel, fragment):
+    x = np.zeros(64, np.float32)
+    args = (x, nt.partition(np.zeros(32, np.float32), (16,)), 16)
+    with pytest.raises(TileTypingError) as info:
+        if path == "interpreter":
+            kernel(*args, interpret=True)
+        else:
+            kernel.ptx(*args)
+    assert fragment in str(info.value), str(info.value)
+    assert np.all(x == 0)
