@@ -22,5 +22,5 @@ for p in "${pids[@]}"; do wait "$p" || rc=1; done
 for ((i = 0; i < shards; i++)); do
   echo "shard $i: $(tail -n 1 "$OUT/tier-$i.log")"
 done | tee "$OUT/tier.txt"
-grep -h "^FAILED\|^ERROR" "$OUT"/tier-*.log | tee -a "$OUT/tier.txt"
+grep -ah "^FAILED\|^ERROR" "$OUT"/tier-*.log | tee -a "$OUT/tier.txt"   # -a: a log may hold a NUL byte
 exit $rc
