@@ -629,6 +629,33 @@ class Autotuned:
         """The configuration a call with these arguments would launch (tuning first if needed)."""
         return self._choose(args, kwargs, {}, None)
 
+    def explain(self, *args, config=None, cc=(9, 0), device=None, flops=None, **kwargs):
+        """:meth:`Kernel.explain <numba_tile.Kernel.explain>` of one configuration (``config``:
+        a :class:`Config` of this kernel's or its index) for these arguments, or, with
+        ``config=None``, of each: a list of ``(Config, Explanation)`` in the configurations'
+        order. Nothing is tuned or launched."""
+        chosen = self.configs if config is None else [self._config_named(config)]
+        out = [(c, self._variant(c).explain(*self._bind(c, args, kwargs, scratch=False),
+                                            cc=cc, device=device, flops=flops))
+               for c in chosen]
+        return out if config is None else out[0][1]
+
+    def ptx(self, *args, config=0, cc=(9, 0), **kwargs) -> str:
+        """:meth:`Kernel.ptx <numba_tile.Kernel.ptx>` of one configuration (a :class:`Config`
+        of this kernel's or its index; the first by default) for these arguments."""
+        c = self._config_named(config)
+        return self._variant(c).ptx(*self._bind(c, args, kwargs, scratch=False), cc=cc)
+
+    def _config_named(self, config):
+        if isinstance(config, int) and not isinstance(config, bool) \
+                and 0 <= config < len(self.configs):
+            return self.configs[config]
+        if any(config is c for c in self.configs):
+            return config
+        raise _error(f"autotune '{self.__qualname__}': config: expected one of its "
+                     f"{len(self.configs)} configurations or an index from 0 to "
+                     f"{len(self.configs) - 1}, got {config!r}")
+
     def _choose(self, args, kwargs, launch_kw, interpret):
         from .runtime.defaults import current
         # as Kernel.__call__ decides: the call's switch, else the kernel's option or the

@@ -349,8 +349,15 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
         deferred = bool(found) and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
         pending, tma, ws = 0, False, False
+        # why not TMA / warp specialization, for Kernel.explain (None: taken)
+        no_tma = ("TMA carries only loads that all feed one wgmma product"
+                  if found and not deferred else None)
+        no_ws = None
         if deferred:
             want_tma = all(_tma_fits(typemap, calltypes, f[0]) for f in found)
+            no_tma = None if want_tma else (
+                "TMA: off (NUMBA_TILE_TMA=0), or a tile that is not 2-D 16-bit or FP8 rows of "
+                "whole 128-byte atoms, at most 256 rows, of a read-only 2-D tensor")
             want_pending = pending_products(num_stages)
             if want_tma or want_pending:
                 prod = found[0][2]
@@ -360,6 +367,10 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                     func_ir, typemap, calltypes, typingctx, cfg, loop, st_prod, induction,
                     _range_bound(blocks, loop, defs, inner), uses,
                     {f[3]: id(f[0].value) for f in found})
+                if not drain and want_tma:
+                    no_tma = ("TMA: the loop's product is not acc = nt.mma(a, b, acc) with "
+                              "acc read by nothing else in a loop without break or return "
+                              "(acc = acc + a @ b is not)")
                 if drain:
                     tma = want_tma
                     # a group left in flight may read only slots: an operand written from
@@ -384,6 +395,12 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                                                               typemap))
                         elif ws:
                             _note_ws_loop(header, False)
+                        if not ws:
+                            no_ws = "the loop's trip count is not known before it starts"
+                    elif tma:
+                        no_ws = ("NUMBA_TILE_WS=0" if not ws_enabled() else
+                                 "no room for a producer warpgroup (1,024 threads), "
+                                 "min_blocks_per_sm above 1, or an unchecked kernel")
                     drain.pending, drain.tma, drain.ws = pending, tma, ws
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
@@ -400,11 +417,15 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             marked += 1
             staged.add(key)
             from ..compiler_context import note
+            why_not = "; ".join(w for w in (
+                no_tma if product is not None else None,
+                f"no warp specialization: {no_ws}" if no_ws else None) if w)
             note("load", st.loc, ident=key, text=f"pipelined: {num_stages} stages of "
                  f"{'TMA boxes' if tma else 'cp.async copies'}"
                  f"{', warp-specialized (a producer warpgroup)' if ws else ''}, "
                  + ("read by the product from shared memory" if product is not None
-                    else "read back into registers"))
+                    else "read back into registers")
+                 + (f" ({why_not})" if why_not else ""))
             if product is None:
                 continue
             psig = calltypes[product]

@@ -110,3 +110,40 @@ def test_two_loads_of_one_line_are_two_entries_and_flops_are_checked():
     for bad in (-5, "many", True):
         with pytest.raises(TileArgumentError, match="explain\\(flops=...\\) takes the FLOPs"):
             pair.explain(*args, flops=bad)
+
+
+def test_explain_says_why_loads_miss_tma(monkeypatch):
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+
+    @nt.jit(num_warps=8, num_stages=3)
+    def added(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+              BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            acc += nt.load(a, (nt.bid(0), k), (BM, BK), padding=0) @ \
+                nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+        nt.store(c, nt.astype(acc, nt.float16))
+
+    loads = _paths(added.explain(*_args()), "load")
+    assert len(loads) == 2
+    for text in loads:
+        assert text.startswith("pipelined: 3 stages of cp.async copies") and \
+            "TMA: the loop's product is not acc = nt.mma(a, b, acc)" in text, text
+
+
+def test_autotuned_kernels_explain_each_configuration(monkeypatch):
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    tuned = nt.autotune(configs=[nt.Config({"BM": 128, "BN": 128}, num_warps=8, num_stages=3),
+                                 nt.Config({"BM": 64, "BN": 64}, num_warps=4, num_stages=2)],
+                        key=["a"])(_gemm(4, 1))
+    a = np.zeros((512, 512), np.float16)
+    c = np.zeros((512, 512), np.float16)
+    out = tuned.explain(a, a, c, BK=64)
+    assert [cfg.num_warps for cfg, _ex in out] == [8, 4]
+    # the kernel's warps, and a producer warpgroup's where the loop is warp-specialized
+    assert all(ex.threads in (32 * cfg.num_warps, 32 * cfg.num_warps + 128) for cfg, ex in out)
+    one = tuned.explain(a, a, c, BK=64, config=1)
+    assert one.threads == out[1][1].threads and ".entry" in tuned.ptx(a, a, c, BK=64, config=1)
+    from numba_tile.errors import TileArgumentError
+    with pytest.raises(TileArgumentError, match="config: expected one of its 2"):
+        tuned.explain(a, a, c, BK=64, config=2)
