@@ -89,6 +89,9 @@ class Explanation:
         shared_bytes: dynamic shared memory a block.
         registers: registers a thread (None without nvJitLink).
         spilled_bytes: bytes ptxas spilled to local memory (None without nvJitLink).
+        consumer_registers: in a warp-specialized kernel, the registers the consumer warps
+            take with ``setmaxnreg.inc`` (the producer warpgroup keeps 40); None otherwise, or
+            where the consumers keep the launch's (``lowering/ws.consumer_registers``).
         blocks_per_sm: blocks an SM holds at once, and ``limited_by`` what bounds it.
         decisions: the path of each product and load, in source order.
         bytes_moved: bytes of the array arguments (whole arrays: a kernel that reads part of
@@ -110,6 +113,7 @@ class Explanation:
     blocks_per_sm: int | None
     limited_by: str
     decisions: tuple = field(default_factory=tuple)
+    consumer_registers: int | None = None
     bytes_moved: int = 0
     flops: float | None = None
     bound_us: float = 0.0
@@ -124,6 +128,10 @@ class Explanation:
         else:
             lines.append(f"  registers: {self.registers} a thread, {self.spilled_bytes} bytes "
                          f"spilled")
+        if self.consumer_registers:
+            lines.append(f"  warp-specialized: a producer warpgroup (128 threads, 40 registers "
+                         f"each) beside the kernel's warps, which take "
+                         f"{self.consumer_registers} registers each (setmaxnreg)")
         lines.append(f"  shared memory: {self.shared_bytes:,} bytes a block")
         if self.blocks_per_sm is not None:
             lines.append(f"  occupancy: {self.blocks_per_sm} block(s) an SM "
@@ -209,6 +217,10 @@ def explain(kernel, args, kwargs, *, cc, device, flops) -> Explanation:
         report = linker.spill_report(out[1])
         if report is not None:
             registers, spilled = report
+    consumers = None
+    if ck.num_threads == 32 * kernel.num_warps + 128:        # a producer warpgroup joined
+        from .lowering.ws import consumer_registers
+        consumers = consumer_registers(32 * kernel.num_warps) or None
     dev = _device(cc, device)
     blocks, limiter = _occupancy(dev, ck.num_threads, registers, ck.shared_bytes)
     moved = _array_bytes(values)
@@ -219,5 +231,6 @@ def explain(kernel, args, kwargs, *, cc, device, flops) -> Explanation:
                        threads=ck.num_threads, cluster=ck.cluster,
                        shared_bytes=ck.shared_bytes, registers=registers,
                        spilled_bytes=spilled, blocks_per_sm=blocks, limited_by=limiter,
+                       consumer_registers=consumers,
                        decisions=_decisions(notes), bytes_moved=moved, flops=flops,
                        bound_us=bound)
