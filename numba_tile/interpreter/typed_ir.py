@@ -30,6 +30,8 @@ source line, so errors an op raises name the kernel's line, as the compiled kern
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from numba.cuda import types
 from numba.cuda.core import ir
@@ -249,6 +251,13 @@ class _Builder:
 
     def expr_binop(self, expr, target, loc):
         fn, lhs, rhs = expr.fn, expr.lhs.name, expr.rhs.name
+        full = self.calltypes.get(expr)
+        if fn in (operator.eq, operator.ne) and full is not None:
+            from ..typing.memory import same_dtype_class
+            same = same_dtype_class(*full.args)
+            if same is not None:                # dtypes compare by their types: static
+                value = np.bool_(same == (fn is operator.eq))
+                return lambda env: value
         sig = self._scalar_sig(expr)
         try:
             impl = scalars.binop_impl(fn, sig) if sig is not None else None

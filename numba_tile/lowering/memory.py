@@ -969,3 +969,29 @@ def _register_array_attributes():
 
 
 _register_array_attributes()
+
+
+# ----------------------------------------------------------------------- dtype comparisons
+
+
+def _register_dtype_comparisons():
+    """``x.dtype == nt.float16`` (``typing/memory.same_dtype_class``): a constant."""
+    import operator
+
+    from numba.cuda.cudaimpl import registry
+
+    from ..typing.memory import same_dtype_class
+
+    def make(negate):
+        def impl(context, builder, sig, args):
+            return context.get_constant(types.boolean, same_dtype_class(*sig.args) != negate)
+        return impl
+
+    for op, negate in ((operator.eq, False), (operator.ne, True)):
+        for a in (types.NumberClass, types.DType):
+            for b in (types.NumberClass, types.DType):
+                registry.lower(op, a, b)(make(negate))
+
+
+_register_dtype_comparisons()
+

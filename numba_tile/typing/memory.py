@@ -291,3 +291,41 @@ def _register_array_attributes():
 
 
 _register_array_attributes()
+
+
+# ----------------------------------------------------------------------- dtype comparisons
+
+
+def same_dtype_class(a, b) -> bool | None:
+    """Whether two dtype values (``x.dtype``, ``t.dtype``, ``nt.float16``, ``np.float16``:
+    Numba's ``NumberClass`` or ``DType``) name one dtype; None where either is not one."""
+    out = []
+    for t in (a, b):
+        if isinstance(t, types.NumberClass):
+            out.append(t.instance_type)
+        elif isinstance(t, types.DType):
+            out.append(t.dtype)
+        else:
+            return None
+    return out[0] == out[1]
+
+
+def _register_dtype_comparisons():
+    import operator
+
+    from numba.cuda.cudadecl import registry
+    from numba.cuda.typing.templates import AbstractTemplate, signature
+
+    for op in (operator.eq, operator.ne):
+        @registry.register_global(op)
+        class DtypeComparison(AbstractTemplate):
+            """``x.dtype == nt.float16`` (Triton's ``x.dtype == tl.float16``): static, a bool."""
+
+            def generic(self, args, kws):
+                if len(args) == 2 and not kws and same_dtype_class(*args) is not None:
+                    return signature(types.boolean, *args)
+                return None
+
+
+_register_dtype_comparisons()
+

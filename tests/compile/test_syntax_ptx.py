@@ -74,3 +74,10 @@ def test_broadcast_coordinates_compile(nvjitlink):
                 gb.scatter_rows.ptx(np.zeros((40, 16)), i64, np.zeros((32, 16)), 16, 16),
                 gb.add_columns.ptx(np.zeros((32, 24)), i32, np.zeros(32), 16, 16)):
         assert linker.assemble(ptx, (9, 0)) is not None
+
+
+def test_dtype_comparisons_compile(nvjitlink):
+    for dt in (np.float16, np.float32):
+        ptx = syn.dtype_branches.ptx(np.zeros(20, dt), nt.partition(np.zeros(20, np.float32), 16),
+                                     16)
+        assert linker.assemble(ptx, (9, 0)) is not None

@@ -389,3 +389,22 @@ def test_unsupported_spellings_say_what_works(path, kernel, fragment):
             kernel.ptx(*args)
     assert fragment in str(info.value), str(info.value)
     assert np.all(x == 0)
+
+
+@nt.jit
+def dtype_branches(x, y: nt.Partition["B"], B: nt.Constant):
+    t = nt.load(x, nt.bid(0), (B,), padding=0)
+    half = 1 if x.dtype == np.float16 else 0
+    other = 100 if t.dtype != nt.float32 else 0
+    nt.store(y, nt.astype(t, nt.float32) * 0 + half + other)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int32])
+def test_dtype_comparisons_are_static(tile_backend, dtype):
+    """``x.dtype == nt.float16`` and ``t.dtype != nt.float32`` (Triton's dtype branches) are
+    booleans known at compile time, the same on both backends."""
+    x = np.zeros(20, dtype)
+    y = tile_backend.asarray(np.full(20, -1.0, np.float32))
+    tile_backend.run(dtype_branches, tile_backend.asarray(x), nt.partition(y, (16,)), 16)
+    want = (1 if dtype == np.float16 else 0) + (100 if dtype != np.float32 else 0)
+    np.testing.assert_array_equal(tile_backend.to_numpy(y), np.full(20, want, np.float32))
