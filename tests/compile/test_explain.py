@@ -147,3 +147,11 @@ def test_autotuned_kernels_explain_each_configuration(monkeypatch):
     from numba_tile.errors import TileArgumentError
     with pytest.raises(TileArgumentError, match="config: expected one of its 2"):
         tuned.explain(a, a, c, BK=64, config=2)
+
+
+def test_the_examples_launches_are_explained():
+    """``benchmarks/explain_examples.py`` reports each launch of an example's main()."""
+    from benchmarks.explain_examples import explain_example
+    records, output = explain_example("vecadd", (9, 0), "H100")
+    assert len(records) == 1 and records[0].startswith("kernel 'vecadd' for sm_90"), records
+    assert "products: none" in records[0] and output
