@@ -63,6 +63,9 @@ for _n in ARITHMETIC + COMPARISON + BITWISE + SHIFTS + ("truediv",):
 def _unary(name, fn):
     @interp_rule(name)
     def rule(a):
+        if not isinstance(a, InterpTile):       # nt.abs(s) of a scalar: of its Numba type
+            with np.errstate(all="ignore"):
+                return fn(np.asarray(a)[()])
         with np.errstate(all="ignore"):
             return result(fn(compute_array(a, a.dtype)) if not (name == "invert" and dtypes.is_bool(a.dtype))
                           else np.logical_not(a.data), a.dtype, a.extents)

@@ -161,6 +161,9 @@ def _unary_lowering(name, key):
     def lower(context, builder, sig, args):
         (aty,) = sig.args
         res = sig.return_type
+        if not isinstance(aty, TileType):       # nt.abs(s) of a scalar
+            v = context.cast(builder, args[0], aty, res)
+            return context.get_function(key, signature(res, res))(builder, (v,))
         ct = dtypes.compute_type(aty.dtype)
         a = Operand(context, builder, aty, args[0], aty.dtype)
         out = []

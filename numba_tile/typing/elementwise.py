@@ -158,6 +158,8 @@ def _unary(name):
     @typing_rule(name)
     def rule(a):
         if not isinstance(a, TileType):
+            if name == "abs" and isinstance(types.unliteral(a), (types.Integer, types.Float)):
+                return types.unliteral(a)       # nt.abs(s) of a scalar: Python's abs
             return None
         refuse_float8(SYMBOL.get(name, name), "x", a.dtype)
         if name == "invert" and dtypes.is_float(a.dtype):

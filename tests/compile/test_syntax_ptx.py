@@ -81,3 +81,11 @@ def test_dtype_comparisons_compile(nvjitlink):
         ptx = syn.dtype_branches.ptx(np.zeros(20, dt), nt.partition(np.zeros(20, np.float32), 16),
                                      16)
         assert linker.assemble(ptx, (9, 0)) is not None
+
+
+def test_abs_of_scalars_compiles(nvjitlink):
+    for fdt, idt in ((np.float32, np.int32), (np.float64, np.int8)):
+        ptx = syn.scalar_abs.ptx(np.zeros(16, fdt), np.zeros(16, idt),
+                                 nt.partition(np.zeros(16, fdt), (1,)),
+                                 nt.partition(np.zeros(16, idt), (1,)))
+        assert linker.assemble(ptx, (9, 0)) is not None

@@ -408,3 +408,27 @@ def test_dtype_comparisons_are_static(tile_backend, dtype):
     tile_backend.run(dtype_branches, tile_backend.asarray(x), nt.partition(y, (16,)), 16)
     want = (1 if dtype == np.float16 else 0) + (100 if dtype != np.float32 else 0)
     np.testing.assert_array_equal(tile_backend.to_numpy(y), np.full(20, want, np.float32))
+
+
+@nt.jit
+def scalar_abs(x, i, y: nt.Partition, j: nt.Partition):
+    nt.store(y, nt.abs(x[nt.bid(0)]))
+    nt.store(j, nt.abs(i[nt.bid(0)]))
+
+
+@pytest.mark.parametrize("fdt, idt", [(np.float32, np.int32), (np.float64, np.int64),
+                                      (np.float32, np.int8)])
+def test_abs_of_scalars(tile_backend, fdt, idt):
+    """``nt.abs(s)`` of a scalar is Python's ``abs`` in the scalar's type (an int8 -128 stays
+    -128, as NumPy's and Numba's)."""
+    rng = np.random.default_rng()
+    x = np.concatenate([[-0.0, -np.inf, np.nan], rng.standard_normal(13)]).astype(fdt)
+    info = np.iinfo(idt)
+    i = np.concatenate([[info.min, info.max, 0], rng.integers(info.min, info.max, 13)]) \
+        .astype(idt)
+    y = tile_backend.asarray(np.zeros(16, fdt))
+    j = tile_backend.asarray(np.zeros(16, idt))
+    tile_backend.run(scalar_abs, tile_backend.asarray(x), tile_backend.asarray(i),
+                     nt.partition(y, (1,)), nt.partition(j, (1,)))
+    np.testing.assert_array_equal(tile_backend.to_numpy(y), np.abs(x))
+    np.testing.assert_array_equal(tile_backend.to_numpy(j), np.abs(i))
