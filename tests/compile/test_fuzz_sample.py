@@ -1,6 +1,6 @@
-"""The configuration fuzzer's CPU mode on a small random sample, every run: 39 configurations,
-three of each kernel family (``python -m benchmarks.fuzz --mode cpu``), each in a process of
-its own, run in numba_tile's interpreter against NumPy in float64 after the compile for
+"""The configuration fuzzer's CPU mode on a small random sample, every run: three
+configurations of each kernel family (``python -m benchmarks.fuzz --mode cpu``), each in a
+process of its own, run in numba_tile's interpreter against NumPy in float64 after the compile for
 compute capability 9.0 (a quarter also compiled for 8.0). Any wrong value, crash, or
 refusal that names neither the kernel nor the argument fails the test; the seed is random
 and printed, so a failure is replayed with ``--seed``."""
