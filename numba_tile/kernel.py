@@ -585,8 +585,9 @@ class Kernel(KernelInspection):
                 flight on another stream (it writes what this launch uses, or uses what this
                 launch writes): ``"wait"`` (default) makes ``stream`` wait for that launch's
                 event; ``"raise"`` refuses the launch with StreamConflictError.
-            grid: blocks to launch (an int), for an unchecked kernel without a Partition
-                parameter; otherwise the first partition defines the grid.
+            grid: blocks to launch (an int, or a tuple of up to three: ``bid(d)`` and
+                ``num_blocks(d)`` along each, as Triton's grid), for an unchecked kernel
+                without a Partition parameter; otherwise the first partition defines the grid.
             unchecked: the call site's acknowledgement that it launches an unchecked kernel;
                 required for kernels marked ``unchecked``, without effect on safe kernels.
 
@@ -797,17 +798,22 @@ class Kernel(KernelInspection):
         return k
 
     def _explicit_grid(self, grid):
+        """``grid=`` of a kernel without partitions: blocks along up to three axes (``bid(d)``,
+        CUDA's ``blockIdx``), as Triton's grid: the first axis below 2**31, the others at most
+        65535 (the launch's own limits)."""
         if grid is None:
             raise _arg_error(f"kernel '{self.__qualname__}' has no Partition parameter: "
-                             f"pass grid=<number of blocks>")
-        if isinstance(grid, tuple) and len(grid) == 1:
-            grid = grid[0]
-        if isinstance(grid, np.integer):
-            grid = int(grid)
-        if isinstance(grid, bool) or not isinstance(grid, int) or not 0 <= grid < 2**31:
+                             f"pass grid=<number of blocks> (or a tuple of up to three)")
+        axes = grid if isinstance(grid, (tuple, list)) else (grid,)
+        axes = tuple(int(g) if isinstance(g, np.integer) else g for g in axes)
+        limits = (2**31 - 1, 65535, 65535)
+        if not 1 <= len(axes) <= 3 or any(
+                isinstance(g, bool) or not isinstance(g, int) or not 0 <= g <= limit
+                for g, limit in zip(axes, limits)):
             raise _arg_error(f"kernel '{self.__qualname__}': grid: expected a number of blocks "
-                             f"from 0 to 2**31 - 1, got {grid!r}")
-        return (grid,)
+                             f"from 0 to 2**31 - 1, or a tuple of up to three (the second and "
+                             f"third at most 65535), got {grid!r}")
+        return axes
 
     def _launch(self, spec, bound, grid, stream, on_conflict="wait", plan_for=None):
         flat, positions, arrays, writes, objs, streams = [], [], [], [], [], []
@@ -863,7 +869,10 @@ class Kernel(KernelInspection):
             if loaded[2].tensor_maps:
                 flat = flat + self._tensor_maps(loaded[2].tensor_maps, bound)
             names = [b.spec.name for b in bound if b.__class__ is BoundArray]
-            handle = launcher.enqueue(self, loaded, nblocks, stream, flat, list(arrays), writes,
+            # an explicit grid launches its axes as CUDA's (bid(d) is blockIdx); a partition's
+            # grid is one axis of tiles (its own bid arithmetic)
+            dims = tuple(grid) + (1,) * (3 - len(grid)) if spec.grid_param is None else nblocks
+            handle = launcher.enqueue(self, loaded, dims, stream, flat, list(arrays), writes,
                                       objs, streams, on_conflict, device,
                                       self._conflict_raiser(arrays, names), key)
             if plan_for is not None and len(devices) < 2:

@@ -44,8 +44,10 @@ def _axis(sig):
 @lowering_rule("bid")
 def lower_bid(context, builder, sig, args):
     ctx = compiler_context.current()
-    if ctx.grid_param is None or ctx.argtypes[ctx.grid_param].mapped:
-        return block_index(builder)               # an explicit or mapped 1-D grid
+    if ctx.grid_param is None:                    # an explicit grid= of up to three axes
+        return builder.zext(nvvmutils.call_sreg(builder, f"ctaid.{'xyz'[_axis(sig)]}"), I64)
+    if ctx.argtypes[ctx.grid_param].mapped:
+        return block_index(builder)               # a mapped partition's 1-D grid
     view, ty = _grid_view(context, builder)
     return own_tile_index(builder, view, ty.tile_shape)[_axis(sig)]
 
@@ -53,7 +55,9 @@ def lower_bid(context, builder, sig, args):
 @lowering_rule("num_blocks")
 def lower_num_blocks(context, builder, sig, args):
     ctx = compiler_context.current()
-    if ctx.grid_param is None or ctx.argtypes[ctx.grid_param].mapped:
+    if ctx.grid_param is None:                    # an explicit grid= of up to three axes
+        return builder.zext(nvvmutils.call_sreg(builder, f"nctaid.{'xyz'[_axis(sig)]}"), I64)
+    if ctx.argtypes[ctx.grid_param].mapped:
         return builder.zext(nvvmutils.call_sreg(builder, "nctaid.x"), I64)
     view, ty = _grid_view(context, builder)
     return tile_grid(builder, view, ty.tile_shape)[_axis(sig)]

@@ -494,10 +494,11 @@ def make_plan(loaded, nblocks, params, bound, positions, flat, device) -> Plan:
 
 # ----------------------------------------------------------------------------- queueing
 
-def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs, streams,
+def enqueue(kernel, loaded, grid_x, stream: int, flat, arrays, writes, objs, streams,
             on_conflict: str, device: int, raise_conflict, key=None):
     """Queues one launch whose checks have passed (see the module docstring) and returns its
-    handle. ``key``: the registry queue of a launch that reads a peer GPU's memory
+    handle. ``grid_x``: the blocks (one axis), or an explicit grid's three axes.
+    ``key``: the registry queue of a launch that reads a peer GPU's memory
     (``inflight.peer_key``), None for the stream's.
 
     Raises:
@@ -525,10 +526,15 @@ def enqueue(kernel, loaded, grid_x: int, stream: int, flat, arrays, writes, objs
             registry.wait_for_streams(stream, producers, device)
         with kernel._lock:
             ptr = params.pack(flat)
-            driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
+            driver.launch(func, _dims(grid_x), (nthreads, 1, 1), shared, stream, ptr)
         arrays.append(kernel)
         return registry.register(stream, tuple(arrays), writes=writes, arrays=objs,
                                  device=device, key=key)
+
+
+def _dims(grid) -> tuple:
+    """The launch's ``(x, y, z)`` blocks: one axis, or an explicit grid's three."""
+    return tuple(grid) if isinstance(grid, tuple) else (grid, 1, 1)
 
 
 def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st, flat, arrays,
@@ -550,7 +556,7 @@ def _enqueue_captured(kernel, func, params, nthreads, shared, grid_x, stream, st
                  producers)
     with kernel._lock:
         ptr = params.pack(flat)
-        driver.launch(func, (grid_x, 1, 1), (nthreads, 1, 1), shared, stream, ptr)
+        driver.launch(func, _dims(grid_x), (nthreads, 1, 1), shared, stream, ptr)
     return capture.CapturedLaunch(tuple(objs), stream)
 
 

@@ -13,7 +13,7 @@ def _axis(opname, axis):
     value = literal_int(axis) if not isinstance(axis, types.Omitted) else axis.value
     ctx = compiler_context.current()
     if ctx.grid_param is None:
-        ndim = 1                               # an explicit grid= of an unchecked kernel
+        ndim = 3                               # an explicit grid= of an unchecked kernel
     else:
         grid = ctx.argtypes[ctx.grid_param]
         ndim = 1 if grid.mapped else grid.ndim

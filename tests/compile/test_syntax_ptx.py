@@ -89,3 +89,10 @@ def test_abs_of_scalars_compiles(nvjitlink):
                                  nt.partition(np.zeros(16, fdt), (1,)),
                                  nt.partition(np.zeros(16, idt), (1,)))
         assert linker.assemble(ptx, (9, 0)) is not None
+
+
+def test_explicit_grid_axes_read_cuda_block_indices():
+    from tests.gpu import test_explicit_grids as eg
+    ptx = eg.coordinates.ptx(np.zeros((2, 2, 2), np.int64), np.zeros(1, np.int64), 32)
+    for reg in ("%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"):
+        assert reg in ptx, reg
