@@ -1126,10 +1126,13 @@ def bid(axis=0):
     kernel's first partition) in that partition's order, and ``bid(axis)`` is that tile's
     coordinate: row-major by default, Triton's grouped order with ``partition(...,
     order=grouped(G))``. For a mapped grid partition (``blocks=``) the grid is 1-D and
-    ``bid(0)`` is the block's number.
+    ``bid(0)`` is the block's number. An unchecked kernel without partitions launched with
+    ``grid=(B, H)`` (up to three axes) gets CUDA's block index along each, 0 past the
+    grid's rank.
 
     Args:
-        axis (int, static): grid axis, ``0 <= axis < ndim`` of the grid partition.
+        axis (int, static): grid axis, ``0 <= axis < ndim`` of the grid partition (``< 3``
+            for an explicit grid).
 
     Returns:
         int64.
