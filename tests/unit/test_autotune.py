@@ -297,7 +297,9 @@ _B64 = "constant_2864_29"
 
 
 def _tune(workers, x, log=False):
-    tuned = nt.autotune(configs=PARALLEL_CONFIGS, reps=2, warmup=0, log=log,
+    # a warm-up launch each: a configuration's first launch also builds its interpreter
+    # program, a one-time cost that could flip the choice between the two fastest
+    tuned = nt.autotune(configs=PARALLEL_CONFIGS, reps=3, warmup=1, log=log,
                         compile_workers=workers)(triple)
     z = np.zeros_like(x)
     tuned(x, z).sync()
