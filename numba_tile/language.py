@@ -190,7 +190,9 @@ def tiles(z, strip=None, reverse=False):
     263 MB), 231 us against 204 us (H200, Nsight Compute, 2026-12-02,
     ``docs/performance.md``). The set of tiles, and so what the block may store, is unchanged.
 
-    ``for idx in tiles(z): ... store(z, tile, idx)``. For a partition mapped onto ``B``
+    ``for idx in tiles(z): ... store(z, tile, idx)``. Two walks of one strip go in lockstep
+    with ``zip(tiles(dx, row), tiles(loss, row))`` (each index keeps its partition's brand).
+    For a partition mapped onto ``B``
     blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tile numbers ``b, b + B,
     b + 2B, ...`` of the partition's order (row-major by default; ``partition(...,
     order=grouped(G))`` for Triton's grouped GEMM order), so no two blocks share a tile; for

@@ -54,6 +54,15 @@ from .types import (PartitionIndexType, PartitionType, StripsIterable, StripsIte
 _INDEX_ITERABLES = (TilesIterable, StripsIterable, StripTilesIterable)
 _INDEX_ITERATORS = (TilesIterator, StripsIterator, StripTilesIterator)
 
+
+def _lockstep(ty) -> bool:
+    """Numba's ``zip`` of numba_tile's tile walks (``zip(tiles(dx, row), tiles(loss, row))``:
+    two partitions' tiles of one strip in lockstep). Each index keeps its partition's brand
+    (a store checks it as in a plain walk) and zip only pairs them: nothing else reaches
+    them."""
+    return isinstance(ty, types.ZipType) and all(
+        isinstance(t, _INDEX_ITERABLES + _INDEX_ITERATORS) for t in ty.source_types)
+
 __all__ = ["check_closed_world", "pointer_params_in", "describe_callee"]
 
 #: numba_tile's own types: what the kernel's parameters and ops give
@@ -171,6 +180,8 @@ def _allowed_type(ty) -> bool:
         return _allowed_type(ty.dtype)
     if isinstance(ty, types.Optional):
         return _allowed_type(ty.type)
+    if _lockstep(ty):
+        return True
     # functions are checked where they are called
     return isinstance(ty, (types.Function, types.Dispatcher, types.BoundFunction,
                            types.ExternalFunction))
@@ -562,6 +573,11 @@ def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
             _check_chosen_lowering(inst, fnty, sig, d.name)
         return
     passed = [t for a in argtys for t in pointer_params_in(a)]
+    if passed and getattr(fnty, "typing_key", None) is zip and actual and all(
+            isinstance(a, _INDEX_ITERABLES) for a in actual) and not expr.kws:
+        if sig is not None:
+            _check_chosen_lowering(inst, fnty, sig, "zip")
+        return
     if passed:
         names = ", ".join(f"'{t.param}'" for t in dict.fromkeys(passed))
         raise UnanalyzedCallError(
@@ -626,6 +642,8 @@ def _check_plumbing(inst, typemap):
                                                      (PartitionIndexType, TensorType)):
             return          # idx[d], x[i]: numba_tile's op, checked by _check_index_item
         if expr.op == "getiter" and isinstance(typemap.get(expr.value.name), _INDEX_ITERABLES):
+            return
+        if expr.op in ("getiter", "iternext") and _lockstep(typemap.get(expr.value.name)):
             return
         if expr.op == "getattr" and expr.attr in ("shape", "ndim", "dtype") and isinstance(
                 typemap.get(expr.value.name), (TensorType, PartitionType)):

@@ -96,3 +96,11 @@ def test_explicit_grid_axes_read_cuda_block_indices():
     ptx = eg.coordinates.ptx(np.zeros((2, 2, 2), np.int64), np.zeros(1, np.int64), 32)
     for reg in ("%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"):
         assert reg in ptx, reg
+
+
+def test_lockstep_walks_compile(nvjitlink):
+    from tests.gpu import test_lockstep_walks as lw
+    x = np.ones((6, 40), np.float32)
+    ptx = lw.jsd_like.ptx(x, x, nt.partition(np.zeros((6, 40), np.float32), (1, 16), blocks=4),
+                          nt.partition(np.zeros((6, 40), np.float32), (1, 16), blocks=4), 16)
+    assert linker.assemble(ptx, (9, 0)) is not None
