@@ -192,9 +192,8 @@ def tiles(z, strip=None, reverse=False):
 
     ``for idx in tiles(z): ... store(z, tile, idx)``. Two walks of one strip go in lockstep
     with ``zip(tiles(dx, row), tiles(loss, row))`` (each index keeps its partition's brand).
-    For a partition mapped onto ``B``
-    blocks (``partition(a, shape, blocks=B)``) block ``b`` gets tile numbers ``b, b + B,
-    b + 2B, ...`` of the partition's order (row-major by default; ``partition(...,
+    For a partition mapped onto ``B`` blocks (``partition(a, shape, blocks=B)``) block ``b``
+    gets tile numbers ``b, b + B, b + 2B, ...`` of the partition's order (row-major by default; ``partition(...,
     order=grouped(G))`` for Triton's grouped GEMM order), so no two blocks share a tile; for
     a plain partition the only tile is the block's own. Each index carries the *brand* of
     ``z``: a store to another partition refuses it.
