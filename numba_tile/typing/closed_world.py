@@ -55,13 +55,18 @@ _INDEX_ITERABLES = (TilesIterable, StripsIterable, StripTilesIterable)
 _INDEX_ITERATORS = (TilesIterator, StripsIterator, StripTilesIterator)
 
 
+#: the walks ``zip`` may pair: tiles, not strips (a strip reached through zip would hide which
+#: partition's strips index a partition, typing/ownership.check_index_schemes)
+_TILE_WALKS = (TilesIterable, StripTilesIterable, TilesIterator, StripTilesIterator)
+
+
 def _lockstep(ty) -> bool:
     """Numba's ``zip`` of numba_tile's tile walks (``zip(tiles(dx, row), tiles(loss, row))``:
     two partitions' tiles of one strip in lockstep). Each index keeps its partition's brand
     (a store checks it as in a plain walk) and zip only pairs them: nothing else reaches
     them."""
     return isinstance(ty, types.ZipType) and all(
-        isinstance(t, _INDEX_ITERABLES + _INDEX_ITERATORS) for t in ty.source_types)
+        isinstance(t, _TILE_WALKS) for t in ty.source_types)
 
 __all__ = ["check_closed_world", "pointer_params_in", "describe_callee"]
 
@@ -574,7 +579,7 @@ def _check_call(kernel, inst, expr, typemap, calltypes, origins, unchecked):
         return
     passed = [t for a in argtys for t in pointer_params_in(a)]
     if passed and getattr(fnty, "typing_key", None) is zip and actual and all(
-            isinstance(a, _INDEX_ITERABLES) for a in actual) and not expr.kws:
+            isinstance(a, _TILE_WALKS) for a in actual) and not expr.kws:
         if sig is not None:
             _check_chosen_lowering(inst, fnty, sig, "zip")
         return
