@@ -4328,6 +4328,69 @@ def v78_a_reversed_walk_of_another_partitions_strip_tiles():
     return launch, check
 
 
+@nt.jit
+def g_lockstep_crossed(x, dx: nt.Partition[1, 32], loss: nt.Partition[1, 32]):
+    for row in nt.strips(dx):
+        for idx, jdx in zip(nt.tiles(dx, row), nt.tiles(loss, row)):
+            nt.store(loss, nt.load(x, idx, (1, 32), padding=0.0), idx)  # C95
+
+
+@refused("C95", errors.ForeignTileStoreError, "store() to partition 'loss'", "'dx'")
+def c95_a_lockstep_walks_index_stored_into_the_other_partition():
+    # zip pairs the two walks' indices; each keeps its own partition's brand
+    x, dx, loss = randn(6, 100), randn(6, 100), randn(6, 100)
+    parts = (nt.partition(dx, (1, 32), blocks=2), nt.partition(loss, (1, 32), blocks=2))
+    return compiled(g_lockstep_crossed, [x, dx, loss], x, *parts)
+
+
+@nt.jit
+def g_inplace_on_a_tensor(x, z: nt.Partition["B"], B: nt.Constant):
+    x += 1.0  # C96
+    nt.store(z, nt.load_like(x, z))
+
+
+@refused("C96", errors.TileTypingError, "an array parameter is not an operand")
+def c96_an_augmented_assignment_to_a_tensor():
+    # x += 1 is x = x + 1: refused, and nothing written through it
+    x, z = randn(40), randn(40)
+    return compiled(g_inplace_on_a_tensor, [x, z], x, nt.partition(z, 16), 16)
+
+
+@nt.jit
+def g_slice_of_a_tensor(x, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.full((B,), 0.0, nt.float32) + x[1:3])  # C97
+
+
+@refused("C97", errors.TileTypingError, "integer coordinate(s) of 'x'")
+def c97_a_static_slice_of_a_tensor():
+    # static slices are tiles' (subtile); an array parameter is read element by element
+    x, z = randn(40), randn(40)
+    return compiled(g_slice_of_a_tensor, [x, z], x, nt.partition(z, 16), 16)
+
+
+@nt.jit
+def g_lockstep_two_outputs(x, dx: nt.Partition[1, 32], loss: nt.Partition[1, 32]):
+    for row in nt.strips(dx):
+        for idx, jdx in zip(nt.tiles(dx, row), nt.tiles(loss, row)):
+            t = nt.load(x, idx, (1, 32), padding=0.0)
+            nt.store(dx, t * 2.0, idx)
+            nt.store(loss, t * t, jdx)
+
+
+@valid("V79")
+def v79_two_partitions_walked_in_lockstep():
+    x, dx, loss = randn(7, 100), nans(7, 100), nans(7, 100)
+
+    def launch():
+        g_lockstep_two_outputs(x, nt.partition(dx, (1, 32), blocks=3),
+                               nt.partition(loss, (1, 32), blocks=3), interpret=True)
+
+    def check():
+        close(dx, 2.0 * f64(x))
+        close(loss, f64(x) ** 2)
+    return launch, check
+
+
 # ============================================================================= tests
 
 
