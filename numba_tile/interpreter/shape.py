@@ -73,17 +73,12 @@ def interp_subtile(x, start, shape):
 
 @interp_rule("_getitem_static")
 def interp_getitem_static(x, starts, stops, newaxes):
-    from ..typing.shape import OPEN_STOP
+    from ..typing.shape import OPEN_STOP, slice_bounds
     starts, stops = _shape(starts), _shape(stops)
     if not isinstance(x, InterpTile):           # a tuple's slice (typed as one)
         return x[slice(starts[0], None if stops[0] == OPEN_STOP else stops[0])]
-    box_start, box_shape = [], []
-    for d, n in enumerate(x.data.shape):
-        lo, hi = (starts[d], stops[d]) if d < len(starts) else (0, OPEN_STOP)
-        lo, hi, _ = slice(lo, None if hi == OPEN_STOP else hi).indices(n)
-        box_start.append(lo)
-        box_shape.append(hi - lo)
-    out = _subtile(x, box_start, box_shape)
+    bounds = slice_bounds(x.data.shape, starts, stops)
+    out = _subtile(x, [lo for lo, _hi in bounds], [hi - lo for lo, hi in bounds])
     for pos in _shape(newaxes):
         out = interp_expand_dims(out, pos)
     return out

@@ -118,6 +118,18 @@ def type_subtile(x, start, shape):
 OPEN_STOP = 2 ** 62
 
 
+def slice_bounds(shape, starts, stops) -> list:
+    """``(lo, hi)`` per axis of ``shape`` for the slices ``starts[d]:stops[d]`` (Python's
+    rules for negative and out-of-range bounds, :data:`OPEN_STOP` for a stop left out; axes
+    past the slices whole). Shared by the typing and the interpreter."""
+    out = []
+    for d, n in enumerate(shape):
+        lo, hi = (starts[d], stops[d]) if d < len(starts) else (0, OPEN_STOP)
+        lo, hi, _ = slice(lo, None if hi == OPEN_STOP else hi).indices(n)
+        out.append((lo, hi))
+    return out
+
+
 def slices_box(x, starts, stops):
     """``(start, shape)`` of ``x[starts[0]:stops[0], ...]`` (Python's rules for negative and
     left-out bounds; axes past the index are whole)."""
@@ -127,11 +139,7 @@ def slices_box(x, starts, stops):
         raise fail("getitem", "index", f"at most {x.ndim} slices for a {x.shape} tile",
                    f"{len(starts)}")
     box_start, box_shape = [], []
-    for d, n in enumerate(x.shape):
-        lo, hi = (starts[d], stops[d]) if d < len(starts) else (0, OPEN_STOP)
-        hi = n if hi == OPEN_STOP else hi
-        lo, hi = (lo + n if lo < 0 else lo), (hi + n if hi < 0 else hi)
-        lo, hi = min(max(lo, 0), n), min(max(hi, 0), n)
+    for d, (n, (lo, hi)) in enumerate(zip(x.shape, slice_bounds(x.shape, starts, stops))):
         if hi - lo < 1 or (hi - lo) & (hi - lo - 1):
             raise fail("getitem", "index", "static slices of power-of-two lengths (a tile's "
                        "extents are powers of two)", f"{hi - lo} elements of axis {d} "
