@@ -438,12 +438,14 @@ def _run(pyfunc, argtypes, ctx, typing_only, cc, debug=False, lineinfo=False):
         flags.debuginfo = True
         flags.dbg_directives_only = True
     targetctx = cuda_target.target_context
+    from .lowering import linked
     from .lowering.scalars import install
     from .typing.device import compile_for_cc
     # Numba's @overloads of builtins (min(C), sum(C)...) compile for the kernel's target,
     # not the current device's: typing them needs no GPU (typing/device.compile_for_cc)
     with utils.numba_target_override(), compile_for_cc(tuple(cc)[:2]):
         install(targetctx)      # numba_tile's defined scalar operations (its docstring)
+        linked.install()        # no CUDA C++ linked into numba_tile's code (its docstring)
         return compile_extra(
             typingctx=cuda_target.typing_context, targetctx=targetctx, func=pyfunc,
             args=tuple(argtypes), return_type=None, flags=flags, locals={},
@@ -543,6 +545,10 @@ def _serialized(ptx: str, cc) -> bool:
     return bool(out and re.search(r"wgmma\.mma_async instructions are serialized", out[1]))
 
 
+#: functions PTX declares that the CUDA driver provides (printf, assert, device malloc)
+_SYSTEM_CALLS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
+
+
 def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
              min_blocks_per_sm, num_stages, mma, no_pending, on_typed=None):
     from numba.cuda.compiler import kernel_fixup
@@ -582,6 +588,13 @@ def _compile(pyfunc, argtypes, num_warps, grid_param, cc, lineinfo, unchecked,
             ptx = lib.get_asm_str(cc=(cc[0], cc[1], "a") if ctx.arch_specific else cc)
         except Exception as exc:  # noqa: BLE001
             raise _translate(exc, ctx) from None
+    extern = next((m for m in re.finditer(r"^\s*\.extern\s+\.func\b[^;]*?([\w$]+)\s*\(",
+                                          ptx, re.M) if m.group(1) not in _SYSTEM_CALLS), None)
+    if extern:      # a call nothing defines: it would fail at load, on the GPU only
+        from .typing.linked import refusal
+        raise _named(TileTypingError(refusal(
+            f"a call of '{extern.group(1)}', a function the kernel's PTX declares but does not "
+            f"define,")), ctx)
     m = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx)
     maps = tuple(getattr(ctx, "tensor_maps", None) or ())
     if maps:

@@ -40,6 +40,7 @@ from ..errors import TileTypingError
 from ..runtime.launch_checks import INTERPRETED
 from ..typing.closed_world import _LIBRARY_IDS
 from ..typing.device import is_device_function
+from ..typing.linked import linked_call, refusal
 from ..typing.types import PartitionIndexType, StripIndexType, TileType
 from . import scalars
 
@@ -300,6 +301,11 @@ class _Builder:
         if scalar_sig is not None and key not in (min, max) and any(
                 isinstance(t, types.BaseTuple) for t in scalar_sig.args):
             scalar_sig = None           # a tuple argument: only min(C) and max(C) take one
+        linked = linked_call(fnty, sig, overload_result(fnty, sig))
+        if linked is not None:              # refused on both paths (typing/linked.py)
+            raise TileTypingError(f"{self.label}{refusal(linked)}",
+                                  filename=getattr(loc, "filename", None),
+                                  lineno=getattr(loc, "line", None))
         overload = None
         if not (scalar_sig is not None and scalars.has_rule(key)):
             overload = self._overload(fnty, sig, loc)

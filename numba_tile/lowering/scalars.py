@@ -22,6 +22,10 @@ operations get the results tiles already have (``lowering/elementwise._shift_imp
   so no optimization assumes a signed result did not overflow;
 * a float16 constant (a ``Constant`` ``np.float16(x)``) is its bits (:func:`float16_constant`),
   where numba-cuda's wrote IR libNVVM refuses;
+* float16 scalar ``+ - * /`` (and their in-place forms), comparisons, ``-a``, ``+a``,
+  ``abs(a)`` and ``bool(a)`` are computed here (in float32, rounded once to float16: NumPy's
+  correctly rounded result), where numba-cuda's call CUDA C++ from ``cuda_fp16.h`` that it links
+  at load time and numba_tile does not (``typing/linked.py``);
 * float ``%``, ``//`` and ``divmod`` take their remainder from libdevice's ``fmod``, which is
   exact (:func:`_float_division`): LLVM's ``frem``, which numba-cuda's copy of CPython's
   ``float_divmod`` uses, becomes ``a - b * trunc(a / b)`` on NVPTX, wrong where the quotient
@@ -387,6 +391,103 @@ def float16_constant(context, builder, ty, pyval):
     return ir.Constant(context.get_value_type(ty), bits)
 
 
+# ---- float16 scalars -------------------------------------------------------------------------
+# numba-cuda implements float16 scalar arithmetic, comparisons and math functions as calls into
+# CUDA C++ (cuda_fp16.h, compiled and linked at link time); numba_tile links PTX only, so in its
+# code they are computed here: in float32, then rounded to float16. For + - * / this is the
+# correctly rounded float16 result (float32 holds more than 2 x 11 + 2 bits: the double
+# rounding is innocuous), which is NumPy's. numba-cuda's float16 math functions (math.exp(h),
+# an @overload calling cuda_fp16's hexp) are refused on both paths (typing/linked.py).
+
+_HALF, _F32, _I16 = ir.HalfType(), ir.FloatType(), ir.IntType(16)
+
+
+def _widen_half(builder, bits):
+    return builder.fpext(builder.bitcast(bits, _HALF), _F32)
+
+
+def _narrow_half(builder, value):
+    return builder.bitcast(builder.fptrunc(value, _HALF), _I16)
+
+
+def _half_arith(fallback_name, fn):
+    """``a op b`` of two float16 scalars (section comment above)."""
+    def impl(context, builder, sig, args):
+        if not _own_code():
+            return _half_fallback(fallback_name, context, builder, sig, args)
+        a, b = (_widen_half(builder, v) for v in args)
+        return impl_ret_untracked(context, builder, sig.return_type,
+                                  _narrow_half(builder, fn(builder, a, b)))
+    return impl
+
+
+def _half_compare(fallback_name, pred):
+    def impl(context, builder, sig, args):
+        if not _own_code():
+            return _half_fallback(fallback_name, context, builder, sig, args)
+        a, b = (_widen_half(builder, v) for v in args)
+        res = (builder.fcmp_unordered(pred, a, b) if pred == "!="
+               else builder.fcmp_ordered(pred, a, b))
+        return impl_ret_untracked(context, builder, sig.return_type, res)
+    return impl
+
+
+def _half_bits(fallback_name, mask=None, flip=None):
+    """``-a``, ``+a``, ``abs(a)``: on the bits (the sign bit flipped,
+    kept or cleared), as NumPy's float16 does, NaN's payload included."""
+    def impl(context, builder, sig, args):
+        if not _own_code():
+            return _half_fallback(fallback_name, context, builder, sig, args)
+        v = args[0]
+        if mask is not None:
+            v = builder.and_(v, ir.Constant(_I16, mask))
+        if flip is not None:
+            v = builder.xor(v, ir.Constant(_I16, flip))
+        return impl_ret_untracked(context, builder, sig.return_type, v)
+    return impl
+
+
+def _half_fallback(key, context, builder, sig, args):
+    """numba-cuda's own implementation of ``key`` for ``sig`` (outside numba_tile's code):
+    the one registered before this module's registry."""
+    impl = _HALF_FALLBACKS.get((key, sig.args))
+    if impl is None:
+        raise NotImplementedError(f"no numba-cuda implementation of {key} for {sig.args}")
+    return impl(context, builder, sig, args)
+
+
+_HALF_FALLBACKS: dict = {}
+_H2 = (types.float16, types.float16)
+_HALF_IMPLS = [
+    *[(op, _H2, _half_arith(op, fn)) for op, fn in (
+        (operator.add, lambda b, x, y: b.fadd(x, y)), (operator.iadd, lambda b, x, y: b.fadd(x, y)),
+        (operator.sub, lambda b, x, y: b.fsub(x, y)), (operator.isub, lambda b, x, y: b.fsub(x, y)),
+        (operator.mul, lambda b, x, y: b.fmul(x, y)), (operator.imul, lambda b, x, y: b.fmul(x, y)),
+        (operator.truediv, lambda b, x, y: b.fdiv(x, y)),
+        (operator.itruediv, lambda b, x, y: b.fdiv(x, y)))],
+    *[(op, _H2, _half_compare(op, pred)) for op, pred in (
+        (operator.eq, "=="), (operator.ne, "!="), (operator.lt, "<"), (operator.le, "<="),
+        (operator.gt, ">"), (operator.ge, ">="))],
+    (operator.neg, (types.float16,), _half_bits(operator.neg, flip=0x8000)),
+    (operator.pos, (types.float16,), _half_bits(operator.pos)),
+    (abs, (types.float16,), _half_bits(abs, mask=0x7FFF)),
+]
+
+
+def _half_truth(context, builder, sig, args):
+    """``bool(a)`` / ``if a:`` of a float16: nonzero bits other than the sign (NaN is true,
+    as Python's). numba-cuda's own compares the ``i16`` bits as a float (invalid IR)."""
+    if not _own_code():
+        return _half_fallback(bool, context, builder, sig, args)
+    return builder.icmp_unsigned("!=", builder.and_(args[0], ir.Constant(_I16, 0x7FFF)),
+                                 ir.Constant(_I16, 0))
+
+
+_HALF_IMPLS.append((bool, (types.float16,), _half_truth))
+for _key, _args, _impl in _HALF_IMPLS:
+    registry.lower(_key, *_args)(_impl)
+
+
 class _ModeKeyedCache(dict):
     """numba-cuda's cache of compiled internal subroutines (``BaseContext.compile_subroutine``:
     ``round(x, n)``, integer powers...), its keys told apart by whether numba_tile's code is
@@ -422,6 +523,11 @@ def install(targetctx) -> None:
     if id(targetctx) in _installed:
         return
     targetctx.refresh()                 # its own registries first
+    for key, args, _ in _HALF_IMPLS:    # numba-cuda's float16 implementations, for its code
+        try:
+            _HALF_FALLBACKS[(key, args)] = targetctx._defns[key].find(args)
+        except Exception:  # noqa: BLE001 - none registered: numba-cuda's typing refuses it
+            pass
     targetctx.install_registry(registry)
     cache = _ModeKeyedCache()
     # what was compiled before was compiled outside numba_tile's code: plain mode

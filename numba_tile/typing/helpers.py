@@ -76,16 +76,35 @@ def _kernel() -> str:
 
 def _callee(func_ir, expr):
     """The Python object a call expression calls, when the IR says (a global, a free
-    variable, an attribute of a module global), else None."""
-    try:
-        d = func_ir.get_definition(expr.func)
-    except Exception:  # noqa: BLE001 - no single definition: not a helper call
+    variable, an attribute of a module global), else None. A callee held across a branch in
+    the call's arguments (``h(t, 1.0 if c else 2.0)``: Numba passes it to the join block in a
+    variable each predecessor assigns) counts where every definition names the same object."""
+    return _resolve(func_ir, expr.func, 0)
+
+
+_MISSING = object()
+
+
+def _resolve(func_ir, var, depth):
+    if depth > 16:
         return None
-    if isinstance(d, (ir.Global, ir.FreeVar)):
-        return d.value
-    if isinstance(d, ir.Expr) and d.op == "getattr":
-        return _callee_of_getattr(func_ir, d)
-    return None
+    defs = func_ir._definitions.get(var.name, ()) if isinstance(var, ir.Var) else ()
+    if not defs:
+        return None
+    found = _MISSING
+    for d in defs:
+        if isinstance(d, ir.Var):
+            v = _resolve(func_ir, d, depth + 1)
+        elif isinstance(d, (ir.Global, ir.FreeVar)):
+            v = d.value
+        elif isinstance(d, ir.Expr) and d.op == "getattr":
+            v = _callee_of_getattr(func_ir, d)
+        else:
+            v = None
+        if v is None or (found is not _MISSING and v is not found):
+            return None
+        found = v
+    return None if found is _MISSING else found
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -209,10 +228,13 @@ def _rewrite_device_calls(func_ir) -> int:
 
 def _drop_helper_references(func_ir):
     """Remove the assignments of helper functions (``$f = global(helper)``, or a module's
-    attribute) that the inlined calls left unused: Numba cannot type a plain function."""
+    attribute), and the copies of them a branch in a call's arguments made, that the
+    inlined calls left unused: Numba cannot type a plain function."""
+    from numba.cuda.core.ir_utils import build_definitions
     changed = True
     while changed:
         changed = False
+        func_ir._definitions = build_definitions(func_ir.blocks)
         used = set()
         for blk in func_ir.blocks.values():
             for st in blk.body:
@@ -228,11 +250,12 @@ def _drop_helper_references(func_ir):
                     continue
                 keep.append(st)
             blk.body = keep
-    from numba.cuda.core.ir_utils import build_definitions
     func_ir._definitions = build_definitions(func_ir.blocks)
 
 
 def _refers_helper(func_ir, value) -> bool:
+    if isinstance(value, ir.Var):
+        return is_helper(_resolve(func_ir, value, 0))
     if isinstance(value, (ir.Global, ir.FreeVar)):
         return is_helper(value.value)
     if isinstance(value, ir.Expr) and value.op == "getattr":

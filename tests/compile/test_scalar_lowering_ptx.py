@@ -150,3 +150,29 @@ def test_negating_a_narrow_integer_wraps_at_its_width(dt):
     bits = np.dtype(dt).itemsize * 8
     assert "neg.s64" in body and "mov.b64" in body, body
     assert re.search(rf"cvt\.[su]64\.[su]{bits}\s+%rd\d+, %rd\d+;", body), body
+
+
+def test_float16_scalar_arithmetic_links_nothing():
+    """float16 scalar + - * /, comparisons, negation, abs and truth compile to PTX that calls
+    no external function (numba-cuda's own call cuda_fp16.h's C++, which numba_tile does not
+    link), computing in float32 with one rounding to float16 (``cvt.rn.f16.f32``)."""
+    from tests.gpu.test_float16_scalars import W, half_ops
+    a = np.zeros(8, np.float16)
+    ptx = half_ops.ptx(a, a, nt.partition(np.zeros((8, W), np.float32), (1, W)), W)
+    assert ".extern" not in ptx
+    assert "cvt.rn.f16.f32" in ptx
+
+
+def test_a_call_the_ptx_declares_but_nothing_defines_is_refused_at_compile():
+    """A numba-cuda device function declared without a definition (``cuda.declare_device``)
+    in an unchecked kernel leaves an ``.extern .func`` in the PTX that only the first launch
+    would report: the compile refuses it, naming the kernel and the function."""
+    ext = cuda.declare_device("numba_tile_test_undefined", "float32(float32)")
+
+    @nt.jit(unchecked=True)
+    def calls_undefined(z: nt.Partition["B"], B: nt.Constant):
+        nt.store(z, nt.full((B,), ext(np.float32(1.0)), nt.float32))
+
+    with pytest.raises(nt.errors.TileTypingError) as info:
+        calls_undefined.ptx(nt.partition(np.zeros(64, np.float32), 64), 64)
+    assert "calls_undefined" in str(info.value) and "numba_tile_test_undefined" in str(info.value)

@@ -347,3 +347,26 @@ def test_a_helper_in_a_pipelined_k_loop_is_pipelined_and_correct():
     staged_helper(*args(c), interpret=True)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2,
                                atol=1e-2)
+
+
+def _shifted(t, v):
+    return t + v
+
+
+@pytest.mark.parametrize("c", [-1.5, 2.0])
+def test_a_helper_called_with_a_conditional_expression_argument(c):
+    """``h(t, a if c else b)``: Numba carries the callee across the argument's branch in a
+    variable both branches assign; the call is inlined all the same, and no copy of the
+    helper is left for Numba to type."""
+    @nt.jit
+    def k(x, z: nt.Partition["B"], c: float, B: nt.Constant):
+        t = _shifted(nt.load_like(x, z), 3.0 if c > 0 else -5.0)
+        nt.store(z, _shifted(t, c if c < 0 else 0.25))
+
+    rng = np.random.default_rng()
+    n = 50 + int(rng.integers(1, 30))
+    x = rng.standard_normal(n).astype(np.float32)
+    z = np.zeros(n, np.float32)
+    k(x, nt.partition(z, 64), c, 64, interpret=True)
+    want = x.astype(np.float64) + (3.0 if c > 0 else -5.0) + (c if c < 0 else 0.25)
+    np.testing.assert_allclose(z, want, rtol=1e-6)
