@@ -225,10 +225,13 @@ class MmaLayout:
     accumulator row by row (``shared/notes/hopper-gemm.md`` section 1.4).
 
     ``wgmma=True``: the accumulator of Hopper's ``wgmma.mma_async.m64nNk16``
-    (``lowering/wgmma.py``), for ``M = 16 * num_warps``: the warps split M only
-    (``warps = (num_warps, 1)``), so warp ``w`` owns rows ``16 w .. 16 w + 15`` and every
-    column, which is the row block warp ``w % 4`` of warpgroup ``w // 4`` holds of that
-    warpgroup's 64-row slab.
+    (``lowering/wgmma.py``), for ``M`` a multiple of ``16 * num_warps``: the warps split M
+    only (``warps = (num_warps, 1)``) and interleave: atom row ``im`` of warp ``w`` is rows
+    ``16 w + 16 num_warps im ..`` (:attr:`warp_row_step` 16, :attr:`atom_row_step`
+    ``16 num_warps``), every column. So the rows warpgroup ``g`` holds in atom row ``im`` are
+    the 64 consecutive rows from ``64 g + 16 num_warps im``, warp ``w % 4`` of the group
+    holding its 16-row block of them: one ``wgmma`` slab each (one slab per warpgroup where
+    ``M = 16 * num_warps``).
     """
 
     shape: tuple
@@ -260,6 +263,16 @@ class MmaLayout:
         return self.shape[0] // self.warps_m, self.shape[1] // self.warps_n
 
     @cached_property
+    def warp_row_step(self) -> int:
+        """Rows from one warp row's first row to the next's."""
+        return ATOM_M if self.wgmma else self.warp_tile[0]
+
+    @cached_property
+    def atom_row_step(self) -> int:
+        """Rows from a warp's atom row ``im`` to ``im + 1``."""
+        return ATOM_M * self.warps_m if self.wgmma else ATOM_M
+
+    @cached_property
     def atoms(self) -> tuple:
         """``(am, an)``: atoms per warp along M and N."""
         return self.warp_tile[0] // ATOM_M, self.warp_tile[1] // ATOM_N
@@ -282,7 +295,8 @@ class MmaLayout:
         lane = thread % 32
         atom, i = divmod(slot, 4)
         im, jn = divmod(atom, self.atoms[1])
-        row = (w // self.warps_n) * self.warp_tile[0] + im * ATOM_M + lane // 4 + 8 * (i // 2)
+        row = ((w // self.warps_n) * self.warp_row_step + im * self.atom_row_step + lane // 4
+               + 8 * (i // 2))
         col = (w % self.warps_n) * self.warp_tile[1] + jn * ATOM_N + 2 * (lane % 4) + i % 2
         return row, col
 

@@ -319,8 +319,9 @@ def mma_slots(builder, layout: MmaLayout):
     """``([row, col], linear)`` of every fragment slot of an :class:`MmaLayout`, in fragment
     order (``layout.slot_coords`` as i64 values)."""
     lane, wm, wn = warp_coords(builder, layout)
-    wtm, wtn = layout.warp_tile
-    row0 = builder.add(builder.mul(wm, const_i64(wtm)), builder.lshr(lane, const_i64(2)))
+    _wtm, wtn = layout.warp_tile
+    row0 = builder.add(builder.mul(wm, const_i64(layout.warp_row_step)),
+                       builder.lshr(lane, const_i64(2)))
     col0 = builder.add(builder.mul(wn, const_i64(wtn)),
                        builder.shl(builder.and_(lane, const_i64(3)), const_i64(1)))
     am, an = layout.atoms
@@ -328,7 +329,7 @@ def mma_slots(builder, layout: MmaLayout):
     for im in range(am):
         for jn in range(an):
             for i in range(4):
-                row = builder.add(row0, const_i64(im * ATOM_M + 8 * (i // 2)))
+                row = builder.add(row0, const_i64(im * layout.atom_row_step + 8 * (i // 2)))
                 col = builder.add(col0, const_i64(jn * ATOM_N + i % 2))
                 out.append(([row, col], linear_of(builder, layout.shape, [row, col])))
     return out

@@ -201,12 +201,13 @@ def _tensor_core_product(builder, p, layout: MmaLayout, sa: Staged, sb: Staged, 
     ``sb`` holds B as K rows of N for 16-bit inputs unless ``b_kmajor`` (N rows of K, as for
     int8, FP8 and TF32)."""
     lane, wm, wn = (_i32(builder, v) for v in warp_coords(builder, layout))
-    wtm, wtn = layout.warp_tile
+    _wtm, wtn = layout.warp_tile
     am, an = layout.atoms
     j = builder.lshr(lane, _c32(3))
     r8 = builder.and_(lane, _c32(7))
     j_lo, j_hi = builder.and_(j, _c32(1)), builder.lshr(j, _c32(1))
-    row_a = builder.add(builder.add(builder.mul(wm, _c32(wtm)), builder.mul(j_lo, _c32(8))), r8)
+    row_a = builder.add(builder.add(builder.mul(wm, _c32(layout.warp_row_step)),
+                                  builder.mul(j_lo, _c32(8))), r8)
     col_n = builder.mul(wn, _c32(wtn))
     isz = dtypes.itemsize(p.in_dtype)
     trans_b = p.kind in ("f16", "bf16", "f16acc") and not b_kmajor
@@ -235,7 +236,7 @@ def _tensor_core_product(builder, p, layout: MmaLayout, sa: Staged, sb: Staged, 
     for ks in range(k // p.k_step):
         kb = ks * 32                                        # byte column of this K step
         a_addr = sa.address(builder, row_a, builder.add(_c32(kb), builder.mul(j_hi, _c32(16))))
-        a_frag = [_ldmatrix(builder, a_addr, 4, False, im * 16 * sa.row_bytes)
+        a_frag = [_ldmatrix(builder, a_addr, 4, False, im * layout.atom_row_step * sa.row_bytes)
                   for im in range(am)]
         if not trans_b:
             b_addr = sb.address(builder, nrow, builder.add(_c32(kb), builder.mul(j_lo, _c32(16))))
@@ -271,11 +272,12 @@ def _fma_product(context, builder, p, layout: MmaLayout, sa: Staged, sb: Staged,
         builder.module, ir.FunctionType(ety, [ety, ety, ety]),
         "llvm.fma.f64" if isz == 8 else "llvm.fma.f32")
     lane, wm, wn = (_i32(builder, v) for v in warp_coords(builder, layout))
-    wtm, wtn = layout.warp_tile
+    _wtm, wtn = layout.warp_tile
     am, an = layout.atoms
-    row0 = builder.add(builder.mul(wm, _c32(wtm)), builder.lshr(lane, _c32(2)))
+    row0 = builder.add(builder.mul(wm, _c32(layout.warp_row_step)), builder.lshr(lane, _c32(2)))
     col0 = builder.add(builder.mul(wn, _c32(wtn)), builder.shl(builder.and_(lane, _c32(3)), _c32(1)))
-    rows = [builder.add(row0, _c32(16 * im + 8 * h)) for im in range(am) for h in range(2)]
+    rows = [builder.add(row0, _c32(layout.atom_row_step * im + 8 * h)) for im in range(am)
+            for h in range(2)]
     cols = [builder.add(col0, _c32(8 * jn + q)) for jn in range(an) for q in range(2)]
     # slot 4 * (im * an + jn) + i holds (row 2 * im + i // 2, col 2 * jn + i % 2)
     slots = [(2 * (t // an) + i // 2, 2 * (t % an) + i % 2) for t in range(am * an) for i in range(4)]

@@ -1,8 +1,8 @@
 """Lowering of ``mma`` to Hopper's ``wgmma.mma_async`` (sm_90a), operands staged from registers.
 
 Taken for the products ``typing/mma.use_wgmma`` admits (float16 / bfloat16 / FP8 inputs, a
-float32 accumulator, ``M = 16 * num_warps``, ``K`` whole 128-byte atoms, ``N`` a multiple of
-64, ``N <= 256``); the accumulator is an
+float32 accumulator, ``M`` a multiple of ``16 * num_warps``, ``K`` whole 128-byte atoms,
+``N`` a multiple of 64, ``N <= 256``); the accumulator is an
 :class:`~numba_tile.layout.MmaLayout` with ``wgmma=True``. Facts and encodings:
 ``shared/notes/hopper-gemm.md`` (sections 1.1-1.7, the numbers below are from there).
 
@@ -24,8 +24,8 @@ float32 accumulator, ``M = 16 * num_warps``, ``K`` whole 128-byte atoms, ``N`` a
    of ``K``, as A): FP8 always (its ``wgmma`` form has no transpose operands; registers are
    written transposed, a pipelined ``transpose`` of an (N, K) tile lands so), 16-bit where a
    pipelined load staged a transposed tile (``imm-trans-b = 0``).
-3. **Issue.** Warpgroup ``g`` (threads ``128 g .. 128 g + 127``) multiplies its 64-row slab of
-   A (rows ``64 g ..``) by all of B: ``wgmma.fence``, one ``wgmma.mma_async.m64nNk16``
+3. **Issue.** Warpgroup ``g`` (threads ``128 g .. 128 g + 127``) multiplies its 64-row slabs of
+   A (rows ``64 g + 16 num_warps s ..`` for slab ``s``: ``layout.MmaLayout``) by all of B: ``wgmma.fence``, one ``wgmma.mma_async.m64nNk16``
    (``k32`` for FP8) per K step accumulating into the thread's ``N / 2`` registers (outputs tied to inputs, so nothing
    else touches them in flight), ``commit_group``, ``wait_group 0`` (also tied: later uses of
    the accumulator depend on the wait). The registers come back in the layout's slot order:
@@ -148,7 +148,14 @@ def wait_tied(builder, acc, pending: int = 0):
     """``wgmma.wait_group pending`` (after the caller's ``commit_group``), the accumulator
     tied through it: every later use of the registers depends on the wait. With
     ``pending = 1`` the group just committed may still run; its accumulator then only
-    feeds the next ``wgmma`` (which orders itself after it) or ``_wgmma_drain``."""
+    feeds the next ``wgmma`` (which orders itself after it) or ``_wgmma_drain``. More than
+    128 registers (several slabs) are tied through one wait each 128 (a later wait of a
+    queue already drained that far returns at once)."""
+    if len(acc) > 128:
+        out = []
+        for i in range(0, len(acc), 128):
+            out.extend(wait_tied(builder, acc[i:i + 128], pending))
+        return out
     nd = len(acc)
     asm = ir.InlineAsm(
         ir.FunctionType(ir.LiteralStructType([F32] * nd), [F32] * nd),
@@ -207,20 +214,24 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * 128)))
     b_addr = address32(builder, sb.base)
     ptx_type = {"bf16": "bf16", "f16": "f16", "e4m3": "e4m3", "e5m2": "e5m2"}[p.kind]
-    out = list(acc)
+    # the slabs of this warpgroup (``layout.MmaLayout``): slab s is rows
+    # 64 g + s * atom_row_step .., its registers the s-th N / 2 of the accumulator's
+    nd, slab_rows = n // 2, layout.atom_row_step
+    slabs = [list(acc[s * nd:(s + 1) * nd]) for s in range(len(acc) // nd)]
     _asm(builder, "wgmma.fence.sync.aligned;")
     # one instruction takes 32 bytes of K (16 16-bit elements, 32 FP8 ones)
     for ks in range(k * isz // 32):
-        da = _descriptor(builder, builder.add(a_addr, _c32((ks // 4) * m * 128 + (ks % 4) * 32)),
-                         16)
         if b_kmajor:
             db = _descriptor(builder, builder.add(b_addr, _c32((ks // 4) * n * 128
                                                                + (ks % 4) * 32)), 16)
         else:
             db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * 128)), k * 128)
-        out = _mma_async(builder, ptx_type, n, da, db, out, b_kmajor)
+        for s, regs in enumerate(slabs):
+            da = _descriptor(builder, builder.add(a_addr, _c32(
+                (ks // 4) * m * 128 + s * slab_rows * 128 + (ks % 4) * 32)), 16)
+            slabs[s] = _mma_async(builder, ptx_type, n, da, db, regs, b_kmajor)
     _asm(builder, "wgmma.commit_group.sync.aligned;")
     refill_operands(builder, sig)           # deferred copies overlap the tensor cores' work
-    out = wait_tied(builder, out, getattr(sig, "pending", 0) or 0)
+    out = wait_tied(builder, [r for regs in slabs for r in regs], getattr(sig, "pending", 0) or 0)
     release_operands(builder, sig)          # warp-specialized: the slot read k - P is free
     return out

@@ -7,7 +7,7 @@ from numba.cuda import types
 from .. import dtypes
 from .._registry import OPS, typing_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
-from ..layout import BlockedLayout
+from ..layout import BlockedLayout, MmaLayout
 from .common import check_float8_target, dtype_arg, fail, is_scalar, make_tile, refuse_float8
 from .types import PartitionType, TensorType, TileType
 
@@ -55,7 +55,9 @@ def result_tile(tiles, opname, arg="operands") -> TileType:
     """The tile type (dtype to be replaced) of an elementwise op over ``tiles``.
 
     Shape: the broadcast of the operands' shapes. Layout: that of the first operand of the
-    full shape in a blocked layout wider than its dtype's default (:func:`wider_than_default`:
+    full shape in an ``mma`` accumulator layout (a product: ``acc + a @ b`` then stays in the
+    product's layout, as ``mma(a, b, acc)`` does, and a loop carries it: ``TileType.unify``;
+    ``typing/mma.fuse_accumulating_products`` makes it one ``mma``), else in a blocked layout wider than its dtype's default (:func:`wider_than_default`:
     data that kept the layout of a narrower load, a float32 tile of a 16-bit load), else of the first of the full shape
     in a blocked layout, else of the first of the full shape (a reduction's slice layout),
     else the blocked layout of the shape: an operand of the full shape never moves, and a
@@ -71,8 +73,10 @@ def result_tile(tiles, opname, arg="operands") -> TileType:
     align = min((t.align if t.shape[-1:] == shape[-1:] else shape[-1]
                  for t in tiles if t.masked), default=1)
     blocked = [t for t in full if isinstance(t.layout, BlockedLayout)]
-    pick = next((t for t in blocked if wider_than_default(t)),
-                blocked[0] if blocked else full[0] if full else None)
+    products = [t for t in full if isinstance(t.layout, MmaLayout)]
+    pick = products[0] if products else next(
+        (t for t in blocked if wider_than_default(t)),
+        blocked[0] if blocked else full[0] if full else None)
     if pick is None:
         return make_tile(tiles[0].dtype, shape, masked=masked, align=align)
     return TileType(pick.dtype, shape, pick.layout, masked, align)

@@ -150,9 +150,9 @@ def register_cap(threads: int, min_blocks: int) -> int:
     return min(255, 65536 // (threads * max(1, min_blocks)) // 8 * 8)
 
 
-def wgmma_fits_registers(n: int) -> bool:
-    """Whether a ``wgmma`` of ``n`` columns (``n / 2`` float32 accumulator registers a thread)
-    assembles within the kernel's register cap: the launch bounds' (``num_warps`` and
+def wgmma_fits_registers(n: int, slabs: int = 1) -> bool:
+    """Whether ``slabs`` ``wgmma`` slabs of ``n`` columns (``slabs * n / 2`` float32
+    accumulator registers a thread) assemble within the kernel's register cap: the launch bounds' (``num_warps`` and
     ``min_blocks_per_sm``), or, where a producer warpgroup may join the block
     (``typing/pipeline.ws_fits``), the cap with its 128 threads counted (ptxas assembles the
     consumers' code under it). Past the cap ptxas refuses the instruction (C7602: a 256-wide
@@ -161,14 +161,15 @@ def wgmma_fits_registers(n: int) -> bool:
     ctx = compiler_context.current()
     blocks = getattr(ctx, "min_blocks_per_sm", None) or 1
     threads = ctx.num_threads + (128 if ws_fits() else 0)
-    return n // 2 + WGMMA_EXTRA_REGISTERS <= register_cap(threads, blocks)
+    return slabs * n // 2 + WGMMA_EXTRA_REGISTERS <= register_cap(threads, blocks)
 
 
 def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     """Whether an ``(m, k) @ (k, n)`` product of ``kind`` lowers to Hopper's ``wgmma`` here
     (``lowering/wgmma.py``): the compile context's ``mma_impl`` is ``"wgmma"`` (the default;
     ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16, bfloat16 and FP8 inputs with a
-    float32 accumulator, ``m = 16 * num_warps`` with whole warpgroups (one 64-row slab each),
+    float32 accumulator, ``m`` a multiple of ``16 * num_warps`` with whole warpgroups (each
+    warpgroup multiplies ``m / (4 num_warps)`` slabs of 64 rows: ``layout.MmaLayout``),
     ``k`` whole 128-byte swizzle atoms (a multiple of 64 for 16-bit inputs, of 128 for FP8),
     ``n`` a multiple of 64 and at most 256 (one instruction), and the instruction's registers
     within the block's cap (:func:`wgmma_fits_registers`). Operands come from registers or
@@ -196,13 +197,14 @@ def wgmma_refusal(kind: str, m: int, k: int, n: int) -> str | None:
         (kind in ("f16", "bf16") + FP8_KINDS, f"{kind} inputs (wgmma here: float16, bfloat16 "
                                               f"and FP8 with a float32 accumulator)"),
         (nw % 4 == 0, f"num_warps={nw} is not whole warpgroups (a multiple of 4)"),
-        (m == 16 * nw, f"M = {m} is not 16 * num_warps = {16 * nw} (one 64-row slab per "
-                       f"warpgroup)"),
+        (m % (16 * nw) == 0, f"M = {m} is not a multiple of 16 * num_warps = {16 * nw} "
+                             f"(64-row slabs, the same number for every warpgroup)"),
         (k % per_atom == 0, f"K = {k} is not a multiple of {per_atom} (whole 128-byte "
                             f"swizzle atoms)"),
         (n % 64 == 0 and n <= 256, f"N = {n} is not a multiple of 64 up to 256"),
-        (wgmma_fits_registers(n), f"its {n // 2} accumulator registers a thread and the "
-                                  f"instruction's pass the block's register cap"),
+        (wgmma_fits_registers(n, max(1, m // (16 * nw))),
+         f"its {max(1, m // (16 * nw)) * n // 2} accumulator registers a thread and the "
+         f"instruction's pass the block's register cap"),
     )
     return next((why for ok, why in checks if not ok), None)
 
@@ -333,3 +335,106 @@ def place_constant_tiles(func_ir, typemap, calltypes) -> int:
                     dict.__setitem__(calltypes, expr, sig.replace(return_type=t))
                     count += 1
     return count
+
+
+def fuse_accumulating_products(func_ir, typemap, calltypes, typingctx) -> int:
+    """Rewrite ``acc + a @ b`` (also ``acc += a @ b``, ``acc + matmul(a, b)``, in either order)
+    as ``mma(a, b, acc)`` where the product's tile is used by that sum only and the product,
+    the accumulator and the sum are tiles of one type: what the pipelining of a K loop
+    (``typing/pipeline.py``: TMA, warp specialization) and the register budget ask for, and
+    what Triton's ``acc += tl.dot(a, b)`` compiles to. ``mma`` adds the product into the
+    accumulator inside its own accumulation, where the sum rounded the product first: the
+    same value to rounding, on both paths (the rewrite runs before the interpreter's program
+    is built). ``matmul`` with an ``out_dtype`` or ``precision`` argument is left as written.
+    Returns how many sums were rewritten."""
+    import operator
+
+    from numba.cuda.core import ir
+
+    from .. import language
+    from .._registry import op_for_key
+    defs, uses = {}, {}
+    for blk in func_ir.blocks.values():
+        for st in blk.body:
+            if isinstance(st, ir.Assign):
+                defs.setdefault(st.target.name, []).append(st)
+            for v in st.list_vars():
+                if not (isinstance(st, ir.Assign) and v.name == st.target.name):
+                    uses.setdefault(v.name, []).append(st)
+
+    def product_operands(name, block):
+        """``(a, b, its statement)`` if ``name`` is a plain tile product defined once, in
+        ``block``, and used once."""
+        ds = defs.get(name, [])
+        if len(ds) != 1 or len(uses.get(name, [])) != 1 or ds[0] not in block.body:
+            return None
+        expr = ds[0].value
+        if not isinstance(expr, ir.Expr):
+            return None
+        if expr.op == "binop" and expr.fn is operator.matmul:
+            return expr.lhs, expr.rhs, ds[0]
+        if expr.op == "call" and len(expr.args) == 2 and not expr.kws and expr.vararg is None:
+            d = op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
+            if d is not None and d.name == "matmul":
+                return expr.args[0], expr.args[1], ds[0]
+        return None
+
+    count = 0
+    fnty = None
+    for blk in func_ir.blocks.values():
+        for st in list(blk.body):
+            if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
+                    and st.value.op == "binop" and st.value.fn is operator.add):
+                continue
+            expr = st.value
+            out = typemap.get(st.target.name)
+            if not isinstance(out, TileType):
+                continue
+            for acc, prod in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+                found = product_operands(prod.name, blk)
+                if found is None:
+                    continue
+                a, b, prod_st = found
+                if not (typemap.get(acc.name) == out == typemap.get(prod.name)
+                        and isinstance(typemap.get(a.name), TileType)
+                        and isinstance(typemap.get(b.name), TileType)):
+                    continue
+                if blk.body.index(prod_st) > blk.body.index(st):
+                    continue
+                if fnty is None:
+                    fnty = typingctx.resolve_value_type(language.mma)
+                try:
+                    sig = typingctx.resolve_function_type(
+                        fnty, (typemap[a.name], typemap[b.name], out), {})
+                except Exception:  # noqa: BLE001 - mma refuses these operands: leave the sum
+                    sig = None
+                if sig is None or sig.return_type != out:
+                    continue
+                callee = ir.Var(st.target.scope, f"$mma_fused.{count}", expr.loc)
+                typemap[callee.name] = fnty
+                call = ir.Expr.call(callee, [a, b, acc], (), expr.loc)
+                dict.__setitem__(calltypes, call, sig)
+                # ``acc += a @ b`` assigns a temporary, then copies it into ``acc``: the
+                # product assigns ``acc`` itself (the form a pipelined K loop's drain asks)
+                target = st.target
+                copies = uses.get(target.name, [])
+                if (len(copies) == 1 and copies[0] in blk.body
+                        and isinstance(copies[0].value, ir.Var)
+                        and len(defs.get(copies[0].target.name, [])) == 1
+                        and typemap.get(copies[0].target.name) == typemap.get(target.name)):
+                    blk.body.remove(copies[0])
+                    typemap.pop(target.name, None)
+                    target = copies[0].target
+                i = blk.body.index(st)
+                blk.body[i:i + 1] = [ir.Assign(ir.Global("mma", language.mma, expr.loc),
+                                               callee, expr.loc),
+                                     ir.Assign(call, target, st.loc)]
+                blk.body.remove(prod_st)
+                typemap.pop(prod.name, None)
+                count += 1
+                break
+    if count:
+        from numba.cuda.core.ir_utils import build_definitions
+        func_ir._definitions = build_definitions(func_ir.blocks)
+    return count
+

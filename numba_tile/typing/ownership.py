@@ -332,6 +332,10 @@ class OwnershipPass(AnalysisPass):
         # each function's partitions stay ordered
         ctx.ordered_partitions = (ctx.ordered_partitions or frozenset()) | partition_access_facts(
             state.func_ir, state.typemap, state.calltypes)
+        # acc + a @ b -> mma(a, b, acc): after the checks (the kernel as written passed them)
+        from .mma import fuse_accumulating_products
+        fuse_accumulating_products(state.func_ir, state.typemap, state.calltypes,
+                                   state.typingctx)
         if not ctx.unchecked:
             # after every check: staging changes how checked loads travel, not what they read
             from .pipeline import mark_staged_loads

@@ -35,6 +35,13 @@ CASES = [
     (BFLOAT16_NP, (128, 128, 64), 8),
     (np.float16, (128, 256, 128), 8),
 ]
+# several 64-row slabs per warpgroup: BM a multiple of 16 * num_warps
+SLAB_CASES = [
+    (np.float16, (128, 128, 64), 4),
+    (BFLOAT16_NP, (128, 64, 64), 4),
+    (np.float16, (256, 64, 64), 4),
+    (BFLOAT16_NP, (256, 128, 64), 8),
+]
 
 
 def _ptx(case, cc, monkeypatch, mode, stages=1):
@@ -49,15 +56,17 @@ def _ptx(case, cc, monkeypatch, mode, stages=1):
     return _gemm(w, stages).ptx(a, b, nt.partition(c, (bm, bn)), bm, bn, bk, cc=cc)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
+@pytest.mark.parametrize("case", CASES + SLAB_CASES,
+                         ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
 def test_forced_wgmma_forms(case, monkeypatch):
     ptx = _ptx(case, (9, 0), monkeypatch, "wgmma")
-    dt, (bm, bn, bk), _w = case
+    dt, (bm, bn, bk), w = case
     t = "bf16" if dt is BFLOAT16_NP else "f16"
     body = ptx[ptx.index(".entry"):]
     assert ".target sm_90a" in ptx
     instr = f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{t}.{t}"
-    assert body.count(instr) == bk // 16, body.count(instr)   # one per K step, per warpgroup
+    # one per K step and slab, per warpgroup
+    assert body.count(instr) == bk // 16 * (bm // (16 * w)), body.count(instr)
     for needed in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
                    "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"):
         assert needed in body, needed
@@ -65,7 +74,8 @@ def test_forced_wgmma_forms(case, monkeypatch):
     assert ".local" not in ptx
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
+@pytest.mark.parametrize("case", CASES + SLAB_CASES,
+                         ids=lambda c: f"{np.dtype(c[0]).name}-{c[1]}-w{c[2]}")
 def test_forced_wgmma_assembles_for_sm90a_without_spills(nvjitlink, case, monkeypatch):
     out = linker.assemble(_ptx(case, (9, 0), monkeypatch, "wgmma"), (9, 0))
     assert out is not None
@@ -92,8 +102,8 @@ def test_sm80_and_shapes_that_do_not_fit_keep_mma_sync(monkeypatch):
     assert "wgmma." not in _ptx(CASES[0], (8, 0), monkeypatch, "wgmma")
     # BK = 32: not a whole 128-byte atom of bf16
     assert "wgmma." not in _ptx((BFLOAT16_NP, (64, 64, 32), 4), (9, 0), monkeypatch, "wgmma")
-    # BM = 128 over 4 warps: two slabs per warpgroup (not lowered to wgmma yet)
-    assert "wgmma." not in _ptx((BFLOAT16_NP, (128, 64, 64), 4), (9, 0), monkeypatch, "wgmma")
+    # BM = 32 over 4 warps: less than one 64-row slab per warpgroup
+    assert "wgmma." not in _ptx((BFLOAT16_NP, (32, 64, 64), 4), (9, 0), monkeypatch, "wgmma")
 
 
 # 64 x 256 over 4 warps is left out: its 128 accumulator registers and the copy plan's
@@ -129,11 +139,9 @@ def test_pipelined_mma_sync_path_unchanged_under_sync(monkeypatch):
 
 
 def test_a_kernel_of_mma_sync_products_keeps_its_slot_layout(nvjitlink, monkeypatch):
-    """M = 128 over 4 warps is not a wgmma product: the kernel stays on mma.sync with the slot
-    layout ldmatrix was measured with (no 128-byte atom columns, no TMA). (This tile, 128
-    float32 accumulators a thread with BK = 64, spills on either layout with ptxas 13; the
-    benchmark's mma.sync configurations take BK = 32, tests/compile/test_gemm_ptx.py.)"""
-    ptx = _ptx((BFLOAT16_NP, (128, 128, 64), 4), (9, 0), monkeypatch, None, 3)
+    """BK = 32 (not whole 128-byte atoms) is not a wgmma product: the kernel stays on mma.sync
+    with the slot layout ldmatrix was measured with (no 128-byte atom columns, no TMA)."""
+    ptx = _ptx((BFLOAT16_NP, (128, 128, 32), 4), (9, 0), monkeypatch, None, 3)
     body = ptx[ptx.index(".entry"):]
     assert "wgmma." not in body and "ldmatrix" in body and "cp.async.cg.shared.global" in body
     assert "cp.async.bulk" not in body and ".target sm_90\n" in ptx + "\n"
@@ -214,6 +222,8 @@ REGISTER_CAP_CASES = [
     (np.float16, (128, 256, 64), 8, 1, None, True),        # cap 255 (168 with a producer)
     (np.float16, (256, 128, 64), 16, 2, None, True),       # cap 96 with a producer: 64 + 32
     (np.float16, (256, 256, 64), 16, 2, None, False),
+    (np.float16, (128, 256, 64), 4, 1, None, False),       # two slabs: 256 registers
+    (np.float16, (128, 128, 64), 4, 3, None, True),        # two slabs: 128 + 32 <= 255
 ]
 
 
@@ -234,3 +244,22 @@ def test_wgmma_only_where_its_registers_fit_the_cap(nvjitlink, case, monkeypatch
                                                   cc=(9, 0))
     assert ("wgmma.mma_async" in ptx) == wgmma
     assert linker.assemble(ptx, (9, 0)) is not None
+
+
+def _natural(form):
+    from tests.gpu.test_wgmma_slabs import FORMS
+    return nt.jit(num_warps=4, num_stages=3)(FORMS[form])
+
+
+@pytest.mark.parametrize("form", ["iadd", "matmul", "radd"])
+def test_natural_accumulation_compiles_as_mma(monkeypatch, form):
+    """``acc += x @ y`` and its spellings compile to the kernel ``acc = nt.mma(x, y, acc)``
+    does: wgmma over two slabs, TMA-fed and warp-specialized, the same PTX."""
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    a = np.zeros((512, 512), np.float16)
+    args = (a, a, nt.partition(np.zeros((512, 512), np.float16), (128, 128)), 128, 128, 64)
+    want = _natural("mma").ptx(*args, cc=(9, 0))
+    got = _natural(form).ptx(*args, cc=(9, 0))
+    assert "cp.async.bulk.tensor" in got and "wgmma.mma_async" in got
+    strip = lambda p: re.sub(r"\.entry\s+\w+", "", re.sub(r"_Z\w+", "", p))  # noqa: E731
+    assert strip(got) == strip(want)

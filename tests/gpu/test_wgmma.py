@@ -129,21 +129,22 @@ def test_accumulator_stored_into_a_strided_view(tile_backend, monkeypatch):
     np.testing.assert_array_equal(got, want)
 
 
-def test_a_product_wgmma_does_not_take_reads_atom_slots_with_ldmatrix(tile_backend, monkeypatch):
-    """Where wgmma is forced, pipelined slots of whole 128-byte atoms take the atom layout
-    even when their product stays on mma.sync (here M = 128 over 4 warps): ldmatrix reads that
-    layout too, and the values are NumPy's."""
+def test_a_product_wgmma_does_not_take_reads_pipelined_slots_with_ldmatrix(tile_backend,
+                                                                           monkeypatch):
+    """Where wgmma is forced, a product whose accumulator passes the register cap (128 x 256
+    over 4 warps: 256 registers a thread) stays on mma.sync and reads its pipelined slots with
+    ldmatrix; the values are NumPy's."""
     monkeypatch.setenv("NUMBA_TILE_MMA", "wgmma")
     rng = np.random.default_rng()
-    m, k, n = 300, 200, 260
+    m, k, n = 300, 200, 520
     a = rng.integers(-3, 4, (m, k)).astype(np.float64).astype(BFLOAT16_NP)
     b = rng.standard_normal((k, n)).astype(BFLOAT16_NP)
     kernel = _gemm(4, 3)
-    ptx = kernel.ptx(a, b, nt.partition(np.zeros((m, n), np.float32), (128, 128)), 128, 128, 64)
+    ptx = kernel.ptx(a, b, nt.partition(np.zeros((m, n), np.float32), (128, 256)), 128, 256, 64)
     assert "mma.sync" in ptx and "wgmma.mma_async" not in ptx
     c = tile_backend.asarray(np.full((m, n), np.nan, np.float32))
     tile_backend.run(kernel, tile_backend.asarray(a), tile_backend.asarray(b),
-                     nt.partition(c, (128, 128)), 128, 128, 64)
+                     nt.partition(c, (128, 256)), 128, 256, 64)
     want = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
     assert (np.abs(tile_backend.to_numpy(c) - want) <= 1e-4 * scale).all()
