@@ -109,8 +109,9 @@ SPIN_CYCLES = 2_000_000       # about 1 ms at H200 clocks: longer than any host 
 FLUSH_BYTES = 256 * 2**20     # written before each timed launch: past the 60 MB L2
 
 #: numba_tile configurations tried from 256 rows of C: (BM, BN, BK, num_warps, num_stages).
-#: On the H200 the products with BM = 16 * num_warps and BK, BN multiples of 64 take wgmma
-#: with TMA loads (typing/mma.use_wgmma); BK = 32 keeps mma.sync (the "mma.sync" column).
+#: On Hopper the products with BM a multiple of 16 * num_warps, BK a multiple of 32 and BN of 32
+#: take wgmma (typing/mma.use_wgmma), with TMA loads where BK is a multiple of 64 and cp.async
+#: ones otherwise; the others keep mma.sync (the "mma.sync" column).
 #: 128 x 256 x 64 over 8 warps with 4 stages leaves a wgmma group in flight across iterations
 #: (typing/pipeline.pending_products). 128 x 128 x 64 over 4 warps spills (255 registers).
 LARGE_M_CONFIGS = ((128, 256, 64, 8, 4), (128, 128, 64, 8, 3), (128, 128, 32, 4, 4),

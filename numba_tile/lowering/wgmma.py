@@ -42,41 +42,55 @@ from .common import F32, I32, I64, const_i64
 from .layouts import barrier
 from .shared import address32, pool
 
-_SWIZZLE_128B = 1 << 62
-_STRIDE_1024 = (1024 >> 4) << 32
 
 
 def _c32(v: int) -> ir.Constant:
     return ir.Constant(I32, v)
 
 
+def atom_width(cols: int, itemsize: int) -> int | None:
+    """Bytes of the swizzle atoms a ``cols``-wide operand is stored in: 128 where its rows are
+    whole 128-byte atoms, else 64 where they are whole 64-byte ones (a K of 32 16-bit
+    elements: wgmma's 64-byte swizzle mode), else None."""
+    row = cols * itemsize
+    return 128 if row % 128 == 0 else 64 if row % 64 == 0 else None
+
+
 class AtomStaged:
-    """A ``rows x cols`` matrix of ``itemsize``-byte elements in shared memory as 128-byte
-    atom columns, 128-byte swizzled (the module docstring); ``cols * itemsize`` a multiple of
-    128, ``base`` 1024-byte aligned."""
+    """A ``rows x cols`` matrix of ``itemsize``-byte elements in shared memory as atom
+    columns of ``width`` bytes (128, or 64 where the rows are not whole 128-byte atoms:
+    :func:`atom_width`), swizzled by CUTLASS's ``Swizzle<log2(width / 16), 4, 3>`` (the module
+    docstring): the 16-byte chunk ``j`` of row ``r`` at ``j ^ ((r * width / 128) % (width /
+    16))``, the XOR of address bits 4.. with bits 7.. (``base`` 1024-byte aligned)."""
 
     def __init__(self, base, rows: int, cols: int, itemsize: int):
         self.base, self.rows, self.cols, self.itemsize = base, rows, cols, itemsize
         self.nbytes = rows * cols * itemsize
+        self.width = atom_width(cols, itemsize)
         # the distance between two rows of one atom column: what ``mma.sync``'s ``ldmatrix``
         # path (``lowering/mma._tensor_core_product``) moves by, as with ``Staged.row_bytes``
-        self.row_bytes = 128
+        self.row_bytes = self.width
 
     @staticmethod
     def fits(rows: int, cols: int, itemsize: int) -> bool:
-        return (cols * itemsize) % 128 == 0 and rows % 8 == 0
+        return atom_width(cols, itemsize) is not None and rows % 8 == 0
 
     def address(self, builder, row, byte_col):
         """32-bit ``.shared`` address of a byte, for inline PTX."""
         return builder.add(address32(builder, self.base), self.offset(builder, row, byte_col))
 
     def offset(self, builder, row, byte_col):
-        atom = builder.lshr(byte_col, _c32(7))
-        chunk = builder.and_(builder.lshr(byte_col, _c32(4)), _c32(7))
+        w = self.width
+        chunks = w // 16
+        atom = builder.lshr(byte_col, _c32(w.bit_length() - 1))
+        chunk = builder.and_(builder.lshr(byte_col, _c32(4)), _c32(chunks - 1))
         within = builder.and_(byte_col, _c32(15))
-        swz = builder.shl(builder.xor(chunk, builder.and_(row, _c32(7))), _c32(4))
-        return builder.add(builder.add(builder.mul(atom, _c32(self.rows * 128)),
-                                       builder.mul(row, _c32(128))),
+        # bits 7.. of the row's byte offset row * w within the atom column
+        phase = builder.and_(builder.lshr(row, _c32(8 - w.bit_length())), _c32(chunks - 1)) \
+            if w < 128 else builder.and_(row, _c32(chunks - 1))
+        swz = builder.shl(builder.xor(chunk, phase), _c32(4))
+        return builder.add(builder.add(builder.mul(atom, _c32(self.rows * w)),
+                                       builder.mul(row, _c32(w))),
                            builder.add(swz, within))
 
     def pointer(self, builder, row, byte_col, ty):
@@ -117,11 +131,16 @@ def _asm(builder, text, constraints="~{memory}"):
                               side_effect=True), [])
 
 
-def _descriptor(builder, addr32, lead_bytes: int):
-    """The smem matrix descriptor (i64) of the 128-byte swizzled operand at ``addr32``."""
+#: the descriptor's layout type (bits 62-63) per swizzle width
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def _descriptor(builder, addr32, lead_bytes: int, width: int = 128):
+    """The smem matrix descriptor (i64) of the ``width``-byte swizzled operand at ``addr32``:
+    8-row groups ``8 * width`` bytes apart (the stride byte offset)."""
     start = builder.lshr(builder.and_(builder.zext(addr32, I64), const_i64(0x3FFFF)),
                          const_i64(4))
-    fixed = _SWIZZLE_128B | _STRIDE_1024 | ((lead_bytes >> 4) << 16)
+    fixed = (_SWIZZLE_MODE[width] << 62) | (((8 * width) >> 4) << 32) | ((lead_bytes >> 4) << 16)
     return builder.or_(start, const_i64(fixed))
 
 
@@ -210,8 +229,9 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
         fence_proxy_async(builder)
         barrier(builder)
     sa, sb = ops[0], ops[1]
+    wa, wb = sa.width, sb.width
     group = builder.trunc(builder.lshr(thread_index(builder), const_i64(7)), I32)
-    a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * 128)))
+    a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * wa)))
     b_addr = address32(builder, sb.base)
     ptx_type = {"bf16": "bf16", "f16": "f16", "e4m3": "e4m3", "e5m2": "e5m2"}[p.kind]
     # the slabs of this warpgroup (``layout.MmaLayout``): slab s is rows
@@ -220,15 +240,18 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     slabs = [list(acc[s * nd:(s + 1) * nd]) for s in range(len(acc) // nd)]
     _asm(builder, "wgmma.fence.sync.aligned;")
     # one instruction takes 32 bytes of K (16 16-bit elements, 32 FP8 ones)
+    # (a K step is 32 bytes: ``width / 32`` steps an atom column, K-major)
     for ks in range(k * isz // 32):
         if b_kmajor:
-            db = _descriptor(builder, builder.add(b_addr, _c32((ks // 4) * n * 128
-                                                               + (ks % 4) * 32)), 16)
+            per = wb // 32
+            db = _descriptor(builder, builder.add(b_addr, _c32((ks // per) * n * wb
+                                                               + (ks % per) * 32)), 16, wb)
         else:
-            db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * 128)), k * 128)
+            db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * wb)), k * wb, wb)
+        per = wa // 32
         for s, regs in enumerate(slabs):
             da = _descriptor(builder, builder.add(a_addr, _c32(
-                (ks // 4) * m * 128 + s * slab_rows * 128 + (ks % 4) * 32)), 16)
+                (ks // per) * m * wa + s * slab_rows * wa + (ks % per) * 32)), 16, wa)
             slabs[s] = _mma_async(builder, ptx_type, n, da, db, regs, b_kmajor)
     _asm(builder, "wgmma.commit_group.sync.aligned;")
     refill_operands(builder, sig)           # deferred copies overlap the tensor cores' work

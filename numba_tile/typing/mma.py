@@ -170,8 +170,10 @@ def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16, bfloat16 and FP8 inputs with a
     float32 accumulator, ``m`` a multiple of ``16 * num_warps`` with whole warpgroups (each
     warpgroup multiplies ``m / (4 num_warps)`` slabs of 64 rows: ``layout.MmaLayout``),
-    ``k`` whole 128-byte swizzle atoms (a multiple of 64 for 16-bit inputs, of 128 for FP8),
-    ``n`` a multiple of 64 and at most 256 (one instruction), and the instruction's registers
+    ``k`` whole 64-byte swizzle atoms (a multiple of 32 for 16-bit inputs, of 64 for FP8;
+    operands whose rows are whole 128-byte atoms take the 128-byte swizzle, others the 64-byte
+    one: ``lowering/wgmma.atom_width``), ``n`` a multiple of 32 and at most 256 (one
+    instruction), and the instruction's registers
     within the block's cap (:func:`wgmma_fits_registers`). Operands come from registers or
     from a pipelined load's slots (``num_stages > 1``)."""
     why = wgmma_refusal(kind, m, k, n)
@@ -189,7 +191,7 @@ def wgmma_refusal(kind: str, m: int, k: int, n: int) -> str | None:
     first rule of :func:`use_wgmma` it breaks), or None where it does."""
     ctx = compiler_context.current()
     nw = ctx.num_warps
-    per_atom = 128 if kind in FP8_KINDS else 64
+    per_atom = 64 if kind in FP8_KINDS else 32         # 64 bytes of K
     checks = (
         (ctx.mma_impl == "wgmma", "NUMBA_TILE_MMA=sync"),
         (tuple(ctx.cc[:2]) == (9, 0), f"wgmma needs compute capability 9.0, compiling for "
@@ -199,9 +201,9 @@ def wgmma_refusal(kind: str, m: int, k: int, n: int) -> str | None:
         (nw % 4 == 0, f"num_warps={nw} is not whole warpgroups (a multiple of 4)"),
         (m % (16 * nw) == 0, f"M = {m} is not a multiple of 16 * num_warps = {16 * nw} "
                              f"(64-row slabs, the same number for every warpgroup)"),
-        (k % per_atom == 0, f"K = {k} is not a multiple of {per_atom} (whole 128-byte "
+        (k % per_atom == 0, f"K = {k} is not a multiple of {per_atom} (whole 64-byte "
                             f"swizzle atoms)"),
-        (n % 64 == 0 and n <= 256, f"N = {n} is not a multiple of 64 up to 256"),
+        (n % 32 == 0 and n <= 256, f"N = {n} is not a multiple of 32 up to 256"),
         (wgmma_fits_registers(n, max(1, m // (16 * nw))),
          f"its {max(1, m // (16 * nw)) * n // 2} accumulator registers a thread and the "
          f"instruction's pass the block's register cap"),

@@ -368,9 +368,9 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                     _range_bound(blocks, loop, defs, inner), uses,
                     {f[3]: id(f[0].value) for f in found})
                 if not drain and want_tma:
-                    no_tma = ("TMA: the loop's product is not acc = nt.mma(a, b, acc) with "
-                              "acc read by nothing else in a loop without break or return "
-                              "(acc = acc + a @ b is not)")
+                    no_tma = ("TMA: the loop's product is not acc = nt.mma(a, b, acc) (or "
+                              "acc += a @ b) with acc read by nothing else in a loop without "
+                              "break or return")
                 if drain:
                     tma = want_tma
                     # a group left in flight may read only slots: an operand written from

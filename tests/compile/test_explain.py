@@ -48,7 +48,7 @@ def test_a_tuned_gemm_takes_wgmma_and_pipelined_tma_loads(monkeypatch, nvjitlink
 
 
 @pytest.mark.parametrize("warps, cc, why", [
-    (4, (9, 0), "M = 128 is not 16 * num_warps = 64"),
+    (16, (9, 0), "M = 128 is not a multiple of 16 * num_warps = 256"),
     (8, (8, 0), "wgmma needs compute capability 9.0, compiling for 8.0"),
 ])
 def test_a_product_off_wgmma_says_which_rule(monkeypatch, warps, cc, why):
@@ -113,6 +113,8 @@ def test_two_loads_of_one_line_are_two_entries_and_flops_are_checked():
 
 
 def test_explain_says_why_loads_miss_tma(monkeypatch):
+    """``acc += x @ y`` is the product TMA feeds (one ``mma``); an accumulator the loop also
+    changes otherwise keeps its loads on ``cp.async``, and explain says why."""
     monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
 
     @nt.jit(num_warps=8, num_stages=3)
@@ -124,7 +126,19 @@ def test_explain_says_why_loads_miss_tma(monkeypatch):
                 nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
         nt.store(c, nt.astype(acc, nt.float16))
 
+    @nt.jit(num_warps=8, num_stages=3)
+    def clamped(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+                BK: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            acc = nt.mma(nt.load(a, (nt.bid(0), k), (BM, BK), padding=0),
+                         nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0), acc)
+            acc = nt.minimum(acc, 1e30)
+        nt.store(c, nt.astype(acc, nt.float16))
+
     loads = _paths(added.explain(*_args()), "load")
+    assert len(loads) == 2 and all("TMA boxes" in t for t in loads), loads
+    loads = _paths(clamped.explain(*_args()), "load")
     assert len(loads) == 2
     for text in loads:
         assert text.startswith("pipelined: 3 stages of cp.async copies") and \

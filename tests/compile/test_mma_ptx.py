@@ -1,7 +1,9 @@
 """The matrix products compile to tensor-core instructions (no GPU: libNVVM, then ptxas
 through nvJitLink where it is installed): ``mma.sync`` of the dtype's form, ``ldmatrix``
 fragments from shared memory, 16-byte shared stores, no local memory and no spills at the
-standard tile configurations, for sm_80 and sm_90; IEEE float32 never uses a tensor core."""
+standard tile configurations, for sm_80 and sm_90 (on sm_90 with ``NUMBA_TILE_MMA=sync``: the
+products that fit take ``wgmma`` there by default, tests/compile/test_wgmma_ptx.py); IEEE
+float32 never uses a tensor core."""
 
 from __future__ import annotations
 
@@ -15,6 +17,11 @@ from numba_tile.dtypes import BFLOAT16_NP
 from numba_tile.runtime import linker
 
 CCS = [(8, 0), (9, 0)]
+
+
+@pytest.fixture(autouse=True)
+def _mma_sync(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILE_MMA", "sync")
 
 
 def _gemm(num_warps):

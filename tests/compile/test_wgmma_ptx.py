@@ -41,6 +41,10 @@ SLAB_CASES = [
     (BFLOAT16_NP, (128, 64, 64), 4),
     (np.float16, (256, 64, 64), 4),
     (BFLOAT16_NP, (256, 128, 64), 8),
+    # 64-byte swizzle atoms: K = 32 (A's rows), N = 32 (B's rows)
+    (np.float16, (128, 128, 32), 4),
+    (BFLOAT16_NP, (64, 32, 64), 4),
+    (np.float16, (64, 64, 32), 4),
 ]
 
 
@@ -100,8 +104,8 @@ def test_wgmma_is_the_default_on_sm90(monkeypatch):
 
 def test_sm80_and_shapes_that_do_not_fit_keep_mma_sync(monkeypatch):
     assert "wgmma." not in _ptx(CASES[0], (8, 0), monkeypatch, "wgmma")
-    # BK = 32: not a whole 128-byte atom of bf16
-    assert "wgmma." not in _ptx((BFLOAT16_NP, (64, 64, 32), 4), (9, 0), monkeypatch, "wgmma")
+    # BK = 16: not a whole 64-byte atom of bf16
+    assert "wgmma." not in _ptx((BFLOAT16_NP, (64, 64, 16), 4), (9, 0), monkeypatch, "wgmma")
     # BM = 32 over 4 warps: less than one 64-row slab per warpgroup
     assert "wgmma." not in _ptx((BFLOAT16_NP, (32, 64, 64), 4), (9, 0), monkeypatch, "wgmma")
 
@@ -139,9 +143,9 @@ def test_pipelined_mma_sync_path_unchanged_under_sync(monkeypatch):
 
 
 def test_a_kernel_of_mma_sync_products_keeps_its_slot_layout(nvjitlink, monkeypatch):
-    """BK = 32 (not whole 128-byte atoms) is not a wgmma product: the kernel stays on mma.sync
-    with the slot layout ldmatrix was measured with (no 128-byte atom columns, no TMA)."""
-    ptx = _ptx((BFLOAT16_NP, (128, 128, 32), 4), (9, 0), monkeypatch, None, 3)
+    """BK = 16 (not whole 64-byte atoms) is not a wgmma product: the kernel stays on mma.sync
+    with the slot layout ldmatrix was measured with (no atom columns, no TMA)."""
+    ptx = _ptx((BFLOAT16_NP, (128, 128, 16), 4), (9, 0), monkeypatch, None, 3)
     body = ptx[ptx.index(".entry"):]
     assert "wgmma." not in body and "ldmatrix" in body and "cp.async.cg.shared.global" in body
     assert "cp.async.bulk" not in body and ".target sm_90\n" in ptx + "\n"

@@ -326,7 +326,9 @@ def test_constant_branches_inside_loops(tile_backend, flag):
             want = want + want * k
         for i in range(3):
             want = want + i
-    np.testing.assert_allclose(tile_backend.to_numpy(y), want, rtol=1e-5)
+    # float32 sums: a result near zero keeps the absolute error of its larger terms
+    np.testing.assert_allclose(tile_backend.to_numpy(y), want, rtol=1e-5,
+                               atol=1e-6 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("path", ["interpreter", "ptx"])

@@ -1,5 +1,6 @@
 """``wgmma`` with several 64-row slabs per warpgroup (``M`` a multiple of ``16 * num_warps``:
-``layout.MmaLayout``'s interleaved rows, ``lowering/wgmma.py``) and the natural forms of a
+``layout.MmaLayout``'s interleaved rows, ``lowering/wgmma.py``), with 64-byte swizzle atoms
+(``K`` or ``N`` of 32 16-bit elements: ``lowering/wgmma.atom_width``), and the natural forms of a
 K loop's product (``acc += a @ b``, ``acc = acc + nt.matmul(a, b)``, ``acc = a @ b + acc``),
 which compile to the same ``mma`` (``typing/mma.fuse_accumulating_products``): NumPy's float64
 product on ragged shapes, operands from registers, from ``cp.async`` slots and from TMA
@@ -65,6 +66,11 @@ CASES = [
     (np.float16, (520, 129, 260), (256, 64, 64), 4),
     (BFLOAT16_NP, (300, 200, 515), (256, 128, 64), 8),
     (np.float16, (129, 256, 70), (128, 64, 128), 4),
+    # 64-byte swizzle atoms: K = 32, N = 32
+    (np.float16, (300, 190, 200), (128, 128, 32), 4),
+    (BFLOAT16_NP, (257, 100, 70), (64, 32, 64), 4),
+    (np.float16, (130, 97, 100), (64, 64, 32), 4),
+    (BFLOAT16_NP, (200, 129, 90), (128, 32, 32), 4),
 ]
 
 
