@@ -72,9 +72,18 @@ def main(argv=None) -> int:
     names = args.names or sorted(p.stem for p in (ROOT / "examples").glob("*.py")
                                  if p.stem not in SKIP)
     sys.path.insert(0, str(ROOT))
+    import numba_tile as nt
+    command = " ".join(["python benchmarks/explain_examples.py"] + list(argv or sys.argv[1:]))
+    where = ("on the GPU, at the examples' GPU sizes" if nt.gpu_available() else
+             "without a GPU: the examples ran in the interpreter on their small ragged inputs, "
+             "so these are the specializations of those inputs (a ragged K of 100 float16 "
+             "elements is not 16-byte aligned: its loads are not pipelined); on a GPU the "
+             "script explains the examples' GPU launches")
     lines = ["# What the examples compile to", "",
-             "`Kernel.explain` of each launch the examples make "
-             f"(`python benchmarks/explain_examples.py`, sm_{cc[0]}{cc[1]}).", ""]
+             f"`Kernel.explain` of each launch the examples make, for sm_{cc[0]}{cc[1]}"
+             f"{' with the ' + args.device + ' datasheet figures' if args.device else ''}: "
+             f"`{command}`. Registers and spills are ptxas's (through nvJitLink). Made "
+             f"{where}.", ""]
     for name in names:
         records, output = explain_example(name, cc, args.device)
         ran = output.strip().splitlines()[:1]
