@@ -21,7 +21,7 @@ from numba.cuda import cgutils, types
 from .. import dtypes
 from .._registry import lowering_rule
 from ..typing.reduction import keepdims_value, reduction_axis
-from ..layout import SliceLayout
+from ..layout import BlockedLayout, SliceLayout
 from .common import (I1, chunk_coords, const_i64, convert, fragment_elements, from_compute,
                      is_storing_thread, make_fragment, thread_index, tile_extents, to_compute,
                      umin)
@@ -301,6 +301,145 @@ for _n in ("sum", "prod", "max", "min"):
     lowering_rule(_n)(_lowering(_n))
 
 
+def _arg_combine(builder, is_max, a, b, unsigned):
+    """The winner of two ``(value, index)`` candidates of ``argmax``/``argmin`` in any order
+    of combination: the larger (smaller) value, a NaN over any number, and between equal
+    values or two NaNs the smaller index: NumPy's first occurrence."""
+    (va, ia), (vb, ib) = a, b
+    earlier = builder.icmp_signed("<", ib, ia)
+    if isinstance(va.type, (ir.FloatType, ir.DoubleType)):
+        a_nan = builder.fcmp_unordered("uno", va, va)
+        b_nan = builder.fcmp_unordered("uno", vb, vb)
+        better = builder.fcmp_ordered(">" if is_max else "<", vb, va)
+        equal = builder.fcmp_ordered("==", vb, va)
+        take_b = builder.or_(builder.and_(builder.not_(a_nan), builder.or_(
+            b_nan, builder.or_(better, builder.and_(equal, earlier)))),
+            builder.and_(builder.and_(a_nan, b_nan), earlier))
+    else:
+        if va.type.width == 1:
+            better = builder.and_(vb, builder.not_(va)) if is_max else \
+                builder.and_(va, builder.not_(vb))
+        else:
+            cmp = builder.icmp_unsigned if unsigned else builder.icmp_signed
+            better = cmp(">" if is_max else "<", vb, va)
+        equal = builder.icmp_unsigned("==", vb, va)
+        take_b = builder.or_(better, builder.and_(equal, earlier))
+    return builder.select(take_b, vb, va), builder.select(take_b, ib, ia)
+
+
+#: the index of no element (a masked row's invalid columns): loses every tie, then reads as 0
+_NO_INDEX = (1 << 31) - 1
+
+
+def _arg_last_axis_tree(context, builder, is_max, xty, res, elems, valid_cols=None):
+    """``argmax``/``argmin`` along the last axis of a blocked tile as ``max`` is reduced
+    (:func:`_last_axis_tree`): each thread's own ``(value, column)`` candidates, then
+    butterfly shuffles of both among the lanes of a row, then shared memory (a value and an
+    index per warp of a row) across the warps: registers and shuffles, no staging of the
+    tile, whatever the row's length. Candidates combine by :func:`_arg_combine` (its result
+    does not depend on the order); invalid columns of a masked tile are no candidate, and a
+    row without one gives 0."""
+    lay = xty.layout
+    V, TU, R = lay.vec, lay.threads_used, lay.reps
+    C = xty.shape[-1]
+    K = C // V
+    group, rpr, lanes, warps_per_row = last_axis_plan(lay, C)
+    n_rows = lay.numel // C
+    uns = dtypes.is_unsigned(xty.dtype)
+    i32 = ir.IntType(32)
+    tid = thread_index(builder, fresh=True)
+    first = to_compute(context, builder, elems[0], xty.dtype)
+    ct_ll = first.type
+    none = (ir.Constant(ct_ll, 0.0 if isinstance(ct_ll, (ir.FloatType, ir.DoubleType)) else 0),
+            ir.Constant(i32, _NO_INDEX))
+
+    def candidate(i):
+        r, v = divmod(i, V)
+        col = builder.add(chunk_coords(builder, lay, r, tid)[-1], const_i64(v))
+        e = to_compute(context, builder, elems[i], xty.dtype)
+        idx = builder.trunc(col, i32)
+        if valid_cols is not None:
+            idx = builder.select(builder.icmp_unsigned("<", col, valid_cols), idx, none[1])
+        return e, idx
+
+    def combine(a, b):
+        # a candidate of no element never wins (its value may compare better)
+        a_none = builder.icmp_unsigned("==", a[1], none[1])
+        b_none = builder.icmp_unsigned("==", b[1], none[1])
+        v, i = _arg_combine(builder, is_max, a, b, uns)
+        v = builder.select(a_none, b[0], builder.select(b_none, a[0], v))
+        i = builder.select(a_none, b[1], builder.select(b_none, a[1], i))
+        return v, i
+
+    partials = []
+    for j in range(R // rpr):
+        acc = none
+        for r in range(j * rpr, (j + 1) * rpr):
+            for v in range(V):
+                acc = combine(acc, candidate(r * V + v))
+        off = lanes // 2
+        while off >= 1:
+            acc = combine(acc, (_shfl_bfly(builder, acc[0], off),
+                                _shfl_bfly(builder, acc[1], off)))
+            off //= 2
+        partials.append(acc)
+
+    def index_of(pair):
+        return builder.select(builder.icmp_unsigned("==", pair[1], none[1]),
+                              ir.Constant(i32, 0), pair[1])
+
+    slice_out = isinstance(res.layout, SliceLayout)
+    if slice_out and warps_per_row == 1:
+        return [index_of(partials[(i // V) // rpr]) for i in range(res.layout.elems_per_thread)]
+
+    from .shared import pool
+    is_bit = isinstance(ct_ll, ir.IntType) and ct_ll.width == 1
+    slot_ty = ir.IntType(8) if is_bit else ct_ll
+    width = 1 if is_bit else (ct_ll.width // 8 if isinstance(ct_ll, ir.IntType)
+                              else 8 if isinstance(ct_ll, ir.DoubleType) else 4)
+    nslots = n_rows * warps_per_row
+    raw = pool().scratch(builder, nslots * (width + 4) + 8, "arg reduction partials")
+    vals = builder.bitcast(raw, slot_ty.as_pointer(3))
+    idxs = builder.bitcast(builder.gep(raw, [const_i64(-(-nslots * width // 4) * 4)]),
+                           i32.as_pointer(3))
+    t = thread_index(builder)
+    t_eff = builder.and_(t, const_i64(TU - 1)) if TU < lay.num_threads else t
+    owner = is_storing_thread(builder, lay)
+    writer = builder.and_(owner, builder.icmp_unsigned(
+        "==", builder.and_(t_eff, const_i64(lanes - 1)), const_i64(0)))
+    warp_slot = builder.lshr(builder.and_(t_eff, const_i64(group - 1)), const_i64(5)) \
+        if warps_per_row > 1 else const_i64(0)
+
+    def row_of(j):
+        if K <= TU:
+            return builder.add(const_i64(j * (TU // K)), builder.lshr(t_eff, const_i64(
+                K.bit_length() - 1)))
+        return const_i64(j)
+
+    def combined(row):
+        acc = none
+        for w in range(warps_per_row):
+            k = builder.add(builder.mul(row, const_i64(warps_per_row)), const_i64(w))
+            v = builder.load(builder.gep(vals, [k]))
+            if slot_ty != ct_ll:
+                v = builder.trunc(v, ct_ll)
+            acc = combine(acc, (v, builder.load(builder.gep(idxs, [k]))))
+        return index_of(acc)
+
+    barrier(builder)
+    with builder.if_then(writer):
+        for j, (pv, pi) in enumerate(partials):
+            k = builder.add(builder.mul(row_of(j), const_i64(warps_per_row)), warp_slot)
+            builder.store(builder.zext(pv, slot_ty) if slot_ty != ct_ll else pv,
+                          builder.gep(vals, [k]))
+            builder.store(pi, builder.gep(idxs, [k]))
+    barrier(builder)
+    if slice_out:
+        totals = [combined(row_of(j)) for j in range(len(partials))]
+        return [totals[(i // V) // rpr] for i in range(res.layout.elems_per_thread)]
+    return [combined(linear) for _coords, linear in dst_slots(builder, res.layout)]
+
+
 def _arg_lowering(name):
     is_max = name == "argmax"
 
@@ -309,6 +448,12 @@ def _arg_lowering(name):
         res = sig.return_type
         axis = reduction_axis(name, xty, axty)
         keep = keepdims_value(name, kty)
+        if axis == xty.ndim - 1 and isinstance(xty.layout, BlockedLayout):
+            elems = fragment_elements(builder, args[0], xty.layout.elems_per_thread)
+            valid = tile_extents(builder, xty, args[0])[axis] if xty.masked else None
+            return make_fragment(builder, res, _arg_last_axis_tree(
+                context, builder, is_max, xty, res, elems, valid),
+                _result_extents(builder, xty, res, args[0], axis, keep))
         read = stage(builder, xty.dtype, xty.layout, fragment_elements(
             builder, args[0], xty.layout.elems_per_thread))
         stride = math.prod(xty.shape[axis + 1:])
