@@ -107,6 +107,39 @@ def _resolve(func_ir, var, depth):
     return None if found is _MISSING else found
 
 
+def _candidates(func_ir, var, depth=0, seen=None):
+    """Every object ``var``'s definitions name, through copies (None for one that names
+    none): the helpers a call may reach where :func:`_resolve` finds no single one."""
+    seen = set() if seen is None else seen
+    if depth > 16 or not isinstance(var, ir.Var) or var.name in seen:
+        return [None]
+    seen.add(var.name)
+    out = []
+    for d in func_ir._definitions.get(var.name, ()) or (None,):
+        if isinstance(d, ir.Var):
+            out += _candidates(func_ir, d, depth + 1, seen)
+        elif isinstance(d, (ir.Global, ir.FreeVar)):
+            out.append(d.value)
+        elif isinstance(d, ir.Expr) and d.op == "getattr":
+            out.append(_callee_of_getattr(func_ir, d))
+        else:
+            out.append(None)
+    return out
+
+
+def _refuse_chosen_helper(func_ir, st):
+    """A call whose callee is one of several helpers, chosen by a branch (``f = h1 if c else
+    h2; f(t)``): refused at the call, where Numba would report an untyped global."""
+    found = [c for c in _candidates(func_ir, st.value.func) if c is not None and is_helper(c)]
+    names = sorted({getattr(c, "__qualname__", c.__name__) for c in found})
+    if len(names) > 1:
+        raise TileTypingError(
+            f"{_kernel()}this call reaches one of the helper functions "
+            f"{', '.join(repr(n) for n in names)}, chosen by a branch: kernels inline their "
+            f"helpers before typing, so a call must name one helper; call each helper in its "
+            f"own branch", filename=st.loc.filename, lineno=st.loc.line)
+
+
 @register_pass(mutates_CFG=True, analysis_only=False)
 class InlineHelpers(FunctionPass):
     """Inline the kernel's calls of user helper functions (module docstring)."""
@@ -137,6 +170,8 @@ class InlineHelpers(FunctionPass):
                         and st.value.op == "call"):
                     continue
                 fn = _callee(func_ir, st.value)
+                if fn is None:
+                    _refuse_chosen_helper(func_ir, st)
                 if fn is None or not is_helper(fn):
                     continue
                 name = getattr(fn, "__qualname__", fn.__name__)

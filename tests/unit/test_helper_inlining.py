@@ -370,3 +370,42 @@ def test_a_helper_called_with_a_conditional_expression_argument(c):
     k(x, nt.partition(z, 64), c, 64, interpret=True)
     want = x.astype(np.float64) + (3.0 if c > 0 else -5.0) + (c if c < 0 else 0.25)
     np.testing.assert_allclose(z, want, rtol=1e-6)
+
+
+def _scaled(t, v):
+    return t * v
+
+
+@nt.jit
+def _helper_by_expression(x, z: nt.Partition["B"], c: float, B: nt.Constant):
+    f = _scaled if c > 0 else _shifted
+    nt.store(z, f(nt.load_like(x, z), 2.0))
+
+
+@nt.jit
+def _helper_by_branch(x, z: nt.Partition["B"], c: float, B: nt.Constant):
+    if c > 0:
+        f = _scaled
+    else:
+        f = _shifted
+    nt.store(z, f(nt.load_like(x, z), 2.0))
+
+
+@pytest.mark.parametrize("kernel", [_helper_by_expression, _helper_by_branch])
+@pytest.mark.parametrize("path", ["interpreter", "ptx"])
+def test_a_call_of_a_helper_chosen_by_a_branch_is_refused_naming_both(kernel, path):
+    """``f = h1 if c else h2; f(t)``: no single helper to inline, so the call is refused at
+    its line naming both helpers and the kernel, on both paths (not Numba's 'untyped global
+    name')."""
+    x, z = np.ones(8, np.float32), np.zeros(8, np.float32)
+    with pytest.raises(TileTypingError) as info:
+        if path == "ptx":
+            kernel.ptx(x, nt.partition(z, 8), 1.0, 8, cc=(9, 0))
+        else:
+            kernel(x, nt.partition(z, 8), 1.0, 8, interpret=True)
+    msg = str(info.value)
+    assert kernel.__name__ in msg and "'_scaled'" in msg and "'_shifted'" in msg, msg
+    assert "chosen by a branch" in msg
+    assert info.value.filename == __file__
+    src = open(__file__).read().splitlines()[info.value.lineno - 1]
+    assert "f(nt.load_like(x, z), 2.0)" in src
