@@ -27,8 +27,7 @@ types; it never re-derives a promotion rule:
 * **Casts** as Numba's ``context.cast``: integers truncate or extend, floats round to
   nearest, a float to an integer truncates toward zero and saturates at the type's range,
   NaN giving 0 (``lowering/scalars.py`` makes the compiled kernel's casts do the same; LLVM's
-  and NumPy's are undefined there); a float16 rounds to nearest instead (numba-cuda's
-  ``cvt.rni``).
+  and NumPy's are undefined there), a float16 as well.
 * **Floats** are IEEE in the signature's type (float16, float32 or float64), with NumPy's
   correctly rounded ``+ - * /`` and ``sqrt``; library functions (``math.exp``...) run as
   NumPy's, so they agree with the GPU's libdevice to rounding, not bit for bit.
@@ -104,13 +103,10 @@ def _wrap(i: int, ty) -> object:
 def _float_to_int(v, ty):
     """A float to integer type ``ty`` as numba_tile's code converts it
     (``lowering/scalars.float_to_integer``): toward zero, saturated to ``ty``'s range, NaN to
-    0. A float16 rounds to nearest (ties to even) instead: numba-cuda converts it with
-    ``cvt.rni``, saturated too."""
+    0; a float16 as well (``lowering/scalars.float16_to_integer``)."""
     f = float(v)
     if f != f:
         return _NP[ty](0)
-    if isinstance(v, np.float16) and math.isfinite(f):
-        f = float(np.rint(f))
     lo = -(1 << (ty.bitwidth - 1)) if ty.signed else 0
     hi = (1 << (ty.bitwidth - 1)) - 1 if ty.signed else (1 << ty.bitwidth) - 1
     if f == math.inf:

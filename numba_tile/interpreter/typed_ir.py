@@ -301,6 +301,12 @@ class _Builder:
         if scalar_sig is not None and key not in (min, max) and any(
                 isinstance(t, types.BaseTuple) for t in scalar_sig.args):
             scalar_sig = None           # a tuple argument: only min(C) and max(C) take one
+        if (isinstance(fnty, types.NumberClass) and scalar_sig is not None and len(args) == 1
+                and vararg is None and scalars.is_scalar(scalar_sig.return_type)):
+            # nt.int32(x), nt.float16(x): Numba's cast, as the compiled kernel converts
+            # (a NaN or out-of-range float saturates: lowering/scalars.py), not NumPy's
+            (arg,), at, ret = args, scalar_sig.args[0], scalar_sig.return_type
+            return lambda env: scalars.cast(scalars.cast(env[arg], at), ret)
         linked = linked_call(fnty, sig, overload_result(fnty, sig))
         if linked is not None:              # refused on both paths (typing/linked.py)
             raise TileTypingError(f"{self.label}{refusal(linked)}",

@@ -13,9 +13,10 @@ operations get the results tiles already have (``lowering/elementwise._shift_imp
 
 * ``a << n`` is 0 and ``a >> n`` is 0 (unsigned) or the sign (signed) for a count ``n``
   outside ``[0, bits)`` of the operation's type (a negative count included);
-* a float32 or float64 converted to an integer type truncates toward zero and saturates at
-  the type's range; NaN gives 0 (PTX ``cvt.rzi``'s rule). (numba-cuda converts a float16
-  with ``cvt.rni``: rounding to nearest, saturated; left as it is.)
+* a float converted to an integer type truncates toward zero and saturates at the type's
+  range; NaN gives 0 (PTX ``cvt.rzi``'s rule), a float16 too (:func:`float16_to_integer`:
+  numba-cuda's rounds it to nearest, ``cvt.rni``, where Python, NumPy and a tile's ``astype``
+  truncate);
 * ``a ** n`` with an integer exponent never raises (:func:`_power_impl`): numba-cuda's loop
   raises inside (``0.0 ** -1``), which on the GPU silently ends the thread;
 * integer ``+ - *`` wrap (two's complement) without LLVM's ``nsw`` flag (:func:`_wrapping`),
@@ -86,6 +87,17 @@ def float_to_integer(context, builder, fromty, toty, val):
     r = builder.select(above, ir.Constant(lty, hi), r)
     r = builder.select(below, ir.Constant(lty, lo), r)
     return builder.select(nan, ir.Constant(lty, 0), r)
+
+
+@registry.lower_cast(types.float16, types.Integer)
+def float16_to_integer(context, builder, fromty, toty, val):
+    """A float16 to an integer type: its float32 value (exact) by :func:`float_to_integer`,
+    toward zero, saturated, NaN to 0 (module docstring)."""
+    if not _own_code():
+        from numba.cuda._internal.cuda_fp16 import float16_to_integer_cast
+        return float16_to_integer_cast(context, builder, fromty, toty, val)
+    wide = builder.fpext(builder.bitcast(val, ir.HalfType()), ir.FloatType())
+    return float_to_integer(context, builder, types.float32, toty, wide)
 
 
 def _shift(name):
