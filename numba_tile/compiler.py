@@ -20,7 +20,7 @@ from llvmlite import ir as llvm_ir
 from numba.core.errors import NumbaError
 from numba.cuda.core.compiler import _EarlyPipelineCompletion  # noqa: F401
 from numba.cuda.core.compiler_lock import global_compiler_lock
-from numba.cuda.core.compiler_machinery import AnalysisPass, register_pass
+from numba.cuda.core.compiler_machinery import AnalysisPass, FunctionPass, register_pass
 from numba.cuda.core.typed_passes import NopythonTypeInference
 
 from . import compiler_context
@@ -100,6 +100,11 @@ def _make_compiler(typing_only: bool):
             pm.add_pass_after(FoldConstantsPass, InlineHelpers)
             # +=, t[:, None], t[a:b], t.T as numba_tile's ops (typing/syntax.py)
             pm.add_pass_after(RewriteSyntax, FoldConstantsPass)
+            # the straight-line code a pruned branch leaves in blocks of its own, joined again
+            # before SSA (a K loop's loads and product in one block: typing/pipeline.py)
+            names = [getattr(p, "__name__", "") for p, _ in pm.passes]
+            at = names.index("FindLiterallyCalls")
+            pm.passes.insert(at, (MergeStraightLineBlocks, "join straight-line blocks"))
             pm.add_pass_after(OwnershipPass, NopythonTypeInference)
             pm.add_pass_after(TypedIRPass, OwnershipPass)
             if typing_only:
@@ -110,6 +115,29 @@ def _make_compiler(typing_only: bool):
             return [pm]
 
     return TileCompiler
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class MergeStraightLineBlocks(FunctionPass):
+    """Join each block to its only successor where it is that successor's only predecessor
+    (Numba's ``merge_adjacent_blocks``), before SSA: a branch that constant pruning removed
+    (``if form == "mma":`` on a closure's constant, ``if HAS_BIAS:`` on a Constant) leaves its
+    taken side in a block of its own, which would keep a loop's loads and their product apart
+    (staging asks them in one block: ``typing/pipeline.py``)."""
+
+    _name = "numba_tile_merge_straight_line_blocks"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        from numba.cuda.core.ir_utils import build_definitions, merge_adjacent_blocks
+        before = len(state.func_ir.blocks)
+        merge_adjacent_blocks(state.func_ir.blocks)
+        if len(state.func_ir.blocks) == before:
+            return False
+        state.func_ir._definitions = build_definitions(state.func_ir.blocks)
+        return True
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)

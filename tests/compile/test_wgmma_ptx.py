@@ -267,3 +267,34 @@ def test_natural_accumulation_compiles_as_mma(monkeypatch, form):
     assert "cp.async.bulk.tensor" in got and "wgmma.mma_async" in got
     strip = lambda p: re.sub(r"\.entry\s+\w+", "", re.sub(r"_Z\w+", "", p))  # noqa: E731
     assert strip(got) == strip(want)
+
+
+def _closure_gemm(form):
+    def gemm(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+             BK: nt.Constant, SCALE: nt.Constant):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in range(nt.num_tiles(a, 1, BK)):
+            x = nt.load(a, (nt.bid(0), k), (BM, BK), padding=0)
+            y = nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0)
+            if form == "mma":                  # a closure's constant
+                acc = nt.mma(x, y, acc)
+            else:
+                acc += x @ y
+            if SCALE:                          # a Constant
+                acc = acc * 1.0
+        nt.store(c, nt.astype(acc, nt.float16))
+    return nt.jit(num_warps=4, num_stages=3)(gemm)
+
+
+@pytest.mark.parametrize("form", ["mma", "iadd"])
+def test_a_k_loop_with_pruned_branches_is_pipelined_as_a_plain_one(monkeypatch, form):
+    """A branch on a closure's constant or a false Constant inside the K loop is pruned before
+    typing and its taken side joined to the loop's block: the loads and the product meet in
+    one block, and the loop gets TMA and warp specialization as the plain kernel does."""
+    monkeypatch.delenv("NUMBA_TILE_MMA", raising=False)
+    a = np.zeros((512, 512), np.float16)
+    args = (a, a, nt.partition(np.zeros((512, 512), np.float16), (128, 128)), 128, 128, 64,
+            False)
+    ex = _closure_gemm(form).explain(*args, cc=(9, 0))
+    loads = [ln for ln in str(ex).splitlines() if "load:" in ln]
+    assert len(loads) == 2 and all("TMA boxes, warp-specialized" in t for t in loads), loads
