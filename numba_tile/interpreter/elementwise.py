@@ -121,6 +121,12 @@ def interp_astype(x, dtype):
 def _minmax(name, fn):
     @interp_rule(name)
     def rule(x, y):
+        if not isinstance(x, InterpTile) and not isinstance(y, InterpTile):
+            # two scalars: as one element of a tile of the promoted dtype
+            dt = dtypes.from_any(np.result_type(np.asarray(x).dtype, np.asarray(y).dtype))
+            with np.errstate(all="ignore"):
+                r = fn(compute_array(x, dt), compute_array(y, dt))
+            return np.asarray(r).astype(dtypes.to_numpy(dt))[()]
         dt = operand_dtype(x, y)
         r = fn(compute_array(x, dt), compute_array(y, dt))
         return result(r, dt, result_extents((x, y), np.shape(r)))

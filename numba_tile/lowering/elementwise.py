@@ -249,6 +249,14 @@ def _minmax_lowering(is_min):
         return builder.select(cmp("<" if is_min else ">", a, b), a, b)
 
     def lower(context, builder, sig, args):
+        xty, yty = sig.args
+        if not isinstance(xty, TileType) and not isinstance(yty, TileType):
+            # two scalars: as one element of a tile of the result's dtype
+            res = sig.return_type
+            ct = dtypes.compute_type(res)
+            a = context.cast(builder, args[0], xty, ct)
+            b = context.cast(builder, args[1], yty, ct)
+            return context.cast(builder, combine(builder, a, b, res), ct, res)
         return _binary_lowering(context, builder, sig, args, combine)
 
     return lower

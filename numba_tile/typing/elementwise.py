@@ -233,9 +233,25 @@ def _binary(name, x, y):
     return dt, tile
 
 
+def minmax_scalar_dtype(x, y):
+    """The result type of ``nt.minimum``/``nt.maximum`` of two scalars: NumPy's promotion of
+    their types (``int64`` and ``float32`` give ``float64``, as Numba's ``max`` does), or None
+    where one is not a number."""
+    import numpy as np
+    x, y = types.unliteral(x), types.unliteral(y)
+    if not all(isinstance(t, (types.Integer, types.Float, types.Boolean)) for t in (x, y)):
+        return None
+    return dtypes.from_any(np.result_type(dtypes.to_numpy(x), dtypes.to_numpy(y)))
+
+
 def _minmax(name):
     @typing_rule(name)
     def rule(x, y):
+        if not isinstance(x, TileType) and not isinstance(y, TileType):
+            dt = minmax_scalar_dtype(x, y)
+            if dt is None:
+                raise fail(name, "x", "a tile or a scalar number", x)
+            return dt
         dt, tile = _binary(name, x, y)
         return tile.with_dtype(dt)
 
