@@ -878,10 +878,11 @@ def minimum(x, y):
     """Elementwise minimum; NaN propagates (as ``numpy.minimum``).
 
     Args:
-        x, y (Tile or scalar, one a tile): the operands, broadcast and promoted as arithmetic.
+        x, y (Tile or scalar): the operands, broadcast and promoted as arithmetic; two
+            scalars give a scalar of NumPy's promoted type (``np.result_type``).
 
     Returns:
-        Tile of the promoted dtype.
+        Tile of the promoted dtype, or a scalar for two scalars.
     """
 
 
@@ -890,10 +891,11 @@ def maximum(x, y):
     """Elementwise maximum; NaN propagates (as ``numpy.maximum``).
 
     Args:
-        x, y (Tile or scalar, one a tile): the operands, broadcast and promoted as arithmetic.
+        x, y (Tile or scalar): the operands, broadcast and promoted as arithmetic; two
+            scalars give a scalar of NumPy's promoted type (``np.result_type``).
 
     Returns:
-        Tile of the promoted dtype.
+        Tile of the promoted dtype, or a scalar for two scalars.
     """
 
 
