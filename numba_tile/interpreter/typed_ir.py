@@ -387,6 +387,22 @@ class _Builder:
 
     def expr_getitem(self, expr, target, loc):
         obj, index = expr.value.name, expr.index.name
+        tty = self.typemap.get(obj)
+        if isinstance(tty, types.UniTuple) and isinstance(self.typemap.get(index),
+                                                          types.Integer):
+            # an index outside the tuple reads the item type's zero, as the compiled kernel
+            # does (lowering/scalars._tuple_getitem)
+            n, zero = tty.count, (scalars.null(tty.dtype) if scalars.is_scalar(tty.dtype)
+                                  else None)
+
+            def item(env):
+                i = int(env[index])
+                if -n <= i < n:
+                    return env[obj][i]
+                if zero is None:
+                    raise IndexError("tuple index out of range")
+                return zero
+            return item
         return lambda env: env[obj][env[index]]
 
     expr_typed_getitem = expr_getitem

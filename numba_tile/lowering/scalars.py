@@ -39,6 +39,9 @@ operations get the results tiles already have (``lowering/elementwise._shift_imp
   types: ``min(nan, 1.0)`` is NaN, ``min(1.0, nan)`` 1.0, ``min(0.0, -0.0)`` 0.0) where
   numba-cuda's own for two floats is libdevice's ``fmin``/``fmax``, which drop a NaN
   (:func:`_minmax_impl`);
+* ``t[i]`` of a homogeneous tuple at a run-time index outside it is the item type's zero
+  (:func:`_tuple_getitem`), where numba-cuda raised IndexError, which ends a GPU thread
+  silently;
 * ``round(x)`` of a NaN is 0 and ``round(x, n)`` rounds a NaN scaled value to 0
   (:func:`_round_impl`, :func:`_round_to_impl`): libdevice's ``__nv_llrint`` gives int64's
   least value for NaN, so ``round(0.0, 331)`` was -0.0.
@@ -498,6 +501,45 @@ def _half_truth(context, builder, sig, args):
 _HALF_IMPLS.append((bool, (types.float16,), _half_truth))
 for _key, _args, _impl in _HALF_IMPLS:
     registry.lower(_key, *_args)(_impl)
+
+
+def _tuple_getitem(context, builder, sig, args):
+    """``t[i]`` of a homogeneous tuple of scalars at a run-time index: numba-cuda's switch over
+    the items
+    (negative indices from the end), where an index outside gives the item type's zero
+    instead of raising IndexError (which on the GPU ends the thread silently, while the
+    interpreter raised): the interpreter gives that zero too (``interpreter/typed_ir.py``), as
+    a scalar read outside an array gives 0."""
+    from numba.cuda.cpython import tupleobj
+    tupty, _ = sig.args
+    if not (_own_code() and len(tupty) and isinstance(
+            tupty.dtype, (types.Integer, types.Float, types.Boolean))):
+        return tupleobj.getitem_unituple(context, builder, sig, args)
+    tup, idx = args
+    lrtty = context.get_value_type(tupty.dtype)
+    bbelse = builder.append_basic_block("tuple_index.outside")
+    bbend = builder.append_basic_block("tuple_index.end")
+    switch = builder.switch(idx, bbelse)
+    with builder.goto_block(bbend):
+        phi = builder.phi(lrtty)
+    with builder.goto_block(bbelse):
+        builder.branch(bbend)
+        phi.add_incoming(context.get_constant_null(tupty.dtype), bbelse)
+    for i in range(tupty.count):
+        block = builder.append_basic_block(f"tuple_index.{i}")
+        switch.add_case(context.get_constant(types.intp, i), block)
+        switch.add_case(context.get_constant(types.intp, -tupty.count + i), block)
+        with builder.goto_block(block):
+            value = builder.extract_value(tup, i)
+            builder.branch(bbend)
+            phi.add_incoming(value, block)
+    builder.position_at_end(bbend)
+    return impl_ret_untracked(context, builder, sig.return_type, phi)
+
+
+for _tup in (types.UniTuple, types.NamedUniTuple):
+    for _idx in (types.intp, types.uintp):
+        registry.lower(operator.getitem, _tup, _idx)(_tuple_getitem)
 
 
 class _ModeKeyedCache(dict):
