@@ -39,7 +39,7 @@ def _kernels(stages):
         for k in range(nt.num_tiles(a, 1, BK)):
             acc = nt.mma(nt.load(a, (nt.bid(0), k), (BM, BK), padding=0),
                          nt.load(b, (k, nt.bid(1)), (BK, BN), padding=0), acc)
-            s = s + C[k]                         # k past the tuple's end: IndexError
+            s = s + C[k]                         # k past the tuple's end: 0
         nt.store(c, acc + s)
 
     @nt.jit(num_warps=4, num_stages=stages)
