@@ -428,8 +428,9 @@ def _narrow_half(builder, value):
 def _half_arith(fallback_name, fn):
     """``a op b`` of two float16 scalars (section comment above)."""
     def impl(context, builder, sig, args):
-        if not _own_code():
-            return _half_fallback(fallback_name, context, builder, sig, args)
+        theirs = _numba_cuda_half(fallback_name, sig)
+        if theirs is not None:
+            return theirs(context, builder, sig, args)
         a, b = (_widen_half(builder, v) for v in args)
         return impl_ret_untracked(context, builder, sig.return_type,
                                   _narrow_half(builder, fn(builder, a, b)))
@@ -438,8 +439,9 @@ def _half_arith(fallback_name, fn):
 
 def _half_compare(fallback_name, pred):
     def impl(context, builder, sig, args):
-        if not _own_code():
-            return _half_fallback(fallback_name, context, builder, sig, args)
+        theirs = _numba_cuda_half(fallback_name, sig)
+        if theirs is not None:
+            return theirs(context, builder, sig, args)
         a, b = (_widen_half(builder, v) for v in args)
         res = (builder.fcmp_unordered(pred, a, b) if pred == "!="
                else builder.fcmp_ordered(pred, a, b))
@@ -451,8 +453,9 @@ def _half_bits(fallback_name, mask=None, flip=None):
     """``-a``, ``+a``, ``abs(a)``: on the bits (the sign bit flipped,
     kept or cleared), as NumPy's float16 does, NaN's payload included."""
     def impl(context, builder, sig, args):
-        if not _own_code():
-            return _half_fallback(fallback_name, context, builder, sig, args)
+        theirs = _numba_cuda_half(fallback_name, sig)
+        if theirs is not None:
+            return theirs(context, builder, sig, args)
         v = args[0]
         if mask is not None:
             v = builder.and_(v, ir.Constant(_I16, mask))
@@ -462,13 +465,12 @@ def _half_bits(fallback_name, mask=None, flip=None):
     return impl
 
 
-def _half_fallback(key, context, builder, sig, args):
-    """numba-cuda's own implementation of ``key`` for ``sig`` (outside numba_tile's code):
-    the one registered before this module's registry."""
-    impl = _HALF_FALLBACKS.get((key, sig.args))
-    if impl is None:
-        raise NotImplementedError(f"no numba-cuda implementation of {key} for {sig.args}")
-    return impl(context, builder, sig, args)
+def _numba_cuda_half(key, sig):
+    """numba-cuda's own implementation of ``key`` for ``sig`` (the one registered before
+    this module's registry) where numba-cuda code is compiling, else None: numba_tile's code,
+    or a signature numba-cuda has no implementation of (numba_tile's then serves, correct in
+    either)."""
+    return None if _own_code() else _HALF_FALLBACKS.get((key, sig.args))
 
 
 _HALF_FALLBACKS: dict = {}
@@ -492,8 +494,9 @@ _HALF_IMPLS = [
 def _half_truth(context, builder, sig, args):
     """``bool(a)`` / ``if a:`` of a float16: nonzero bits other than the sign (NaN is true,
     as Python's). numba-cuda's own compares the ``i16`` bits as a float (invalid IR)."""
-    if not _own_code():
-        return _half_fallback(bool, context, builder, sig, args)
+    theirs = _numba_cuda_half(bool, sig)
+    if theirs is not None:
+        return theirs(context, builder, sig, args)
     return builder.icmp_unsigned("!=", builder.and_(args[0], ir.Constant(_I16, 0x7FFF)),
                                  ir.Constant(_I16, 0))
 

@@ -281,6 +281,21 @@ def type_matmul_operator(a, b):
     return result_type("@", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n))
 
 
+def _defs_and_uses(func_ir):
+    """``(defs, uses)``: per variable name, the assignments to it and the statements reading
+    it (an assignment does not read its own target)."""
+    from numba.cuda.core import ir
+    defs, uses = {}, {}
+    for blk in func_ir.blocks.values():
+        for st in blk.body:
+            if isinstance(st, ir.Assign):
+                defs.setdefault(st.target.name, []).append(st)
+            for v in st.list_vars():
+                if not (isinstance(st, ir.Assign) and v.name == st.target.name):
+                    uses.setdefault(v.name, []).append(st)
+    return defs, uses
+
+
 def place_constant_tiles(func_ir, typemap, calltypes) -> int:
     """Create ``zeros``/``full`` tiles directly in the layout of the variable they flow into.
 
@@ -296,14 +311,7 @@ def place_constant_tiles(func_ir, typemap, calltypes) -> int:
     from numba.cuda.core import ir
 
     from .._registry import op_for_key
-    defs, uses = {}, {}
-    for blk in func_ir.blocks.values():
-        for st in blk.body:
-            if isinstance(st, ir.Assign):
-                defs.setdefault(st.target.name, []).append(st)
-            for v in st.list_vars():
-                if not (isinstance(st, ir.Assign) and v.name == st.target.name):
-                    uses.setdefault(v.name, []).append(st)
+    defs, uses = _defs_and_uses(func_ir)
     count = 0
     for name, ds in defs.items():
         if len(ds) != 1:
@@ -355,14 +363,7 @@ def fuse_accumulating_products(func_ir, typemap, calltypes, typingctx) -> int:
 
     from .. import language
     from .._registry import op_for_key
-    defs, uses = {}, {}
-    for blk in func_ir.blocks.values():
-        for st in blk.body:
-            if isinstance(st, ir.Assign):
-                defs.setdefault(st.target.name, []).append(st)
-            for v in st.list_vars():
-                if not (isinstance(st, ir.Assign) and v.name == st.target.name):
-                    uses.setdefault(v.name, []).append(st)
+    defs, uses = _defs_and_uses(func_ir)
 
     def product_operands(name, block):
         """``(a, b, its statement)`` if ``name`` is a plain tile product defined once, in
