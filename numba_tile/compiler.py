@@ -154,7 +154,8 @@ class _StopAfterChecks(AnalysisPass):
 @register_pass(mutates_CFG=False, analysis_only=True)
 class TypedIRPass(AnalysisPass):
     """After the ownership pass, on both paths: refuse reads of never-assigned variables whose
-    zero value the backends would not agree on (``typing/undefined.py``), and build what the
+    zero value the backends would not agree on (``typing/undefined.py``), warn about tiles
+    too large for registers (``typing/spills.py``), and build what the
     interpreter runs from the typed IR before later passes rewrite it
     (``interpreter/typed_ir.py``: a statement it has no rule for is refused here, on both
     paths); hand that to the compile's ``on_typed`` callback, if any."""
@@ -166,9 +167,11 @@ class TypedIRPass(AnalysisPass):
 
     def run_pass(self, state):
         from .interpreter.typed_ir import from_state
+        from .typing.spills import warn_spilled_tiles
         from .typing.undefined import check_unassigned_reads
         ctx = compiler_context.current()
         check_unassigned_reads(state.func_ir, state.typemap, ctx.kernel_name)
+        warn_spilled_tiles(state.func_ir, state.typemap, ctx.kernel_name, ctx.num_warps)
         program = from_state(state, ctx.kernel_name)
         if ctx.on_typed is not None:
             ctx.on_typed(program)

@@ -60,6 +60,7 @@ __all__ = [
     "StreamConflictError",
     "UncheckedOpError",
     "UncheckedLaunchError",
+    "TilePerformanceWarning",
 ]
 
 
@@ -267,3 +268,9 @@ class CaptureError(TileError):
     """A launch or call that cannot be recorded into a CUDA stream capture, or a graph call that
     cannot run (``runtime/capture.py``): a legacy-stream launch while another stream captures,
     ``sync()`` of a captured launch, a replay before capture."""
+
+
+class TilePerformanceWarning(UserWarning):
+    """A kernel compiles, but to code that will be slow: a tile too large for the registers
+    of the block's threads (it spills to local memory). Issued while the kernel is typed, at
+    the line that makes the tile, on both backends; the message says what to change."""

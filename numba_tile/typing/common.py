@@ -57,10 +57,28 @@ def static_shape(ty, opname: str, arg: str = "shape") -> tuple:
     return vals
 
 
-#: Most elements one thread may hold of one tile. A tile lives in registers (255 32-bit
-#: registers per thread on sm_80/sm_90); past a few hundred elements per thread the
-#: kernel spills to local memory and the fully unrolled code takes minutes to compile.
-MAX_ELEMS_PER_THREAD = 256
+#: Elements of one tile that one thread holds in registers without spilling in typical
+#: kernels (255 32-bit registers per thread on sm_80/sm_90, shared with everything else the
+#: thread keeps). A larger tile compiles, spilling to local memory, with a
+#: :class:`~numba_tile.errors.TilePerformanceWarning` (``typing/spills.py``).
+REGISTER_ELEMS_PER_THREAD = 256
+
+#: Most elements one thread may hold of one tile. The lowering unrolls a tile's elements, so
+#: the assembled code grows with them: ptxas takes about 10 s for a row softmax at 512
+#: float32 elements per thread and about 50 s at 1024 (sm_90); past this a kernel is refused.
+MAX_ELEMS_PER_THREAD = 1024
+
+
+def warps_for(elems: int, per_thread: int = REGISTER_ELEMS_PER_THREAD) -> int | None:
+    """The fewest warps (a power of two up to 32, a block's 1024 threads) that give a tile of
+    ``elems`` elements at most ``per_thread`` elements in each thread; None when even 32 do
+    not."""
+    nw = 1
+    while nw <= 32:
+        if -(-elems // (32 * nw)) <= per_thread:
+            return nw
+        nw *= 2
+    return None
 
 
 def make_tile(dt, shape, opname: str = "tile", masked: bool = False, align: int = 1) -> TileType:
@@ -73,10 +91,14 @@ def make_tile(dt, shape, opname: str = "tile", masked: bool = False, align: int 
     ctx = compiler_context.current()
     layout = BlockedLayout(tuple(shape), ctx.num_threads, max_vec_for(dtypes.itemsize(dt)))
     if layout.elems_per_thread > MAX_ELEMS_PER_THREAD:
+        nw = warps_for(layout.numel, MAX_ELEMS_PER_THREAD)
+        hint = (f"use num_warps={nw} or more (at most 32), or smaller tiles" if nw
+                else "use smaller tiles (a loop over tiles of the row, as "
+                     "examples/softmax_chunked.py does)")
         raise TileTypingError(
             f"a tile of shape {tuple(shape)} over {ctx.num_threads} threads puts "
-            f"{layout.elems_per_thread} elements in each thread's registers, more than "
-            f"{MAX_ELEMS_PER_THREAD}: use smaller tiles or more warps (num_warps)")
+            f"{layout.elems_per_thread} elements in each thread, more than "
+            f"{MAX_ELEMS_PER_THREAD}: {hint}")
     return TileType(dt, tuple(shape), layout, masked, align)
 
 

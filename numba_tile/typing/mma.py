@@ -16,7 +16,7 @@ from .. import compiler_context, dtypes
 from .._registry import typing_rule
 from ..errors import TileTypingError
 from ..layout import MmaLayout
-from .common import MAX_ELEMS_PER_THREAD, dtype_arg, fail, is_omitted
+from .common import REGISTER_ELEMS_PER_THREAD, dtype_arg, fail, is_omitted
 from .pipeline import ws_fits
 from .types import TileType
 
@@ -214,11 +214,11 @@ def wgmma_refusal(kind: str, m: int, k: int, n: int) -> str | None:
 def result_type(opname, dt, shape, masked=False, wgmma=False) -> TileType:
     ctx = compiler_context.current()
     layout = MmaLayout(tuple(shape), ctx.num_threads, wgmma)
-    if layout.elems_per_thread > MAX_ELEMS_PER_THREAD:
+    if layout.elems_per_thread > REGISTER_ELEMS_PER_THREAD:
         raise TileTypingError(
             f"{opname}(): a {tuple(shape)} accumulator over {ctx.num_threads} threads puts "
             f"{layout.elems_per_thread} elements in each thread's registers, more than "
-            f"{MAX_ELEMS_PER_THREAD}: use a smaller tile or more warps (num_warps)")
+            f"{REGISTER_ELEMS_PER_THREAD}: use a smaller tile or more warps (num_warps)")
     return TileType(dt, tuple(shape), layout, masked)
 
 

@@ -530,7 +530,7 @@ def c_scalar_two_into_bool(z: nt.Partition):
 
 @nt.jit
 def c_register_budget_load(x, z: nt.Partition):
-    nt.store(z, nt.load(x, (0,), (65536,)))  # C46
+    nt.store(z, nt.load(x, (0,), (262144,)))  # C46
 
 
 @nt.jit(num_warps=1)
@@ -962,17 +962,17 @@ def c45_int_literal_2_into_bool():
     return compiled(c_scalar_two_into_bool, [z], nt.partition(z, 16))
 
 
-@refused("C46", errors.TileTypingError, "(65536,) over 128 threads", "512 elements",
-         "more than 256")
+@refused("C46", errors.TileTypingError, "(262144,) over 128 threads", "2048 elements",
+         "more than 1024", "num_warps=8 or more")
 def c46_tile_beyond_register_budget():
-    x, z = randn(70000), randn(40)
+    x, z = randn(270000), randn(40)
     return compiled(c_register_budget_load, [x, z], x, nt.partition(z, 16))
 
 
-@refused("C47", errors.TileTypingError, "(16384,) over 32 threads", "512 elements")
+@refused("C47", errors.TileTypingError, "(65536,) over 32 threads", "2048 elements")
 def c47_partition_tile_beyond_budget_of_one_warp():
-    x, z = randn(20000), randn(20000)
-    return compiled(c_register_budget_partition, [x, z], x, nt.partition(z, 16384))
+    x, z = randn(70000), randn(70000)
+    return compiled(c_register_budget_partition, [x, z], x, nt.partition(z, 65536))
 
 
 # --------------------------------------------------------------- launch-time (L) entries

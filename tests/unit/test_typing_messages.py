@@ -67,7 +67,7 @@ def huge_tile(x, z: nt.Partition["B"], B: nt.Constant):
 
 def test_tiles_beyond_the_register_budget_are_refused():
     x = np.ones(8, np.float32)
-    with pytest.raises(TileTypingError, match="elements in each thread's registers"):
+    with pytest.raises(TileTypingError, match="elements in each thread, more than 1024"):
         huge_tile(x, nt.partition(np.zeros(8, np.float32), 2**20), 2**20, interpret=True)
 
 
