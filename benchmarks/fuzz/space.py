@@ -112,7 +112,9 @@ def fit_tiles(shape: list, tile: list, max_blocks: int) -> list:
 
 def fit_budget(tile: list, warps: int, per_thread: int = 256) -> list:
     """``tile`` with its largest extents halved until ``prod(tile) / (32 * warps)`` elements
-    fit one thread's register budget (numba_tile refuses more than 256 per thread)."""
+    fit one thread's register budget (past 256 per thread numba_tile compiles the tile spilled,
+    with a TilePerformanceWarning, and takes seconds to assemble it: tests/gpu/test_large_tiles.py
+    covers those; the fuzzer keeps its cases within registers, to sample many)."""
     tile = list(tile)
     while _prod(tile) > per_thread * 32 * warps and max(tile) > 1:
         d = tile.index(max(tile))
