@@ -57,7 +57,7 @@ class Ring:
     def __init__(self, builder, tile, stages: int, what: str):
         from .wgmma import AtomStaged, align_1024, staging_layout
         from .. import dtypes
-        self.rows, self.cols = tile.shape
+        self.rows, self.cols = tile.shape[-2:]      # an N-D tile: extent 1 on the others
         self.itemsize = dtypes.itemsize(tile.dtype)
         self.tile_bytes = self.rows * self.cols * self.itemsize
         self.stages = stages
@@ -179,6 +179,31 @@ class ChunkPlan:
         self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
 
 
+class PlaneView:
+    """The last two axes of an N-D tensor at a staged load's leading coordinates (its tile has
+    extent 1 on those axes: a coordinate is the index itself), as the 2-D view the copies
+    walk: data at ``sum(index[d] * stride[d])``, the last two extents and strides. Where a
+    leading coordinate lies outside its extent (negative ones read as huge unsigned ones) the
+    plane has no rows and its data is the tensor's own: every copy is a zero-byte one, the
+    tile all padding, as the ordinary load gives."""
+
+    def __init__(self, builder, view, index):
+        n = view.ty.ndim
+        ok = ir.Constant(ir.IntType(1), 1)
+        off = const_i64(0)
+        for d in range(n - 2):
+            ok = builder.and_(ok, builder.icmp_unsigned("<", index[d], view.shape[d]))
+            off = builder.add(off, builder.mul(index[d], view.strides[d]))
+        self.ty, self.itemsize, self.storage_llvm = view.ty, view.itemsize, view.storage_llvm
+        self.data = builder.gep(view.data, [builder.select(ok, off, const_i64(0))])
+        self.shape = [builder.select(ok, view.shape[-2], const_i64(0)), view.shape[-1]]
+        self.strides = list(view.strides[-2:])
+
+    def global_ptr(self, builder, offset, lanes: int):
+        from .memory import ArrayView
+        return ArrayView.global_ptr(self, builder, offset, lanes)
+
+
 def _restart(builder):
     """Before a run of the loop fills its slots: this thread's copies still in flight land
     (``cp.async.wait_all``), and the block barrier: the last product of a previous run of the
@@ -219,10 +244,16 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
                                           ring, bars, ring_off, bars_off, d))
         return _placeholder_tile(builder, tile)
     plan = None
+    full_view, full_index = view, index
+    if view.ty.ndim > 2:            # the plane of the leading coordinates (loop-invariant)
+        lead = view.ty.ndim - 2
+        view, index, axis = PlaneView(builder, view, index), index[lead:], info.axis - lead
+    else:
+        axis = info.axis
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
         if info.order == 0:
             _restart(builder)
-        plan = ChunkPlan(builder, view, ring, index, info.axis)
+        plan = ChunkPlan(builder, view, ring, index, axis)
         if not info.deferred:
             for j in range(S - 2):
                 plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
@@ -236,7 +267,7 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
                                                        (plan, ring, view))
     if info.mode == "registers":
         _await(builder, k, S, sig.wait[1])
-        return _read_back(context, builder, view, index, tile, ring, k, padty, pad)
+        return _read_back(context, builder, full_view, full_index, tile, ring, k, padty, pad)
     return _placeholder_tile(builder, tile)
 
 
@@ -283,7 +314,7 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
     storage = ir.IntType(8 * ring.itemsize)
     elems = []
     for rep in range(layout.reps):
-        r, c = chunk_coords(builder, layout, rep)
+        r, c = chunk_coords(builder, layout, rep)[-2:]     # N-D: extent 1 on the others
         r32 = builder.trunc(r, I32)
         col_bytes = builder.trunc(builder.mul(c, const_i64(ring.itemsize)), I32)
         if layout.vec * ring.itemsize == 16:
@@ -297,7 +328,7 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
                 ptr = slot.pointer(builder, r32, builder.add(col_bytes, ir.Constant(
                     I32, v * ring.itemsize)), storage)
                 elems.append(_storage_to_reg(builder, builder.load(ptr), dt))
-    axes = [True, True]
+    axes = [True] * len(tile.shape)
     in_grid = tile_in_grid(builder, view, index, tile.shape, axes)
     extents = load_extents(builder, view, index, tile.shape, in_grid)
     zero = padty is None or isinstance(padty, ntypes.NoneType) or (
@@ -306,9 +337,9 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
         padv = padding_element(context, builder, padty, pad, dt)
         out, i = [], 0
         for rep in range(layout.reps):
-            r, c = chunk_coords(builder, layout, rep)
+            *lead, c = chunk_coords(builder, layout, rep)
             for v in range(layout.vec):
-                ok = valid_bits(builder, [r, builder.add(c, const_i64(v))], extents)
+                ok = valid_bits(builder, lead + [builder.add(c, const_i64(v))], extents)
                 out.append(builder.select(ok, elems[i], padv))
                 i += 1
         elems = out

@@ -54,7 +54,14 @@ def _same_linear(context, builder, sig, args):
                                              lambda coords, linear: linear), extents)
 
 
-lowering_rule("reshape")(_same_linear)
+@lowering_rule("reshape")
+def lower_reshape(context, builder, sig, args):
+    if getattr(sig, "passthrough", False):
+        return _staged_passthrough(builder, sig)
+    return _same_linear(context, builder, sig, args)
+
+
+
 lowering_rule("expand_dims")(_same_linear)
 
 
@@ -97,8 +104,9 @@ def _permute(context, builder, sig, args, dims):
 
 
 def _staged_passthrough(builder, sig):
-    """A transpose of a staged load whose product reads the slot (``typing/pipeline.py``:
-    the slot holds the transposed operand already): a placeholder, never read."""
+    """A reshape or transpose of a staged load whose product reads the slot
+    (``typing/pipeline.py``: the slot holds the operand as the product reads it already): a
+    placeholder, never read."""
     from .pipeline import _placeholder_tile
     return _placeholder_tile(builder, sig.return_type)
 

@@ -3,22 +3,25 @@ typed IR that marks the calls the lowering then emits as ``cp.async`` stages.
 
 A load is *staged* when all of these hold (anything else is lowered as an ordinary load):
 
-* it is ``load(t, index, shape[, padding])`` of a read-only 2-D tensor parameter ``t`` whose
-  specialization allows 16-byte vector accesses (``vec16``), of float16, bfloat16, float32,
-  float64, int8, int32, int64 or FP8, with rows of 16 bytes or more;
+* it is ``load(t, index, shape[, padding])`` of a read-only tensor parameter ``t`` of two or
+  more dimensions whose specialization allows 16-byte vector accesses (``vec16``), of
+  float16, bfloat16, float32, float64, int8, int32, int64 or FP8, with tile rows of 16 bytes
+  or more; a tile of an N-D tensor has extent 1 on all but its last two axes (the copies
+  walk the plane of the leading coordinates, ``lowering/pipeline.PlaneView``);
 * it sits in a ``for k in range(n)`` loop (start 0, step 1), in a block that runs on every
   iteration (it dominates the loop's back edges) and not in a nested loop;
-* its index is a tuple whose components are ``k`` itself on exactly one axis and values that
-  do not change within the loop on the others (defined before the loop, constants,
-  ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index defined before
-  the loop, and integer arithmetic on them);
+* its index is a tuple whose components are ``k`` itself on exactly one of the last two axes
+  and values that do not change within the loop on the others (defined before the loop,
+  constants, ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index
+  defined before the loop, and integer arithmetic on them);
 * if its tile (16-bit floats or FP8, no padding or a literal zero) is used once, as operand
-  ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the same block, or once through
-  ``transpose`` (or ``permute(x, (1, 0))``) as operand ``b``, the product reads the slot
-  itself (a transposed ``b``'s slot holds N rows of K: K-major, the only form FP8 ``wgmma``
-  reads, so an FP8 ``b`` is staged only that way); any other use of a 16-bit or wider tile
-  gets it read back into registers from the slot (padding applied there, the same valid
-  extents as the ordinary load); FP8 tiles are staged only into a product's slots.
+  ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the same block, directly or through a
+  ``reshape`` of an N-D tile to its last two axes and then a ``transpose`` (``.T``,
+  ``permute(x, (1, 0))``) as operand ``b``, the product reads the slot itself (a transposed
+  ``b``'s slot holds N rows of K: K-major, the only form FP8 ``wgmma`` reads, so an FP8 ``b``
+  is staged only that way); any other use of a 16-bit or wider tile gets it read back into
+  registers from the slot (padding applied there, the same valid extents as the ordinary
+  load); FP8 tiles are staged only into a product's slots.
 
 The load's and the product's call signatures are replaced by :class:`StagedSignature`
 copies carrying the facts the lowering needs (``lowering/pipeline.py``). Staging changes
@@ -433,14 +436,15 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             ops[operand] = key
             last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
             before = sum(1 for q in positions if q < ppos)
-            via = transposed.get(key)
-            if via is not None:
-                dict.__setitem__(calltypes, via.value, StagedSignature.of(
-                    calltypes[via.value], passthrough=True))
+            via = transposed.get(key, ())
+            for through in via:
+                dict.__setitem__(calltypes, through.value, StagedSignature.of(
+                    calltypes[through.value], passthrough=True))
+            kmajor = any(_is_transpose(typemap, through.value) for through in via)
             dict.__setitem__(calltypes, product, StagedSignature.of(
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
                 deferred=deferred, pending=pending, tma=tma,
-                b_kmajor=getattr(psig, "b_kmajor", False) or via is not None, ws=ws))
+                b_kmajor=getattr(psig, "b_kmajor", False) or kmajor, ws=ws))
     return marked
 
 
@@ -807,9 +811,11 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
         return "the array is not 16-byte aligned with unit stride rows (copies of 16 bytes)"
     if not (tty.dtype in REGISTER_DTYPES or dtypes.is_float8(tty.dtype)):
         return f"{dtypes.name(tty.dtype)} elements are not staged"
-    if not (isinstance(res, TileType) and res.ndim == 2 and tty.ndim == 2):
-        return "not a 2-D tile of a 2-D tensor"
-    if res.shape[1] * dtypes.itemsize(tty.dtype) < 16:
+    if not (isinstance(res, TileType) and tty.ndim >= 2 and res.ndim == tty.ndim
+            and all(s == 1 for s in res.shape[:-2])):
+        return ("not a 2-D tile of a 2-D tensor (or of an N-D one, extent 1 on its leading "
+                "axes)")
+    if res.shape[-1] * dtypes.itemsize(tty.dtype) < 16:
         return "a tile row is narrower than 16 bytes"
     no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
                                                       and pty.value is None)
@@ -821,11 +827,12 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     if not _invariant(tensor.name, loop, defs, typemap):
         return "the array changes in the loop"
     tup = _single_def(index.name, defs)
-    if not (isinstance(tup, ir.Expr) and tup.op == "build_tuple" and len(tup.items) == 2):
+    if not (isinstance(tup, ir.Expr) and tup.op == "build_tuple"
+            and len(tup.items) == tty.ndim):
         return "its index is not a tuple written at the load"
     axes = [i for i, v in enumerate(tup.items) if v.name in induction]
-    if len(axes) != 1:
-        return ("its index is not the loop variable on exactly one axis "
+    if len(axes) != 1 or axes[0] < tty.ndim - 2:
+        return ("its index is not the loop variable on exactly one axis of the last two "
                 "(as (i, k) or (k, j) in `for k in range(n)`)")
     if not all(_invariant(v.name, loop, defs, typemap) for i, v in enumerate(tup.items)
                if i != axes[0]):
@@ -833,7 +840,7 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     product = _single_product_use(st, label, typemap, calltypes, uses)
     if product is not None and zero and tty.dtype in PRODUCT_DTYPES:
         prod, operand, via = product
-        if via is not None and transposed is not None:
+        if via and transposed is not None:
             transposed[id(expr)] = via
         return st, axes[0], prod, operand
     if tty.dtype not in REGISTER_DTYPES:
@@ -864,25 +871,53 @@ def _is_transpose(typemap, expr) -> bool:
     return False
 
 
+def _is_squeeze(typemap, expr) -> bool:
+    """``reshape(x, shape)`` of an N-D tile whose leading extents are 1 to its last two."""
+    d = _op(typemap, expr)
+    if d is None or d.name != "reshape" or expr.kws or expr.vararg or len(expr.args) != 2:
+        return False
+    src = typemap.get(expr.args[0].name)
+    return (isinstance(src, TileType) and src.ndim > 2
+            and all(s == 1 for s in src.shape[:-2])
+            and _reshaped_to(typemap, expr) == src.shape[-2:])
+
+
+def _reshaped_to(typemap, expr):
+    shape = typemap.get(expr.args[1].name)
+    if isinstance(shape, types.BaseTuple):
+        lit = tuple(getattr(t, "literal_value", None) for t in shape)
+    else:
+        lit = getattr(shape, "literal_value", None)
+        lit = tuple(lit) if isinstance(lit, tuple) else None
+    return lit
+
+
 def _single_product_use(st, label, typemap, calltypes, uses):
     """``(product expr, operand index, via)`` when the load's tile is used once, as operand a
-    or b of an mma/matmul/@ in the same block (``via`` None), or once by a ``transpose``
-    whose result is used once, as operand b there (``via``: the transpose's statement; the
-    slot then holds b as N rows of K); else None. 16-bit operands either way; FP8 ones as
-    a, or as a transposed b (FP8 ``wgmma`` reads both operands K-major)."""
+    or b of an mma/matmul/@ in the same block, directly or through statements the slot
+    already answers, each result used once in that block: a ``reshape`` of an N-D tile with
+    leading extents 1 to its last two, then a ``transpose`` (as operand b only: the slot then
+    holds b as N rows of K). ``via``: those statements (empty: none); else None. 16-bit
+    operands either way; FP8 ones as a, or as a transposed b (FP8 ``wgmma`` reads both
+    operands K-major)."""
     name = st.target.name
     users = uses.get(name, [])
     if len(users) != 1 or users[0][0] != label:
         return None
     user = users[0][1]
-    via = None
-    if (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)
-            and _is_transpose(typemap, user.value) and user.value.args[0].name == name):
-        via, name = user, user.target.name
-        users = uses.get(name, [])
-        if len(users) != 1 or users[0][0] != label:
-            return None
-        user = users[0][1]
+    via = []
+    transposed = False
+    for check in (_is_squeeze, _is_transpose):
+        if (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)
+                and user.value.op == "call" and user.value.args
+                and user.value.args[0].name == name and check(typemap, user.value)):
+            via.append(user)
+            transposed = check is _is_transpose
+            name = user.target.name
+            users = uses.get(name, [])
+            if len(users) != 1 or users[0][0] != label:
+                return None
+            user = users[0][1]
     if not (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)):
         return None
     prod = user.value
@@ -896,12 +931,12 @@ def _single_product_use(st, label, typemap, calltypes, uses):
     hits = [i for i, v in enumerate(operands) if v.name == name]
     if len(hits) != 1 or prod not in calltypes:
         return None
-    if via is not None and hits[0] != 1:
+    if transposed and hits[0] != 1:
         return None
     dt = calltypes[prod].args[0].dtype
     if dt not in PRODUCT_DTYPES:
         return None
-    if dtypes.is_float8(dt) and (hits[0] == 1) != (via is not None):
+    if dtypes.is_float8(dt) and (hits[0] == 1) != transposed:
         return None
     return prod, hits[0], via
 
