@@ -822,6 +822,9 @@ def lower_load_at(context, builder, sig, args):
     order_access(builder, xty)
     view = ArrayView(context, builder, xty, x)
     origin = _index_values(context, builder, offty, off, xty.ndim)
+    if getattr(sig, "stage", None) is not None:     # typing/pipeline.py
+        from .pipeline import lower_staged_load
+        return lower_staged_load(context, builder, sig, view, origin, tile, padty, pad)
     dt = tile.dtype
     invariant = isinstance(view.ty, TensorType) and not view.ty.writable
     padv = padding_element(context, builder, padty, pad, dt)

@@ -89,7 +89,7 @@ class ChunkPlan:
     ``limit <= ceil(extent / tile)``, the tile grid along the loop's axis.
     """
 
-    def __init__(self, builder, view, ring: Ring, index, axis: int):
+    def __init__(self, builder, view, ring: Ring, index, axis: int, step: int | None = None):
         from .wgmma import staging_layout
         ctx = compiler_context.current()
         self.axis = axis
@@ -97,13 +97,19 @@ class ChunkPlan:
         chunks = ring.rows * per_row
         threads = ctx.num_threads
         reps = (chunks + threads - 1) // threads
-        tile_k = ring.rows if axis == 0 else ring.cols
         other = 1 - axis
         tile_o = ring.rows if other == 0 else ring.cols
         extent_k = view.shape[axis]
-        grid_o = builder.lshr(builder.add(view.shape[other], const_i64(tile_o - 1)),
-                              const_i64(tile_o.bit_length() - 1))
-        other_in_grid = builder.icmp_unsigned("<", index[other], grid_o)
+        if step is None:            # load: tile indices, tile k at k * tile along the axis
+            tile_k = ring.rows if axis == 0 else ring.cols
+            grid_o = builder.lshr(builder.add(view.shape[other], const_i64(tile_o - 1)),
+                                  const_i64(tile_o.bit_length() - 1))
+            other_in_grid = builder.icmp_unsigned("<", index[other], grid_o)
+            origin_o = builder.mul(index[other], const_i64(tile_o))
+        else:                       # load_at: element offsets, k * step along the axis
+            tile_k = step
+            other_in_grid = ir.Constant(ir.IntType(1), 1)
+            origin_o = index[other]
         layout = staging_layout(ring.base, ring.rows, ring.cols, ring.itemsize)
         self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
         t = thread_index(builder)
@@ -115,7 +121,7 @@ class ChunkPlan:
             local = (r, builder.mul(q, const_i64(16 // ring.itemsize)))   # (row, col) in the tile
             coord = [None, None]
             coord[axis] = local[axis]                           # + k * tile_k
-            coord[other] = builder.add(builder.mul(index[other], const_i64(tile_o)), local[other])
+            coord[other] = builder.add(origin_o, local[other])
             src0 = builder.add(builder.mul(coord[0], view.strides[0]), coord[1])
             src0 = builder.add(self.base, builder.mul(src0, const_i64(ring.itemsize)))
             ok = builder.and_(other_in_grid,
@@ -129,9 +135,10 @@ class ChunkPlan:
                 active = builder.icmp_unsigned("<", c, const_i64(chunks))
                 ok = builder.and_(ok, active)
             inside = builder.icmp_unsigned("<", coord[axis], extent_k)
-            tiles = builder.lshr(builder.add(builder.sub(extent_k, coord[axis]),
-                                             const_i64(tile_k - 1)),
-                                 const_i64(tile_k.bit_length() - 1))
+            ahead = builder.add(builder.sub(extent_k, coord[axis]), const_i64(tile_k - 1))
+            # the iterations whose copy of this chunk lies inside: ceil(rest / step)
+            tiles = (builder.lshr(ahead, const_i64(tile_k.bit_length() - 1))
+                     if tile_k & (tile_k - 1) == 0 else builder.udiv(ahead, const_i64(tile_k)))
             limit = builder.select(builder.and_(ok, inside), tiles, const_i64(0))
             dst = layout.offset(builder, builder.trunc(r, I32),
                                 builder.trunc(builder.mul(q, const_i64(16)), I32))
@@ -222,7 +229,9 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     S = info.stages
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
     ring_off = pool().persistent[-1][0] if pool().persistent else None
-    k = index[info.axis]
+    step = getattr(info, "step", None)
+    # load_at: the offset is k * step (typing/pipeline._loop_step), k >= 0
+    k = index[info.axis] if step is None else builder.udiv(index[info.axis], const_i64(step))
     if info.tma:                    # lowering/tma.py: the product issues boxes, thread 0
         from .tma import TmaPlan
         persistent = isinstance(info.ws, tuple)
@@ -253,7 +262,7 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
         if info.order == 0:
             _restart(builder)
-        plan = ChunkPlan(builder, view, ring, index, axis)
+        plan = ChunkPlan(builder, view, ring, index, axis, step)
         if not info.deferred:
             for j in range(S - 2):
                 plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
@@ -267,7 +276,8 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
                                                        (plan, ring, view))
     if info.mode == "registers":
         _await(builder, k, S, sig.wait[1])
-        return _read_back(context, builder, full_view, full_index, tile, ring, k, padty, pad)
+        return _read_back(context, builder, full_view, full_index, tile, ring, k, padty, pad,
+                          at=step is not None)
     return _placeholder_tile(builder, tile)
 
 
@@ -300,11 +310,13 @@ def _await(builder, k, S, depth):
     barrier(builder)
 
 
-def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
+def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad, at=False):
     """The tile of slot ``k mod S`` in its blocked layout's registers: one 16-byte
     ``ld.shared`` per chunk of the layout (element loads for chunks narrower than 16 bytes);
     where the array ends, the padding (the copies zero-filled it) and, for a masked tile,
-    the ordinary load's valid extents."""
+    the ordinary load's valid extents. ``at``: ``index`` holds a ``load_at``'s element
+    offsets (an element is inside where ``0 <= offset + coordinate < extent`` on every
+    axis)."""
     from .common import chunk_coords, make_fragment, padding_element, valid_bits
     from .memory import _storage_to_reg, load_extents, tile_in_grid
     from .wgmma import staging_layout
@@ -328,11 +340,28 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad):
                 ptr = slot.pointer(builder, r32, builder.add(col_bytes, ir.Constant(
                     I32, v * ring.itemsize)), storage)
                 elems.append(_storage_to_reg(builder, builder.load(ptr), dt))
+    zero = padty is None or isinstance(padty, ntypes.NoneType) or (
+        isinstance(padty, ntypes.Omitted) and padty.value is None)
+    if at:
+        lit = getattr(padty, "literal_value", None)
+        if isinstance(lit, int) and not isinstance(lit, bool) and lit == 0:
+            return make_fragment(builder, tile, elems, None)     # the copies zero-filled
+        padv = padding_element(context, builder, padty, pad, dt)
+        out, i = [], 0
+        for rep in range(layout.reps):
+            coords = chunk_coords(builder, layout, rep)
+            for v in range(layout.vec):
+                c = coords[:-1] + [builder.add(coords[-1], const_i64(v))]
+                ok = ir.Constant(ir.IntType(1), 1)
+                for d, cd in enumerate(c):
+                    ok = builder.and_(ok, builder.icmp_unsigned(
+                        "<", builder.add(index[d], cd), view.shape[d]))
+                out.append(builder.select(ok, elems[i], padv))
+                i += 1
+        return make_fragment(builder, tile, out, None)
     axes = [True] * len(tile.shape)
     in_grid = tile_in_grid(builder, view, index, tile.shape, axes)
     extents = load_extents(builder, view, index, tile.shape, in_grid)
-    zero = padty is None or isinstance(padty, ntypes.NoneType) or (
-        isinstance(padty, ntypes.Omitted) and padty.value is None)
     if not zero:
         padv = padding_element(context, builder, padty, pad, dt)
         out, i = [], 0

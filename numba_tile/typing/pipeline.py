@@ -14,6 +14,10 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
   and values that do not change within the loop on the others (defined before the loop,
   constants, ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index
   defined before the loop, and integer arithmetic on them);
+* or it is ``load_at(t, offset, shape, padding)`` whose offset is ``k * C`` (``C`` a constant)
+  on exactly one of the last two axes and loop-invariant on the others, the last axis' offset
+  whole 16-byte chunks (``C`` a multiple of them there, else an offset visibly one: ``j * BN``
+  with ``BN`` a constant multiple); tile ``k``'s copies start at ``k * C`` (``StageInfo.step``);
 * if its tile (16-bit floats or FP8, no padding or a literal zero) is used once, as operand
   ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the same block, directly or through a
   ``reshape`` of an N-D tile to its last two axes and then a ``transpose`` (``.T``,
@@ -68,6 +72,9 @@ class StageInfo:
     deferred: bool = False
     #: the copies are TMA boxes (``lowering/tma.py``) rather than ``cp.async`` chunks
     tma: bool = False
+    #: ``load_at``: the offset's elements per iteration along ``axis`` (its ``k * step``);
+    #: None for ``load`` (tile indices)
+    step: int | None = None
     #: a producer warpgroup issues them (``lowering/ws.py``; TMA loops only): True, or
     #: ``("persistent", d0, d1, ...)`` where the producer walks a ``tiles(z)`` loop itself
     #: (``d``: which coordinate of the tile index each staged load takes across the loop)
@@ -282,7 +289,7 @@ def mark_staged_loads(func_ir, typemap, calltypes, num_stages: int, typingctx=No
     Each load's path, or why it is not staged, goes to ``compiler_context.note``."""
     loads = {id(st.value): st.loc for blk in func_ir.blocks.values() for st in blk.body
              if isinstance(st, ir.Assign) and (d := _op(typemap, st.value)) is not None
-             and d.name == "load"}
+             and d.name in ("load", "load_at")}
     why: dict = {}
     staged: set = set()
     try:
@@ -334,12 +341,13 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                  and all(lb in doms[latch] for latch in _latches(cfg, loop))]
         found = []
         transposed = {}
+        steps = {}
         for label in sorted(every):
             for st in blocks[label].body:
                 if not isinstance(st, ir.Assign):
                     continue
                 info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
-                                    uses, blocks, transposed)
+                                    uses, blocks, transposed, steps)
                 if isinstance(info, str):
                     why[id(st.value)] = (st.loc, "not pipelined: " + info)
                 elif info is not None:
@@ -412,7 +420,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             key = id(st.value)
             stage = StageInfo(key, loop_id, n, order, axis, num_stages,
                               "shared" if product is not None else "registers", deferred, tma,
-                              ws)
+                              steps.get(key), ws)
             # calltypes refuses a second assignment: replace through dict's own method
             dict.__setitem__(calltypes, st.value, StagedSignature.of(
                 calltypes[st.value], stage=stage,
@@ -669,6 +677,9 @@ def _tma_fits(typemap, calltypes, st) -> bool:
     ctx = current()
     if not tma_enabled() or tuple(ctx.cc[:2]) != (9, 0) or ctx.mma_impl != "wgmma":
         return False
+    d = _op(typemap, st.value)
+    if d is None or d.name != "load":
+        return False                     # load_at: cp.async (its offsets are elements)
     sig = calltypes.get(st.value)
     tensor = typemap.get(st.value.args[0].name) if st.value.args else None
     tile = getattr(sig, "return_type", None)
@@ -790,16 +801,17 @@ _INT_BINOPS = (_operator.add, _operator.sub, _operator.mul, _operator.floordiv)
 
 
 def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks,
-                 transposed=None):
+                 transposed=None, steps=None):
     """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
     into registers); None for a statement that is no load; else why the load is not staged
     (a str, for ``Kernel.explain``). ``transposed``: where a load reaches operand b of its
     product through ``transpose`` (``_single_product_use``), ``{id(load expr): transpose
-    statement}`` gets the entry."""
+    statement}`` gets the entry. ``steps``: a ``load_at``'s ``{id(expr): step}``."""
     expr = st.value
     d = _op(typemap, expr)
-    if d is None or d.name != "load":
+    if d is None or d.name not in ("load", "load_at"):
         return None
+    at = d.name == "load_at"
     sig = calltypes.get(expr)
     if sig is None or len(sig.args) != 4:
         return "not a load of a tile of a tensor"
@@ -820,7 +832,7 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
                                                       and pty.value is None)
     zero = no_padding or _zero_padding(pty)
-    args = _bound_args(expr)
+    args = _bound_args(expr, "offset" if at else "index")
     if args is None:
         return "its arguments are not plain variables"
     tensor, index = args
@@ -830,13 +842,32 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     if not (isinstance(tup, ir.Expr) and tup.op == "build_tuple"
             and len(tup.items) == tty.ndim):
         return "its index is not a tuple written at the load"
-    axes = [i for i, v in enumerate(tup.items) if v.name in induction]
-    if len(axes) != 1 or axes[0] < tty.ndim - 2:
-        return ("its index is not the loop variable on exactly one axis of the last two "
-                "(as (i, k) or (k, j) in `for k in range(n)`)")
+    if at:
+        found_step = [(i, _loop_step(v.name, induction, defs, typemap))
+                      for i, v in enumerate(tup.items)]
+        axes = [i for i, c in found_step if c is not None]
+        if len(axes) != 1 or axes[0] < tty.ndim - 2:
+            return ("its offset is not `k * C` (C a constant) on exactly one axis of the last "
+                    "two (as (i * BM, k * BK) in `for k in range(n)`)")
+        step = found_step[axes[0]][1]
+        vec = max(1, 16 // dtypes.itemsize(tty.dtype))
+        last = tty.ndim - 1
+        if axes[0] == last and step % vec:
+            return (f"its offset along the last axis steps by {step} elements, not a multiple "
+                    f"of 16 bytes ({vec} elements)")
+        if axes[0] != last and not _aligned(tup.items[last].name, vec, defs, typemap):
+            return (f"its offset along the last axis is not a visible multiple of {vec} "
+                    f"elements (16 bytes: as j * BN with BN a constant multiple of {vec})")
+    else:
+        axes = [i for i, v in enumerate(tup.items) if v.name in induction]
+        if len(axes) != 1 or axes[0] < tty.ndim - 2:
+            return ("its index is not the loop variable on exactly one axis of the last two "
+                    "(as (i, k) or (k, j) in `for k in range(n)`)")
     if not all(_invariant(v.name, loop, defs, typemap) for i, v in enumerate(tup.items)
                if i != axes[0]):
         return "its other coordinate changes in the loop"
+    if at and steps is not None:
+        steps[id(expr)] = step
     product = _single_product_use(st, label, typemap, calltypes, uses)
     if product is not None and zero and tty.dtype in PRODUCT_DTYPES:
         prod, operand, via = product
@@ -946,17 +977,67 @@ def _zero_padding(pty):
     return lit is not None and not isinstance(lit, bool) and lit == 0
 
 
-def _bound_args(expr):
-    """``(tensor, index)`` variables of a ``load`` call, or None (keywords other than
-    ``padding``/``shape``/``index``, or star arguments, are not analysed)."""
+def _literal_int(name, defs, typemap):
+    """The int a variable holds where typing knows it (a literal, a folded Constant)."""
+    lit = getattr(typemap.get(name), "literal_value", None)
+    if isinstance(lit, int) and not isinstance(lit, bool):
+        return lit
+    v = _single_def(name, defs)
+    if isinstance(v, ir.Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
+        return v.value
+    return None
+
+
+def _loop_step(name, induction, defs, typemap, depth=0):
+    """``C`` where ``name`` is ``k * C`` or ``C * k`` (``k`` the loop's variable, ``C`` a
+    positive int literal or Constant), through copies; else None."""
+    v = _single_def(name, defs)
+    while isinstance(v, ir.Var) and depth < 16:
+        if v.name in induction:
+            return None
+        v = _single_def(v.name, defs)
+        depth += 1
+    if not (isinstance(v, ir.Expr) and v.op == "binop" and v.fn is _operator.mul):
+        return None
+    for a, b in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
+        if a.name in induction:
+            c = _literal_int(b.name, defs, typemap)
+            if c is not None and c > 0:
+                return c
+    return None
+
+
+def _aligned(name, m, defs, typemap, depth=0) -> bool:
+    """``name`` is visibly a multiple of ``m`` (a power of two): a literal multiple, a product
+    with one, or a sum or difference of such values, through copies."""
+    lit = _literal_int(name, defs, typemap)
+    if lit is not None:
+        return lit % m == 0
+    v = _single_def(name, defs)
+    if depth > 16:
+        return False
+    if isinstance(v, ir.Var):
+        return _aligned(v.name, m, defs, typemap, depth + 1)
+    if isinstance(v, ir.Expr) and v.op == "binop":
+        if v.fn is _operator.mul:
+            return any(_aligned(x.name, m, defs, typemap, depth + 1) for x in (v.lhs, v.rhs))
+        if v.fn in (_operator.add, _operator.sub):
+            return all(_aligned(x.name, m, defs, typemap, depth + 1) for x in (v.lhs, v.rhs))
+    return False
+
+
+def _bound_args(expr, index_name: str = "index"):
+    """``(tensor, index)`` variables of a ``load`` call (``load_at``: ``index_name`` is
+    ``"offset"``), or None (keywords other than ``padding``/``shape``/the index, or star
+    arguments, are not analysed)."""
     if expr.vararg or expr.varkwarg:
         return None
-    names = ["x", "index", "shape", "padding"]
+    names = ["x", index_name, "shape", "padding"]
     bound = dict(zip(names, expr.args))
     for k, v in expr.kws:
         if k not in names or k in bound:
             return None
         bound[k] = v
-    if "x" not in bound or "index" not in bound:
+    if "x" not in bound or index_name not in bound:
         return None
-    return bound["x"], bound["index"]
+    return bound["x"], bound[index_name]
