@@ -12,7 +12,7 @@ from .errors import TileArgumentError, shown
 
 def _arg_error(message: str) -> TileArgumentError:
     """A TileArgumentError pointing at the user's launch line."""
-    from .runtime.launch_checks import user_call_site
+    from .runtime.call_site import user_call_site
     site = user_call_site() or (None, None)
     return TileArgumentError(message, filename=site[0], lineno=site[1])
 

@@ -77,6 +77,7 @@ import numpy as np
 from . import cache
 from .constant_identity import identity
 from .errors import TileArgumentError, shown
+from .runtime.launchable import Launchable
 from .runtime.linker import LinkError, ptx_to_cubin
 from .groups import is_group
 from .runtime.partition import Partition, partition as make_partition
@@ -175,7 +176,7 @@ def _clone(obj):
 def _error(message: str, cls=TileArgumentError) -> TileArgumentError:
     """A refusal of ``cls`` at the user's line: the line that applied ``numba_tile.autotune``
     (configuration errors) or that called the tuned kernel (the call's errors)."""
-    from .runtime.launch_checks import user_call_site
+    from .runtime.call_site import user_call_site
     site = user_call_site() or (None, None)
     return cls(message, filename=site[0], lineno=site[1])
 
@@ -244,7 +245,7 @@ def _key_part(value):
 _FIXED = frozenset({"kernel", "configs", "key", "warmup", "reps", "log", "compile_workers"})
 
 
-class Autotuned:
+class Autotuned(Launchable):
     """A kernel with an autotuner in front, made by :func:`autotune`. Call it like the kernel,
     giving raw arrays (or partitions) for its partition parameters and leaving out the
     parameters a configuration sets; the launch options (``stream=``, ``interpret=``,

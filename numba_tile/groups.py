@@ -370,7 +370,7 @@ def check_parameter_space(kernel_name: str, fn, names, argtypes) -> None:
     total = sum(sizes)
     if total <= PARAM_SPACE:
         return
-    from .runtime.launch_checks import user_call_site
+    from .runtime.call_site import user_call_site
     lengths = getattr(fn, "__numba_tile_groups__", {})
     per = dict(zip(names, sizes))
     parts = []

@@ -43,6 +43,7 @@ from .options import check_options as _check_options
 from .options import fixed_error as _fixed_error
 from .runtime import devices as devices_mod
 from .runtime import driver, inflight, launcher
+from .runtime.launchable import Launchable
 from .runtime.defaults import current as _current_defaults
 from .runtime.devices import launch_owner
 from .runtime.launch_checks import BoundArray, ParamSpec, bind_arrays, launch_grid
@@ -151,7 +152,7 @@ def _pass_an_array(name: str, role: str) -> str:
 
 def _arg_error(message: str) -> TileArgumentError:
     """A TileArgumentError pointing at the user's launch line."""
-    from .runtime.launch_checks import user_call_site
+    from .runtime.call_site import user_call_site
     site = user_call_site() or (None, None)
     return TileArgumentError(message, filename=site[0], lineno=site[1])
 
@@ -169,7 +170,7 @@ class _Specialization:
         self.cluster = 1
 
 
-class Kernel(KernelInspection):
+class Kernel(KernelInspection, Launchable):
     """A ``@numba_tile.jit`` kernel. Call it to launch.
 
     Its function, parameters and options are fixed when it is made: assigning or deleting
@@ -711,7 +712,7 @@ class Kernel(KernelInspection):
             raise _arg_error(f"kernel '{self.__qualname__}': {exc.message}") from None
         if self.unchecked and unchecked is not True:
             from .errors import UncheckedLaunchError
-            from .runtime.launch_checks import user_call_site
+            from .runtime.call_site import user_call_site
             site = user_call_site() or (None, None)
             raise UncheckedLaunchError(
                 f"kernel '{self.__qualname__}' is marked unchecked (it may use atomics, scatter "
@@ -958,7 +959,7 @@ class Kernel(KernelInspection):
 
     def _raise_conflict_named(self, names, found, stream):
         from .errors import StreamConflictError
-        from .runtime.launch_checks import user_call_site
+        from .runtime.call_site import user_call_site
         entry, arg = found[0]
         site = user_call_site() or (None, None)
         raise StreamConflictError(

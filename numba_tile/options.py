@@ -43,7 +43,7 @@ def fixed_error(kernel, name: str) -> FixedAttributeError:
 
 def at_user_line(cls, message: str):
     """An error of class ``cls`` (a TileError) pointing at the user's line."""
-    from .runtime.launch_checks import user_call_site
+    from .runtime.call_site import user_call_site
     site = user_call_site() or (None, None)
     return cls(message, filename=site[0], lineno=site[1])
 

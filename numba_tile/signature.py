@@ -232,7 +232,7 @@ def check_kernel_function(fn) -> None:
             generator or ``async`` function, pointing at its definition.
     """
     if not isinstance(fn, types.FunctionType):
-        from .runtime.launch_checks import user_call_site
+        from .runtime.call_site import user_call_site
         site = user_call_site() or (None, None)
         raise TileArgumentError(
             f"numba_tile.jit: expected a Python function (a def or a lambda) to compile as a "

@@ -34,7 +34,7 @@ _HANDLES = (LaunchHandle, CompletedLaunch)
 
 
 def _call_site() -> dict:
-    from .runtime.launch_checks import user_call_site
+    from .runtime.call_site import user_call_site
     site = user_call_site()
     return {"filename": site[0], "lineno": site[1]} if site else {}
 
@@ -325,7 +325,7 @@ class _Watch:
                     self._refuse(kernel, arg)
 
     def _refuse(self, kernel, arg):
-        from .runtime.launch_checks import user_call_site
+        from .runtime.call_site import user_call_site
         site = user_call_site() or (None, None)
         raise TileArgumentError(
             f"torch op '{self.body.name}': kernel '{getattr(kernel, '__qualname__', kernel)}' "

@@ -1,7 +1,7 @@
 """Interpreter rules of ``tiles`` (the block's tiles, as branded indices) and ``idx[d]``.
 
 Tile number ``k`` of a partition is ``runtime/partition.tile_coords(k, grid, order)``, the
-mapping the GPU lowering computes (``lowering/partition.tile_coords``), so each block gets
+mapping the GPU lowering computes (``lowering/tile_order.tile_coords``), so each block gets
 the same tiles in both.
 """
 

@@ -24,7 +24,7 @@ type is masked, has no valid element), a tile index of ``tiles()`` or ``strips()
 valid (loads give padding, stores write nothing, ``idx[d]`` is -1); the compiler refuses such
 reads of any other type on both paths (``typing/undefined.py``).
 
-While a statement runs, :data:`numba_tile.runtime.launch_checks.INTERPRETED` holds its
+While a statement runs, :data:`numba_tile.runtime.call_site.INTERPRETED` holds its
 source line, so errors an op raises name the kernel's line, as the compiled kernel's would.
 """
 
@@ -37,7 +37,7 @@ from numba.cuda import types
 from numba.cuda.core import ir
 
 from ..errors import TileTypingError
-from ..runtime.launch_checks import INTERPRETED
+from ..runtime.call_site import INTERPRETED
 from ..typing.closed_world import _LIBRARY_IDS
 from ..typing.device import is_device_function
 from ..typing.linked import linked_call, refusal

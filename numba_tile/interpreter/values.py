@@ -95,7 +95,7 @@ def _race_error(name: str, element: tuple, other: int, other_kind: str, blk: Blo
     """The :class:`~numba_tile.errors.DataRaceError` of two blocks' conflicting accesses,
     pointing at the kernel line making the second one (the current block's)."""
     from ..errors import DataRaceError
-    from ..runtime.launch_checks import user_call_site
+    from ..runtime.call_site import user_call_site
     why, fix = _WHY_AND_FIX[frozenset([kind, other_kind])]
     site = user_call_site() or (None, None)
     return DataRaceError(
@@ -295,7 +295,7 @@ def duplicate_error(name: str, shape: tuple, coords: tuple, positions: np.ndarra
     if not repeat.any():
         return None
     from ..errors import DataRaceError
-    from ..runtime.launch_checks import user_call_site
+    from ..runtime.call_site import user_call_site
     second = int(order[1:][repeat].min())                  # the earliest repeated write
     first = int(np.argmax(flat == flat[second]))
     element = tuple(int(c[second]) for c in coords)

@@ -25,7 +25,8 @@ from numba.cuda.cudaimpl import registry as cudaimpl_registry
 
 from .common import (broadcast_extents, const_i64, convert, convert_elements, fragment_elements, from_compute, make_fragment,
                      result_extents, scalar_to, tile_extents, to_compute, valid_bits)
-from .layouts import convert_layout, dst_slots, linear_of, local_slots, remap, same_distribution
+from ..layout import local_slots, same_distribution
+from .layouts import convert_layout, dst_slots, linear_of, remap
 
 
 class Operand:

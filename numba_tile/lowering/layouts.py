@@ -1,6 +1,6 @@
 """Layout conversion between register layouts, through shared memory (or, where every thread
-already holds the elements it needs, a choice of its registers: :func:`local_slots`,
-:func:`local_lines`).
+already holds the elements it needs, a choice of its registers: ``layout.local_slots``,
+``layout.local_lines``).
 
 Two tiles of one shape can sit in different layouts (a float16 tile holds 8 elements
 per chunk, a float32 tile 4). Before an elementwise op the right operand is moved
@@ -20,14 +20,11 @@ sm_90 and sm_80).
 
 from __future__ import annotations
 
-import functools
-from math import prod
-
 from llvmlite import ir
 from numba.cuda import cgutils
 
 from .. import compiler_context, dtypes
-from ..layout import ATOM_M, ATOM_N, BlockedLayout, MmaLayout, SliceLayout
+from ..layout import ATOM_M, ATOM_N, MmaLayout, SliceLayout, local_slots, same_distribution
 from ..typing.types import element_llvm_type
 from .common import const_i64, is_storing_thread, thread_index
 from .shared import limit_for, pool
@@ -59,116 +56,6 @@ def chunk_linear(builder, layout, rep: int):
         t = builder.and_(t, const_i64(layout.threads_used - 1))
     return builder.add(builder.mul(t, const_i64(layout.vec)),
                        const_i64(rep * layout.threads_used * layout.vec))
-
-
-def same_distribution(a, b) -> bool:
-    """True when layouts ``a`` and ``b`` put the same row-major linear indices in the same
-    fragment slots of the same threads (then a reshape between them moves no data)."""
-    if not (isinstance(a, BlockedLayout) and isinstance(b, BlockedLayout)):
-        return a == b
-    return (a.num_threads == b.num_threads and a.numel == b.numel and a.vec == b.vec
-            and a.threads_used == b.threads_used and a.reps == b.reps)
-
-
-def _broadcast_source(linear: int, src_shape: tuple, dst_shape: tuple) -> int:
-    """Row-major index in ``src_shape`` of the element that NumPy's broadcast of
-    ``src_shape`` to ``dst_shape`` puts at row-major index ``linear`` of ``dst_shape``."""
-    coords = []
-    for s in reversed(dst_shape):
-        linear, c = divmod(linear, s)
-        coords.append(c)
-    coords = coords[:len(src_shape)][::-1]
-    out = 0
-    for s, c in zip(src_shape, coords):
-        out = out * s + (0 if s == 1 else c)
-    return out
-
-
-@functools.lru_cache(maxsize=4096)
-def local_slots(src, dst, broadcast: bool = False):
-    """For a move that keeps every element's row-major index (a layout conversion, a
-    reshape), or with ``broadcast`` NumPy's broadcast of ``src.shape`` to ``dst.shape``:
-    the source fragment slot of each destination slot, when every thread already
-    holds the elements it takes, in the same slots whatever the thread; else ``None``.
-
-    Then the move is a choice of registers, with no shared memory and no barrier: a
-    reduction's slice layout onto the blocked layout of its shape (a ``(1, 1)`` row
-    statistic, held by every thread), a float32 tile that kept a 16-bit load's chunks
-    reshaped along its repetitions. Only blocked and slice layouts, and only a source with
-    no replicating threads (a replicating thread's copy may differ from its owner's, an
-    atomic's result: :func:`stage` takes the owners')."""
-    if not all(isinstance(x, (BlockedLayout, SliceLayout)) for x in (src, dst)):
-        return None
-    owners = src.parent if isinstance(src, SliceLayout) else src
-    if (src.num_threads != dst.num_threads or owners.threads_used != owners.num_threads
-            or (src.numel != dst.numel and not broadcast)):
-        return None
-    if broadcast:
-        def source(i):
-            return _broadcast_source(i, tuple(src.shape), tuple(dst.shape))
-    else:
-        def source(i):
-            return i
-    slots = None
-    for t in range(src.num_threads):
-        held = {}
-        for j in range(src.elems_per_thread - 1, -1, -1):
-            held[src.linear_index(t, j)] = j
-        mine = tuple(held.get(source(dst.linear_index(t, i)))
-                     for i in range(dst.elems_per_thread))
-        if None in mine or (slots is not None and mine != slots):
-            return None
-        slots = mine
-    return slots
-
-
-@functools.lru_cache(maxsize=1024)
-def local_lines(src, dst, axis: int, keep: bool):
-    """For a reduction of a tile in ``src`` along ``axis`` into a result in ``dst``
-    (``keep``: the axis kept with extent 1): the source fragment slots of the line that
-    each destination slot reduces, in order along the axis, when every thread holds the
-    whole lines of its result elements, in the same slots whatever the thread; else None.
-    Then the reduction is a thread's own register arithmetic (a float32 tile of a bfloat16
-    load folded along its repetitions, ``max(reshape(x, (R, BC // R)), 0)``). Blocked
-    layouts with no replicating source thread only (as :func:`local_slots`)."""
-    if not (isinstance(src, BlockedLayout) and isinstance(dst, BlockedLayout)):
-        return None
-    if src.num_threads != dst.num_threads or src.threads_used != src.num_threads:
-        return None
-    shape, n = tuple(src.shape), src.shape[axis]
-    stride = prod(shape[axis + 1:])
-    out_shape = tuple(dst.shape)
-
-    def first(linear):               # row-major index in src of the line's first element
-        coords = []
-        for s_ in reversed(out_shape):
-            linear, c = divmod(linear, s_)
-            coords.append(c)
-        coords = coords[::-1]
-        if keep:
-            coords[axis] = 0
-        else:
-            coords.insert(axis, 0)
-        lin = 0
-        for s_, c in zip(shape, coords):
-            lin = lin * s_ + c
-        return lin
-
-    lines = None
-    for t in range(src.num_threads):
-        held = {src.linear_index(t, j): j for j in range(src.elems_per_thread)}
-        mine = []
-        for i in range(dst.elems_per_thread):
-            f = first(dst.linear_index(t, i))
-            line = tuple(held.get(f + k * stride) for k in range(n))
-            if None in line:
-                return None
-            mine.append(line)
-        mine = tuple(mine)
-        if lines is not None and mine != lines:
-            return None
-        lines = mine
-    return lines
 
 
 def convert_layout(builder, dt, src_layout, elems, dst_layout):
@@ -383,5 +270,5 @@ def linear_of(builder, shape, coords):
     return lin
 
 
-__all__ = ["barrier", "chunk_linear", "convert_layout", "local_lines", "local_slots", "remap", "linear_of", "same_distribution",
+__all__ = ["barrier", "chunk_linear", "convert_layout", "remap", "linear_of",
            "mma_slots", "warp_coords"]

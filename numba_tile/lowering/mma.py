@@ -41,10 +41,11 @@ from .._registry import OPS, lowering_rule
 from ..layout import BlockedLayout, MmaLayout
 from ..typing.mma import default_acc_dtype, plan, precision_value
 from ..typing.types import TileType, element_llvm_type
-from .common import (F32, I32, I64, const_i64, fragment_elements, make_fragment,
+from .common import (F32, I32, const_i64, fragment_elements, make_fragment,
                      tile_extents, valid_bits)
 from .layouts import barrier, convert_layout, dst_slots, warp_coords
-from .shared import address32, pool
+from .shared import pool
+from .staging import Staged
 
 _V4I32 = ir.VectorType(I32, 4)
 
@@ -55,36 +56,6 @@ def _c32(v: int) -> ir.Constant:
 
 def _log2(n: int) -> int:
     return n.bit_length() - 1
-
-
-class Staged:
-    """A row-major ``rows x cols`` matrix of ``itemsize``-byte elements in shared memory,
-    rows swizzled in 16-byte chunks (see the module docstring)."""
-
-    def __init__(self, base, rows: int, cols: int, itemsize: int):
-        self.base, self.rows, self.cols, self.itemsize = base, rows, cols, itemsize
-        self.row_bytes = cols * itemsize
-        self.nbytes = rows * self.row_bytes
-
-    def offset(self, builder, row, byte_col):
-        """Byte offset (i32) of byte ``byte_col`` of row ``row`` (i32 values)."""
-        chunks = self.row_bytes // 16
-        chunk = builder.lshr(byte_col, _c32(4))
-        within = builder.and_(byte_col, _c32(15))
-        if chunks >= 8:
-            phase = builder.and_(row, _c32(7))
-        else:
-            phase = builder.and_(builder.lshr(row, _c32(_log2(8 // chunks))), _c32(chunks - 1))
-        return builder.add(builder.add(builder.mul(row, _c32(self.row_bytes)),
-                                       builder.shl(builder.xor(chunk, phase), _c32(4))), within)
-
-    def pointer(self, builder, row, byte_col, ty):
-        off = builder.zext(self.offset(builder, row, byte_col), I64)
-        return builder.bitcast(builder.gep(self.base, [off]), ty.as_pointer(3))
-
-    def address(self, builder, row, byte_col):
-        """32-bit ``.shared`` address of a byte, for inline PTX."""
-        return builder.add(address32(builder, self.base), self.offset(builder, row, byte_col))
 
 
 def _i32(builder, v):
@@ -307,7 +278,7 @@ def lower_product(context, builder, aty, a, bty, b, res: TileType, acc, precisio
                              lambda bl, ty, v, st, tr=False: _store_operand(bl, ty, v, st, tr,
                                                                             False),
                              staged, sig)
-    from .wgmma import staging_layout
+    from .staging import staging_layout
     (m, k), n = aty.shape, bty.shape[1]
     isz = dtypes.itemsize(aty.dtype)
     b_kmajor = bool(getattr(sig, "b_kmajor", False))    # a staged, transposed b
@@ -401,7 +372,7 @@ def lower_ws_post(context, builder, sig, args):
     from .ws import record_trip_count
     grid = order = None
     if len(sig.args) > 1 and isinstance(sig.args[1], PartitionType):
-        from .memory import ArrayView, tile_grid
+        from .views import ArrayView, tile_grid
         zty = sig.args[1]
         grid = tile_grid(builder, ArrayView(context, builder, zty, args[1]), zty.tile_shape)
         order = zty.order

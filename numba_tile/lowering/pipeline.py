@@ -55,7 +55,7 @@ class Ring:
     """The ``stages`` slots of one staged load."""
 
     def __init__(self, builder, tile, stages: int, what: str):
-        from .wgmma import AtomStaged, align_1024, staging_layout
+        from .staging import AtomStaged, align_1024, staging_layout
         from .. import dtypes
         self.rows, self.cols = tile.shape[-2:]      # an N-D tile: extent 1 on the others
         self.itemsize = dtypes.itemsize(tile.dtype)
@@ -90,7 +90,7 @@ class ChunkPlan:
     """
 
     def __init__(self, builder, view, ring: Ring, index, axis: int, step: int | None = None):
-        from .wgmma import staging_layout
+        from .staging import staging_layout
         ctx = compiler_context.current()
         self.axis = axis
         per_row = ring.cols * ring.itemsize // 16
@@ -207,7 +207,7 @@ class PlaneView:
         self.strides = list(view.strides[-2:])
 
     def global_ptr(self, builder, offset, lanes: int):
-        from .memory import ArrayView
+        from .views import ArrayView
         return ArrayView.global_ptr(self, builder, offset, lanes)
 
 
@@ -305,7 +305,7 @@ def _await(builder, k, S, depth):
             with fill:
                 wait_group(builder, early)
     if getattr(compiler_context.current(), "uses_wgmma", False):
-        from .wgmma import fence_proxy_async
+        from .staging import fence_proxy_async
         fence_proxy_async(builder)       # cp.async wrote in the generic proxy; wgmma reads async
     barrier(builder)
 
@@ -318,8 +318,8 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad, a
     offsets (an element is inside where ``0 <= offset + coordinate < extent`` on every
     axis)."""
     from .common import chunk_coords, make_fragment, padding_element, valid_bits
-    from .memory import _storage_to_reg, load_extents, tile_in_grid
-    from .wgmma import staging_layout
+    from .staging import staging_layout
+    from .views import _storage_to_reg, load_extents, tile_in_grid
     from numba.cuda import types as ntypes
     layout, dt = tile.layout, tile.dtype
     slot = staging_layout(ring.slot(builder, k), ring.rows, ring.cols, ring.itemsize)
@@ -431,7 +431,7 @@ def await_operands(builder, sig):
         for j in range(S - 1 - P):
             _issue_tile(builder, staged, keys, builder.add(k, const_i64(j)))
     wait_group(builder, S - 2 - P)
-    from .wgmma import fence_proxy_async
+    from .staging import fence_proxy_async
     fence_proxy_async(builder)       # cp.async wrote in the generic proxy; wgmma reads async
     barrier(builder)
 

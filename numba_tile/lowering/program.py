@@ -2,7 +2,7 @@
 
 The launch grid is one-dimensional: block ``ctaid.x`` handles tile number ``ctaid.x`` of
 the grid partition (the kernel's first partition parameter) in that partition's order
-(row-major unless ``partition(..., order=)`` says otherwise: ``partition.tile_coords``), and
+(row-major unless ``partition(..., order=)`` says otherwise: ``tile_order.tile_coords``), and
 ``bid(axis)`` is that tile's coordinate along ``axis``. ``bid``/``num_blocks`` read that
 parameter's extents from the kernel's own arguments. When the grid partition is mapped
 onto a fixed number of blocks, the grid is those blocks: ``bid(0)`` is ``ctaid.x`` and
@@ -17,7 +17,8 @@ from ..errors import TileTypingError
 from numba.cuda import nvvmutils
 
 from .common import I64, block_index
-from .memory import ArrayView, own_tile_index, tile_grid
+from .memory import own_tile_index
+from .views import ArrayView, tile_grid
 
 
 def _grid_view(context, builder):

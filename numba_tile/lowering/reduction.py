@@ -4,7 +4,7 @@ Along the last axis (rows: softmax, norms) the reduction is a tree: each thread 
 its own elements of a row in registers, the lanes holding one row combine with butterfly
 ``shfl.sync`` shuffles, and the warps holding one row combine through a small shared-memory
 buffer (``_last_axis_tree``). Along any other axis, where each thread holds the whole lines
-of its result elements (``layouts.local_lines``: a tile folded along its repetitions), each
+of its result elements (``layout.local_lines``: a tile folded along its repetitions), each
 thread combines its own registers; otherwise (and for argmax, argmin, cumsum) a first,
 serial version stages the tile in shared memory (:func:`layouts.stage`) and each thread
 reduces its output elements in a loop. Both accumulate in the compute type (float32
@@ -25,7 +25,8 @@ from ..layout import BlockedLayout, SliceLayout
 from .common import (I1, chunk_coords, const_i64, convert, fragment_elements, from_compute,
                      is_storing_thread, make_fragment, thread_index, tile_extents, to_compute,
                      umin)
-from .layouts import barrier, dst_slots, linear_of, local_lines, stage
+from ..layout import local_lines
+from .layouts import barrier, dst_slots, linear_of, stage
 
 
 def _identity(name, ct, unsigned=False):

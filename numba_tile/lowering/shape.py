@@ -12,7 +12,8 @@ from __future__ import annotations
 from .._registry import lowering_rule
 from .common import (broadcast_extents, const_i64, fragment_elements, make_fragment,
                      tile_extents, to_compute)
-from .layouts import convert_layout, linear_of, local_slots, remap, same_distribution, stage
+from ..layout import local_slots, same_distribution
+from .layouts import convert_layout, linear_of, remap, stage
 
 
 def _elems(builder, ty, value):

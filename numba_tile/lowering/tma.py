@@ -16,7 +16,7 @@ for ``__grid_constant__``). The inline PTX names the parameter by a placeholder 
 replaces once the entry's name is known.
 
 **Boxes.** Box ``c`` of tile ``t`` lands at byte ``c * rows * 128`` of the tile's slot: the
-atom-column layout of ``wgmma.AtomStaged`` (the TMA's 128-byte swizzle is that layout's XOR).
+atom-column layout of ``staging.AtomStaged`` (the TMA's 128-byte swizzle is that layout's XOR).
 Its coordinates are ``{col, row}`` of the tile's first element (innermost first), 32-bit: a
 tile index along either axis is clamped to the tile grid first, so a tile past the array's end
 (a loop longer than the array, the prologue's and refills' tiles past the loop's end) reads

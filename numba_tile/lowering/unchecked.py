@@ -24,7 +24,7 @@ from .._registry import lowering_rule
 from ..typing.types import element_llvm_type
 from .common import I1, I64, const_i64, is_storing_thread, make_fragment, padding_element
 from .elementwise import Operand
-from .memory import ArrayView, _reg_to_storage, _storage_to_reg
+from .views import ArrayView, _reg_to_storage, _storage_to_reg
 
 
 def _index_operands(context, builder, sig_ty, value, layout, shape):

@@ -352,7 +352,7 @@ def split_roles(kernel) -> None:
     producer warpgroup: a new entry block (the old one's ``alloca``s moved into it) that
     initializes the job barrier and branches on the thread index; every return of the
     consumers' code posts the stop job first (see the module docstring)."""
-    from .partition import tile_coords_of_grid
+    from .tile_order import tile_coords_of_grid
     from .tma import (expect_bytes, issue_boxes, issue_boxes_multicast, map_index,
                       multicast_split)
     ctx = compiler_context.current()
@@ -558,7 +558,7 @@ def _sreg32(builder, name: str):
 
 def _ring_base(builder, off):
     """32-bit shared address of a TMA ring's slot 0 (``pipeline.Ring``: 1024-byte aligned)."""
-    from .wgmma import align_1024
+    from .staging import align_1024
     return address32(builder, align_1024(builder, pool().at(builder, off)))
 
 

@@ -36,6 +36,7 @@ import threading
 import weakref
 
 from numba_tile.errors import CaptureError, TileArgumentError
+from numba_tile.runtime import inflight
 
 __all__ = ["CaptureError", "CapturedLaunch", "Graph", "status", "hold", "poll", "relaxed"]
 
@@ -174,6 +175,9 @@ def poll() -> int:
     return released
 
 
+inflight.on_collect(poll)      # every collect() releases the holds of destroyed graphs
+
+
 def held() -> int:
     """Number of graphs whose references are still held (for tests)."""
     return len(_held)
@@ -210,8 +214,7 @@ class CapturedLaunch:
 
     def then(self, kernel, *args, **kwargs):
         """Capture ``kernel`` next on the same stream."""
-        from numba_tile.runtime.inflight import check_then
-        check_then(kernel, kwargs)
+        inflight.check_then(kernel, kwargs)
         g = self._graph
         if g is not None and g._stream != self._stream:
             raise CaptureError(
@@ -358,7 +361,7 @@ class Graph:
                 conflicting launch in flight on another stream.
         """
         from numba_tile.errors import StreamConflictError
-        from numba_tile.runtime import driver, inflight
+        from numba_tile.runtime import driver
         from numba_tile.runtime.defaults import current
         from numba_tile.runtime.streams import producer_streams, stream_handle
         if self._exec is None:

@@ -59,7 +59,7 @@ def launch_defaults(*, stream: object = _UNSET, interpret: object = _UNSET):
     from numba_tile.errors import TileArgumentError, shown
     from numba_tile.runtime.streams import stream_handle
 
-    from numba_tile.runtime.launch_checks import user_call_site
+    from numba_tile.runtime.call_site import user_call_site
     message = None
     if stream is not _UNSET and stream is not None:
         try:

@@ -24,7 +24,7 @@ __all__ = ["launch_device", "launch_owner", "check_devices", "check_stream_devic
 
 
 def _arg_error(message: str) -> TileArgumentError:
-    from numba_tile.runtime.launch_checks import user_call_site
+    from numba_tile.runtime.call_site import user_call_site
     site = user_call_site() or (None, None)
     return TileArgumentError(message, filename=site[0], lineno=site[1])
 

@@ -205,6 +205,17 @@ def _first_touch(theirs: Sequence[ArrayArg], ours: Sequence[ArrayArg]) -> ArrayA
 
 _thread = threading.local()
 
+#: called by every :meth:`InflightRegistry.collect` before it looks at the launches: holds of
+#: other kinds that finish on their own (a graph's, ``runtime/capture.py``, which registers
+#: its ``poll`` when imported: no graph exists before that). The registry sits below them.
+_COLLECT_HOOKS: list = []
+
+
+def on_collect(hook) -> None:
+    """Have every ``collect()`` call ``hook()`` first (once per hook)."""
+    if hook not in _COLLECT_HOOKS:
+        _COLLECT_HOOKS.append(hook)
+
 
 def peer_key(stream: int, device: int):
     """The queue of a launch on ``device`` that reads a peer GPU's memory, on a default stream
@@ -597,8 +608,8 @@ class InflightRegistry:
         Returns:
             int: number of launches released.
         """
-        from numba_tile.runtime import capture
-        capture.poll()           # graphs destroyed since: their holds go too
+        for poll in _COLLECT_HOOKS:  # runtime/capture.poll: graphs destroyed since, their holds
+            poll()
         with self._lock:
             self._flush_locked()
             return self._collect_locked()
@@ -792,12 +803,11 @@ def check_then(kernel, kwargs) -> None:
     Raises:
         TileArgumentError: either of those.
     """
-    from numba_tile.autotune import Autotuned
     from numba_tile.errors import TileArgumentError, type_name
-    from numba_tile.kernel import Kernel
-    from numba_tile.runtime.launch_checks import user_call_site
+    from numba_tile.runtime.call_site import user_call_site
+    from numba_tile.runtime.launchable import Launchable
     site = None
-    if not isinstance(kernel, (Kernel, Autotuned)):
+    if not isinstance(kernel, Launchable):
         message = (f"then(): expected a numba_tile kernel (@numba_tile.jit or "
                    f"@numba_tile.autotune) to launch next, got {type_name(kernel)}")
     elif "stream" in kwargs:

@@ -28,10 +28,7 @@ the user's call site.
 
 from __future__ import annotations
 
-import contextvars
 import math
-import os
-import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -50,6 +47,7 @@ from numba_tile.errors import (
 )
 from numba_tile.layout import MAX_TILES_32, SMALL_TILE_ELEMS
 from numba_tile.runtime.arrays import ArrayArg, as_array_arg
+from numba_tile.runtime.call_site import user_call_site
 from numba_tile.runtime.overlap import MAX_WORK, internal_overlap_verdict, overlap_verdict
 from numba_tile.runtime.devices import check_devices
 from numba_tile.runtime.partition import ROW, Partition, launch_fields
@@ -60,7 +58,6 @@ __all__ = ["ParamSpec", "BoundArray", "bind_arrays", "launch_grid", "user_call_s
 #: parameter kinds: array kinds first ('mutable': a whole array an unchecked kernel may write).
 PARAM_KINDS = ("tensor", "partition", "mutable", "constant", "scalar")
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 @dataclass(frozen=True)
@@ -126,34 +123,6 @@ class BoundArray:
         if tiles is None or self.blocks is None:
             return tiles
         return (self.blocks,) if all(tiles) else (0,)
-
-
-#: the kernel statement the interpreter is running (``interpreter/typed_ir.py`` sets it while a
-#: block runs): an object whose ``site()`` is its ``(filename, lineno)``
-INTERPRETED: contextvars.ContextVar = contextvars.ContextVar("numba_tile_interpreted",
-                                                            default=None)
-
-
-def user_call_site() -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the kernel statement the interpreter is running, else of the
-    innermost stack frame outside the numba_tile package.
-
-    Returns:
-        tuple[str, int] | None: the user's line that led here, or None if every frame is inside
-        numba_tile.
-    """
-    running = INTERPRETED.get()
-    if running is not None:
-        site = running.site()
-        if site is not None:
-            return site
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
-            return filename, frame.f_lineno
-        frame = frame.f_back
-    return None
 
 
 # Verdicts depend only on numbers (addresses, extents, strides, item sizes, devices, tile shapes),

@@ -204,7 +204,7 @@ def tile_coords(linear: int, grid: tuple[int, ...], order) -> tuple[int, ...]:
     """Coordinates (tile units) of the tile numbered ``linear`` in ``order`` over ``grid``.
 
     The host's statement of the mapping the GPU lowering computes
-    (``lowering/partition.tile_coords``): the interpreter uses it, so both give each block
+    (``lowering/tile_order.tile_coords``): the interpreter uses it, so both give each block
     the same tiles.
 
     Args:
@@ -395,7 +395,7 @@ class Partition:
 
 def _at_user_line(message: str) -> TileArgumentError:
     """A TileArgumentError pointing at the innermost line outside numba_tile."""
-    from numba_tile.runtime.launch_checks import user_call_site
+    from numba_tile.runtime.call_site import user_call_site
 
     site = user_call_site() or (None, None)
     return TileArgumentError(message, filename=site[0], lineno=site[1])

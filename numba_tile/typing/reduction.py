@@ -87,7 +87,7 @@ def _in_thread(x, axis, keep, out):
     folded along its repetitions: ``examples/cross_entropy.py``). None otherwise."""
     if not isinstance(x.layout, BlockedLayout) or axis == x.ndim - 1:
         return None
-    from ..lowering.layouts import local_lines
+    from ..layout import local_lines
     lay = BlockedLayout(out.shape, x.layout.num_threads, x.layout.max_vec)
     if local_lines(x.layout, lay, axis, keep) is None:
         return None

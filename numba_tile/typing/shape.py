@@ -44,7 +44,7 @@ def type_reshape(x, shape):
                    "filled(x, value) first)", f"a masked {x.shape} tile")
     out = make_tile(x.dtype, sh, masked=x.masked)
     from ..layout import BlockedLayout
-    from ..lowering.layouts import same_distribution
+    from ..layout import same_distribution
     if isinstance(x.layout, BlockedLayout) and x.layout.max_vec != out.layout.max_vec:
         # a tile that kept a narrower load's chunks (a float32 tile of a bfloat16 load) keeps
         # them where the new shape cuts the same chunks in the same threads: the reshape then

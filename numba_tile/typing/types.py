@@ -89,7 +89,7 @@ class PartitionType(_ArrayParam):
             a block owns the tiles ``tiles(z)`` hands it, not one tile.
         order: the static traversal order of the tiles (``runtime/partition.normalize_order``):
             ``"row"`` (row-major) or ``("grouped", GROUP)``; which tile block ``b`` owns, or
-            which tile is the ``k``-th ``tiles(z)`` hands out (``lowering/partition.tile_coords``).
+            which tile is the ``k``-th ``tiles(z)`` hands out (``lowering/tile_order.tile_coords``).
             Part of the type's name, so each order is its own specialization.
     """
 

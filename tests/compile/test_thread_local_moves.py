@@ -10,7 +10,7 @@ import pytest
 import numba_tile as nt
 from numba_tile.dtypes import BFLOAT16_NP
 from numba_tile.layout import BlockedLayout, SliceLayout
-from numba_tile.lowering.layouts import local_lines, local_slots
+from numba_tile.layout import local_lines, local_slots
 from tests.gpu.test_thread_local_moves import folded_state, leading_reduce, row_max_state
 
 

@@ -845,8 +845,8 @@ def _lowered_strip_coords(ndim, tile_shape):
     from llvmlite import binding as llvm
     from llvmlite import ir
 
-    from numba_tile.lowering.memory import tile_grid
-    from numba_tile.lowering.partition import _row_major
+    from numba_tile.lowering.views import tile_grid
+    from numba_tile.lowering.tile_order import _row_major
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     i64 = ir.IntType(64)

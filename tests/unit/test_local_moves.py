@@ -14,7 +14,7 @@ import pytest
 import numba_tile as nt
 from numba_tile.dtypes import BFLOAT16_NP
 from numba_tile.layout import BlockedLayout, SliceLayout
-from numba_tile.lowering.layouts import local_lines, local_slots
+from numba_tile.layout import local_lines, local_slots
 
 
 def _body(ptx):

@@ -24,7 +24,7 @@ from llvmlite import ir
 
 import numba_tile as nt
 from numba_tile import cache, errors
-from numba_tile.lowering.partition import tile_coords as lowered_tile_coords
+from numba_tile.lowering.tile_order import tile_coords as lowered_tile_coords
 from numba_tile.runtime.partition import tile_coords
 
 RNG = np.random.default_rng()
