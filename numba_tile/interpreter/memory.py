@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from .._registry import interp_rule
-from .values import InterpPartition, InterpTensor, InterpTile
+from .values import InterpIndex, InterpPartition, InterpTensor, InterpTile
 
 
 def _shape(shape):
@@ -29,7 +29,6 @@ def _int64(i) -> int:
 
 
 def _index(index):
-    from .partition import InterpIndex
     if isinstance(index, InterpIndex):
         return index.coords
     return (_int64(index),) if not isinstance(index, tuple) else tuple(_int64(i) for i in index)

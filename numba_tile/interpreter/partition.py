@@ -11,35 +11,10 @@ import math
 import operator
 
 import numpy as np
-from dataclasses import dataclass
 
 from .._registry import interp_rule
 from ..runtime.partition import tile_coords
-from .values import current_block
-
-
-@dataclass(frozen=True)
-class InterpIndex:
-    """A tile index minted by ``tiles(z)``: ``brand`` is z's parameter name."""
-
-    brand: str
-    coords: tuple
-
-    def __getitem__(self, d):
-        from .._registry import OPS
-        return OPS["index_getitem"].interp(self, d)
-
-
-@dataclass(frozen=True)
-class InterpStrip:
-    """A strip minted by ``strips(z)``: its leading tile coordinates."""
-
-    brand: str
-    coords: tuple
-
-    def __getitem__(self, d):
-        from .._registry import OPS
-        return OPS["index_getitem"].interp(self, d)
+from .values import InterpIndex, InterpStrip, current_block
 
 
 @interp_rule("strips")

@@ -174,10 +174,10 @@ def null_value(ty):
         data = np.zeros(ty.shape, dtypes.to_numpy(ty.dtype))
         return InterpTile(data, ty.dtype, (0,) * len(ty.shape) if ty.masked else None)
     if isinstance(ty, StripIndexType):
-        from .partition import InterpStrip
+        from .values import InterpStrip
         return InterpStrip(ty.brand, (-1,) * ty.ndim)
     if isinstance(ty, PartitionIndexType):
-        from .partition import InterpIndex
+        from .values import InterpIndex
         return InterpIndex(ty.brand, (-1,) * ty.ndim)
     if isinstance(ty, types.BaseTuple):
         return tuple(null_value(t) for t in ty.types)

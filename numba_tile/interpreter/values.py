@@ -465,3 +465,29 @@ class InterpTile:
 
     def __bool__(self):
         raise TypeError("a tile has no truth value; use where() or a reduction")
+
+
+# --- the indices tiles() and strips() mint (interpreter/partition.py)
+
+@dataclass(frozen=True)
+class InterpIndex:
+    """A tile index minted by ``tiles(z)``: ``brand`` is z's parameter name."""
+
+    brand: str
+    coords: tuple
+
+    def __getitem__(self, d):
+        from .._registry import OPS
+        return OPS["index_getitem"].interp(self, d)
+
+
+@dataclass(frozen=True)
+class InterpStrip:
+    """A strip minted by ``strips(z)``: its leading tile coordinates."""
+
+    brand: str
+    coords: tuple
+
+    def __getitem__(self, d):
+        from .._registry import OPS
+        return OPS["index_getitem"].interp(self, d)
