@@ -38,8 +38,9 @@ def load(x, index=None, shape=None, padding=None):
             values. A tile wholly or partly outside the array (a negative index, or one
             past the end) is not read there: loads never fault.
         shape (tuple of ndim int, static): tile shape, powers of two: integer literals,
-            Constant parameters or integer arithmetic on them (``2 * BLOCK``). At most
-            256 elements per thread (``numel / (32 * num_warps)``).
+            Constant parameters or integer arithmetic on them (``2 * BLOCK``). Up to
+            256 elements per thread (``numel / (32 * num_warps)``) stay in registers; up
+            to 1024 compile, spilling, with a ``TilePerformanceWarning``.
         padding (scalar or None): None (the default): the elements outside the array are
             *invalid*: the tile is masked, reductions skip them and stores do not write
             them, through any elementwise ops in between (case E2: the variance of a row

@@ -347,7 +347,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                 if not isinstance(st, ir.Assign):
                     continue
                 info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
-                                    uses, blocks, transposed, steps)
+                                    uses, blocks, transposed, steps, typingctx)
                 if isinstance(info, str):
                     why[id(st.value)] = (st.loc, "not pipelined: " + info)
                 elif info is not None:
@@ -801,7 +801,7 @@ _INT_BINOPS = (_operator.add, _operator.sub, _operator.mul, _operator.floordiv)
 
 
 def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks,
-                 transposed=None, steps=None):
+                 transposed=None, steps=None, typingctx=None):
     """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
     into registers); None for a statement that is no load; else why the load is not staged
     (a str, for ``Kernel.explain``). ``transposed``: where a load reaches operand b of its
@@ -869,6 +869,12 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     if at and steps is not None:
         steps[id(expr)] = step
     product = _single_product_use(st, label, typemap, calltypes, uses)
+    if product is not None and zero and tty.dtype in PRODUCT_DTYPES \
+            and product[0].op == "binop":
+        # a bare ``x @ y``: Numba types a binop again when it lowers it, so the staging facts
+        # would not reach the product; as ``matmul(x, y)`` (the same product) they do
+        call = _as_matmul_call(product[0], blocks[label], typemap, calltypes, typingctx)
+        product = None if call is None else (call,) + tuple(product[1:])
     if product is not None and zero and tty.dtype in PRODUCT_DTYPES:
         prod, operand, via = product
         if via and transposed is not None:
@@ -972,6 +978,32 @@ def _single_product_use(st, label, typemap, calltypes, uses):
     return prod, hits[0], via
 
 
+def _as_matmul_call(binop, block, typemap, calltypes, typingctx):
+    """Replace the binop ``x @ y`` (its statement in ``block``) by the call ``matmul(x, y)``,
+    typed; returns the call, or None (no typing context, or it does not type: the caller then
+    leaves the load unstaged for the product, reading it back into registers)."""
+    from .. import language
+    if typingctx is None:
+        return None
+    stmt = next((st for st in block.body if isinstance(st, ir.Assign) and st.value is binop),
+                None)
+    if stmt is None:
+        return None
+    fnty = typingctx.resolve_value_type(language.matmul)
+    sig = fnty.get_call_type(typingctx, (typemap[binop.lhs.name], typemap[binop.rhs.name]), {})
+    if sig is None or sig.return_type != typemap[stmt.target.name]:
+        return None
+    fn_var = block.scope.redefine("$matmul_fn", stmt.loc)
+    call = ir.Expr.call(fn_var, [binop.lhs, binop.rhs], (), stmt.loc)
+    typemap[fn_var.name] = fnty
+    dict.__setitem__(calltypes, call, sig)
+    i = block.body.index(stmt)
+    block.body.insert(i, ir.Assign(ir.Global("matmul", language.matmul, stmt.loc), fn_var,
+                                   stmt.loc))
+    stmt.value = call            # the same statement: the caller's use lists still find it
+    return call
+
+
 def _zero_padding(pty):
     lit = getattr(pty, "literal_value", None) if isinstance(pty, types.Literal) else None
     return lit is not None and not isinstance(lit, bool) and lit == 0
@@ -989,8 +1021,8 @@ def _literal_int(name, defs, typemap):
 
 
 def _loop_step(name, induction, defs, typemap, depth=0):
-    """``C`` where ``name`` is ``k * C`` or ``C * k`` (``k`` the loop's variable, ``C`` a
-    positive int literal or Constant), through copies; else None."""
+    """``C`` where ``name`` is ``k * C`` or ``C * k`` (``k`` the loop's variable, ``C`` an int
+    literal or Constant from 1 to 2**31 - 1), through copies; else None."""
     v = _single_def(name, defs)
     while isinstance(v, ir.Var) and depth < 16:
         if v.name in induction:
@@ -1002,7 +1034,9 @@ def _loop_step(name, induction, defs, typemap, depth=0):
     for a, b in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
         if a.name in induction:
             c = _literal_int(b.name, defs, typemap)
-            if c is not None and c > 0:
+            # below 2**31: the lowering recovers k as (k * C) // C, exact while k * C stays
+            # below 2**64, that is for the first 2**33 iterations at least
+            if c is not None and 0 < c < 2**31:
                 return c
     return None
 
