@@ -331,7 +331,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                 inner |= lp.body
         induction = _induction_variable(blocks, loop, defs, inner)
         if induction is None:
-            for lb in loop.body:
+            for lb in loop.body - inner:         # a nested loop's loads: its own reason
                 for st in blocks[lb].body:
                     if isinstance(st, ir.Assign) and id(st.value) not in why:
                         why[id(st.value)] = (st.loc, "not pipelined: its loop is not a "
@@ -339,6 +339,12 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             continue
         every = [lb for lb in loop.body if lb not in inner
                  and all(lb in doms[latch] for latch in _latches(cfg, loop))]
+        for lb in loop.body - inner - set(every):
+            for st in blocks[lb].body:
+                if isinstance(st, ir.Assign) and id(st.value) not in why:
+                    why[id(st.value)] = (st.loc, "not pipelined: it does not run in every "
+                                                 "iteration of its loop (under an `if`, or "
+                                                 "after a `break` or `continue`)")
         found = []
         transposed = {}
         steps = {}

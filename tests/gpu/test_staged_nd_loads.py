@@ -162,3 +162,18 @@ def test_a_load_whose_leading_coordinate_moves_is_not_pipelined():
     text = _explain_lines(moving.with_options(num_stages=3), x,
                           nt.partition(np.zeros((4, 64), np.float32), (1, 32)), 32, 64)
     assert "not the loop variable on exactly one axis of the last two" in text, text
+
+
+def test_a_load_under_an_if_says_why_it_is_not_pipelined():
+    @nt.jit
+    def alternate(x, out: nt.Partition[(1, 32)], n):
+        for idx in nt.tiles(out):
+            acc = nt.zeros((1, 32), nt.float32)
+            for k in range(n):
+                if k % 2 == 0:
+                    acc = acc + nt.load(x, (k, idx[1]), (1, 32), padding=0)
+            nt.store(out, acc, idx)
+    x = np.zeros((4, 64), np.float32)
+    text = _explain_lines(alternate.with_options(num_stages=3), x,
+                          nt.partition(np.zeros((1, 64), np.float32), (1, 32)), 2)
+    assert "it does not run in every iteration of its loop" in text, text
