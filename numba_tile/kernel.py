@@ -42,7 +42,7 @@ from .options import FIXED as _FIXED
 from .options import check_options as _check_options
 from .options import fixed_error as _fixed_error
 from .runtime import devices as devices_mod
-from .runtime import driver, inflight, launcher
+from .runtime import driver, guards, inflight, launcher
 from .runtime.launchable import Launchable
 from .runtime.defaults import current as _current_defaults
 from .runtime.devices import launch_owner
@@ -953,7 +953,7 @@ class Kernel(KernelInspection, Launchable):
         plan.names = tuple(names)
         plan.torch_arrays = tuple(i for i, a in enumerate(arrays)
                                   if launcher._READERS.get(type(a.obj)) is launcher._read_torch)
-        plan.run = launcher.runner_for(key, self._roles, plan, self)
+        plan.run = guards.runner_for(key, self._roles, plan, self)
         self._plans[key] = plan
         self._last_plan = plan
 

@@ -33,7 +33,7 @@ from numba_tile.constant_identity import identity
 from numba_tile.runtime.params import PARAM_KINDS
 from numba_tile.runtime.partition import ROW, Partition, intern_order, intern_tile_shape
 
-__all__ = ["make_runner"]
+__all__ = ["make_runner", "runner_for"]
 
 _ADDRESS_END = 1 << 64
 
@@ -53,13 +53,14 @@ def _c_contiguous(shape, strides) -> bool:
     return True
 
 
-def _pointer_owner(ptr: int):
-    """``driver.pointer_device``, None where the driver cannot tell (the slow path decides)."""
-    from numba_tile.runtime import driver
-    try:
-        return driver.pointer_device(ptr)
-    except Exception:  # noqa: BLE001
-        return None
+def runner_for(key: tuple, roles: tuple, plan, kernel):
+    """The plan's runner (:func:`make_runner`), or one that always says no."""
+    from numba_tile.runtime import launcher
+    run = make_runner(key, roles, plan, {"cupy": launcher._read_cupy,
+                                         "torch": launcher._read_torch,
+                                         "cai": launcher._read_cai, "numba": launcher._read_numba,
+                                         "cupy_stream": launcher._cupy_stream}, kernel)
+    return run if run is not None else launcher._never_run
 
 
 def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
@@ -217,7 +218,7 @@ def _guard_body(key: tuple, roles: tuple, plan, readers: dict):
             if not one_device:
                 # several devices: the pointer's device asked of the driver (a producer's
                 # may be wrong), as the slow path does (arrays._owner_device)
-                env["PDEV"] = _pointer_owner
+                env["PDEV"] = launcher._pointer_owner
                 env[f"DEV{k}"] = fields[3]
                 body.append(f"if {p} and PDEV({p}) != DEV{k}: return None")
             span = plan.spans[k]

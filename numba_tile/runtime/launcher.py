@@ -275,17 +275,18 @@ def plan_key(roles: tuple, values) -> tuple | None:
     return tuple(key), ptrs, scalars, arrays, streams, objs
 
 
-def runner_for(key: tuple, roles: tuple, plan: "Plan", kernel):
-    """The plan's runner (``guards.make_runner``), or one that always says no."""
-    from numba_tile.runtime.guards import make_runner
-    run = make_runner(key, roles, plan, {"cupy": _read_cupy, "torch": _read_torch,
-                                         "cai": _read_cai, "numba": _read_numba,
-                                         "cupy_stream": _cupy_stream}, kernel)
-    return run if run is not None else _never_run
-
-
 def _never_run(values, stream, on_conflict):
+    """The runner of a plan that has no guard: it always says no (the key path decides)."""
     return None
+
+
+def _pointer_owner(ptr: int):
+    """``driver.pointer_device``, None where the driver cannot tell (the slow path decides)."""
+    from numba_tile.runtime import driver
+    try:
+        return driver.pointer_device(ptr)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def describes(key: tuple, bound) -> bool:
@@ -430,7 +431,6 @@ class Plan:
         each non-empty array's pointer on the device the checked launch found. False: take the slow
         path, whose checks decide (and word the refusal)."""
         if self.owners is not None:
-            from numba_tile.runtime.guards import _pointer_owner
             for k, device in self.owners:
                 if _pointer_owner(ptrs[k]) != device:
                     return False

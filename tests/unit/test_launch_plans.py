@@ -12,7 +12,7 @@ import numba_tile as nt
 import numba_tile.kernel as K
 from numba_tile.errors import (AliasingError, ReadOnlyProducerError, StreamConflictError,
                                TileArgumentError)
-from numba_tile.runtime import capture, driver, inflight, launch_checks, launcher
+from numba_tile.runtime import capture, driver, guards, inflight, launch_checks, launcher
 from numba_tile.runtime.fakes import FakeDeviceArray
 from numba_tile.runtime.params import ParamBuffer
 
@@ -435,8 +435,8 @@ def test_interpret_false_takes_the_plan_and_a_declined_call_keeps_the_plan(fake,
     assert fake.slow_calls["n"] == n0
     plan = add._last_plan
     built = []
-    real = launcher.runner_for
-    monkeypatch.setattr(launcher, "runner_for", lambda *a: built.append(1) or real(*a))
+    real = guards.runner_for
+    monkeypatch.setattr(guards, "runner_for", lambda *a: built.append(1) or real(*a))
     monkeypatch.setattr(plan, "run", lambda *a: None)
     monkeypatch.setattr(launcher.Plan, "admits", lambda self, ptrs: False)
     x2 = _dev(3000)
