@@ -230,7 +230,7 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
     ring_off = pool().persistent[-1][0] if pool().persistent else None
     step = getattr(info, "step", None)
-    # load_at: the offset is k * step (typing/pipeline._loop_step), k >= 0
+    # load_at: the offset is k * step (typing/loop_ir._loop_step), k >= 0
     k = index[info.axis] if step is None else builder.udiv(index[info.axis], const_i64(step))
     if info.tma:                    # lowering/tma.py: the product issues boxes, thread 0
         from .tma import TmaPlan

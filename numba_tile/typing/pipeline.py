@@ -35,6 +35,7 @@ bytes are read: the same bounds, the same zero fill.
 
 from __future__ import annotations
 
+import operator as _operator
 from dataclasses import dataclass
 
 from numba.cuda import types
@@ -44,6 +45,8 @@ from numba.cuda.typing.templates import Signature
 from .. import dtypes
 from .._registry import op_for_key
 from .types import TensorType, TileType
+from .loop_ir import (_INT_BINOPS, _aligned, _induction_variable, _invariant, _latches,
+                      _loop_step, _op, _range_bound, _single_def)
 
 
 @dataclass(frozen=True)
@@ -141,15 +144,6 @@ def count_after_own(count: int, stages: int) -> int:
     return count * (stages - 2)
 
 
-_PURE_INT_OPS = ("bid", "num_blocks", "num_tiles")
-
-
-def _op(typemap, expr):
-    if not (isinstance(expr, ir.Expr) and expr.op == "call"):
-        return None
-    return op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
-
-
 def pending_products(num_stages: int) -> int:
     """``wgmma`` groups a deferred product leaves in flight when it returns (0 or 1): 1 from 4
     stages on, else 0. With 1 the next iteration's ``wgmma`` queues behind the running one
@@ -167,20 +161,6 @@ def pending_products(num_stages: int) -> int:
     if env in ("0", "1"):
         return int(env) if num_stages >= 3 else 0
     return 1 if num_stages >= 4 else 0
-
-
-def _range_bound(blocks, loop, defs, inner=frozenset()):
-    """The ``n`` of the loop's ``for k in range(n)`` (or ``range(0, n)``), an IR variable, or
-    None (``_induction_variable`` has checked the form)."""
-    for lb in sorted(loop.body):
-        if lb in inner:
-            continue
-        for st in blocks[lb].body:
-            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
-                    st.value.op == "iternext":
-                call = _iterated_call(st.value.value.name, defs)
-                return call.args[-1] if call is not None and call.args else None
-    return None
 
 
 def _drain_in_last_iteration(func_ir, typemap, calltypes, typingctx, cfg, loop, st_prod,
@@ -362,6 +342,11 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                         (label, i) for i, s2 in enumerate(blocks[label].body)
                         if isinstance(s2, ir.Assign) and s2.value is prod)
                     found.append(info + ((label, blocks[label].body.index(st)), ppos))
+        # positions again: a later load's product rewrite (_as_matmul_call) inserts a
+        # statement, moving those recorded before it
+        found = [f[:4] + (_position(blocks, f[4][0], f[0]),
+                          None if f[2] is None else _position(blocks, f[5][0], f[2]))
+                 for f in found]
         n = len(found)
         deferred = bool(found) and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
@@ -460,6 +445,14 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                 deferred=deferred, pending=pending, tma=tma,
                 b_kmajor=getattr(psig, "b_kmajor", False) or kmajor, ws=ws))
     return marked
+
+
+def _position(blocks, label, item):
+    """``(label, index)`` of the statement ``item`` (a statement, or the expression it
+    assigns) in block ``label``."""
+    body = blocks[label].body
+    return label, next(i for i, st in enumerate(body)
+                       if st is item or (isinstance(st, ir.Assign) and st.value is item))
 
 
 def tma_enabled() -> bool:
@@ -698,114 +691,6 @@ def _tma_fits(typemap, calltypes, st) -> bool:
             and getattr(tensor, "param", None) is not None)
 
 
-def _latches(cfg, loop):
-    return [src for src, _ in cfg.predecessors(loop.header) if src in loop.body]
-
-
-def _induction_variable(blocks, loop, defs, inner=frozenset()):
-    """Names bound to ``k`` of ``for k in range(n)`` (start 0, step 1), or None: the loop's
-    one ``iternext`` (in its header or the block after a header of phis; not in an inner
-    loop)."""
-    own = [lb for lb in sorted(loop.body) if lb not in inner and any(
-        isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "iternext"
-        for st in blocks[lb].body)]
-    if len(own) != 1:
-        return None
-    first = None
-    for st in blocks[own[0]].body:
-        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
-                st.value.op == "iternext":
-            it = st.value.value.name
-            if not _is_plain_range(it, defs):
-                return None
-        if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
-                st.value.op == "pair_first":
-            first = st.target.name
-    if first is None:
-        return None
-    names = {first}
-    changed = True
-    while changed:
-        changed = False
-        for name, ds in defs.items():
-            if name not in names and len(ds) == 1 and isinstance(ds[0][1], ir.Var) \
-                    and ds[0][1].name in names:
-                names.add(name)
-                changed = True
-    return names
-
-
-def _single_def(name, defs):
-    ds = defs.get(name, [])
-    return ds[0][1] if len(ds) == 1 else None
-
-
-def _iterated_call(iter_name, defs):
-    """The call expression whose result the iterator ``iter_name`` iterates (through copies
-    and ``getiter``), or None."""
-    seen = set()
-    v = _single_def(iter_name, defs)
-    while isinstance(v, ir.Var) and v.name not in seen:
-        seen.add(v.name)
-        v = _single_def(v.name, defs)
-    if not (isinstance(v, ir.Expr) and v.op == "getiter"):
-        return None
-    call = _single_def(v.value.name, defs)
-    return call if isinstance(call, ir.Expr) and call.op == "call" else None
-
-
-def _is_plain_range(iter_name, defs):
-    call = _iterated_call(iter_name, defs)
-    if call is None or call.kws or call.vararg:
-        return False
-    fn = _single_def(call.func.name, defs)
-    if not (isinstance(fn, ir.Global) and fn.value is range):
-        return False
-    if len(call.args) == 1:
-        return True
-    if len(call.args) == 2:
-        start = _single_def(call.args[0].name, defs)
-        return isinstance(start, ir.Const) and start.value == 0
-    return False
-
-
-def _invariant(name, loop, defs, typemap, depth=0):
-    """``name`` has one value throughout the loop."""
-    ds = defs.get(name)
-    if ds is None:
-        return True                      # an argument
-    if len(ds) != 1 or depth > 16:
-        return False
-    label, v = ds[0]
-    if label not in loop.body:
-        return True
-    if isinstance(v, (ir.Const, ir.FreeVar, ir.Global)):
-        return True
-    if isinstance(v, ir.Var):
-        return _invariant(v.name, loop, defs, typemap, depth + 1)
-    if isinstance(v, ir.Expr):
-        if v.op == "binop" and v.fn in _INT_BINOPS:
-            return all(_invariant(x.name, loop, defs, typemap, depth + 1)
-                       for x in (v.lhs, v.rhs))
-        if v.op == "call":
-            d = op_for_key(getattr(typemap.get(v.func.name), "typing_key", None))
-            if d is not None and d.name in _PURE_INT_OPS and not v.kws and not v.vararg:
-                return all(_invariant(x.name, loop, defs, typemap, depth + 1) for x in v.args)
-        if v.op == "getattr":
-            return _invariant(v.value.name, loop, defs, typemap, depth + 1)
-        if v.op == "static_getitem":       # idx[0] of a branded index from an outer loop
-            return _invariant(v.value.name, loop, defs, typemap, depth + 1)
-        if v.op == "getitem":
-            return all(_invariant(x.name, loop, defs, typemap, depth + 1)
-                       for x in (v.value, v.index))
-    return False
-
-
-import operator as _operator  # noqa: E402
-
-_INT_BINOPS = (_operator.add, _operator.sub, _operator.mul, _operator.floordiv)
-
-
 def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks,
                  transposed=None, steps=None, typingctx=None):
     """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
@@ -1013,57 +898,6 @@ def _as_matmul_call(binop, block, typemap, calltypes, typingctx):
 def _zero_padding(pty):
     lit = getattr(pty, "literal_value", None) if isinstance(pty, types.Literal) else None
     return lit is not None and not isinstance(lit, bool) and lit == 0
-
-
-def _literal_int(name, defs, typemap):
-    """The int a variable holds where typing knows it (a literal, a folded Constant)."""
-    lit = getattr(typemap.get(name), "literal_value", None)
-    if isinstance(lit, int) and not isinstance(lit, bool):
-        return lit
-    v = _single_def(name, defs)
-    if isinstance(v, ir.Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
-        return v.value
-    return None
-
-
-def _loop_step(name, induction, defs, typemap, depth=0):
-    """``C`` where ``name`` is ``k * C`` or ``C * k`` (``k`` the loop's variable, ``C`` an int
-    literal or Constant from 1 to 2**31 - 1), through copies; else None."""
-    v = _single_def(name, defs)
-    while isinstance(v, ir.Var) and depth < 16:
-        if v.name in induction:
-            return None
-        v = _single_def(v.name, defs)
-        depth += 1
-    if not (isinstance(v, ir.Expr) and v.op == "binop" and v.fn is _operator.mul):
-        return None
-    for a, b in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
-        if a.name in induction:
-            c = _literal_int(b.name, defs, typemap)
-            # below 2**31: the lowering recovers k as (k * C) // C, exact while k * C stays
-            # below 2**64, that is for the first 2**33 iterations at least
-            if c is not None and 0 < c < 2**31:
-                return c
-    return None
-
-
-def _aligned(name, m, defs, typemap, depth=0) -> bool:
-    """``name`` is visibly a multiple of ``m`` (a power of two): a literal multiple, a product
-    with one, or a sum or difference of such values, through copies."""
-    lit = _literal_int(name, defs, typemap)
-    if lit is not None:
-        return lit % m == 0
-    v = _single_def(name, defs)
-    if depth > 16:
-        return False
-    if isinstance(v, ir.Var):
-        return _aligned(v.name, m, defs, typemap, depth + 1)
-    if isinstance(v, ir.Expr) and v.op == "binop":
-        if v.fn is _operator.mul:
-            return any(_aligned(x.name, m, defs, typemap, depth + 1) for x in (v.lhs, v.rhs))
-        if v.fn in (_operator.add, _operator.sub):
-            return all(_aligned(x.name, m, defs, typemap, depth + 1) for x in (v.lhs, v.rhs))
-    return False
 
 
 def _bound_args(expr, index_name: str = "index"):
