@@ -5,7 +5,8 @@ with float32 or float16 accumulation, bfloat16, int8, float32 IEEE and TF32, flo
 FP8 formats), transposed operands (A given as (K, M), B as (N, K)), masked or zero-padded
 loads, views with offsets, negative strides and column-major layouts, ``num_stages`` 1 to 5,
 and the lowering's switches (``NUMBA_TILE_MMA=sync``, ``NUMBA_TILE_TMA=0``,
-``NUMBA_TILE_WS=0``, ``NUMBA_TILE_CLUSTER=1``).
+``NUMBA_TILE_WS=0``, ``NUMBA_TILE_CLUSTER=1``); and the K loop written other ways
+(``mma_forms``): ``load_at`` at element offsets, 3-D operands reshaped, bare ``x @ y``.
 
 The loops are straight-line: a branch inside a K loop (even on a constant) keeps its loads
 off the TMA path, and so does a ``precision=`` keyword (even ``None``), so each operand
@@ -112,6 +113,38 @@ def mma_groups(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Cons
             nt.store(c[g], nt.astype(acc, OUT), idx)
 
 
+def mma_forms(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
+              BK: nt.Constant, ACC: nt.Constant, OUT: nt.Constant, PAD: nt.Constant,
+              FORM: nt.Constant):
+    """The K loop written other ways, each pipelined its own way: FORM 0, ``load_at`` at
+    element offsets ``(i * BM, k * BK)`` and ``acc += x @ y``; 1, 3-D operands (batch 1 of
+    two) loaded as ``(1, BM, BK)`` tiles and reshaped; 2, ``acc = acc - x @ y`` (a bare
+    product: the result is ``-A @ B``); 3, the last K step's ``x @ y`` alone."""
+    for idx in nt.tiles(c):
+        acc = nt.zeros((BM, BN), ACC)
+        if FORM == 0:
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load_at(a, (idx[0] * BM, k * BK), (BM, BK), padding=0)
+                y = nt.load_at(b, (k * BK, idx[1] * BN), (BK, BN), padding=0)
+                acc += x @ y
+        elif FORM == 1:
+            for k in range(nt.num_tiles(a, 2, BK)):
+                x = nt.load(a, (1, idx[0], k), (1, BM, BK), padding=PAD)
+                y = nt.load(b, (1, k, idx[1]), (1, BK, BN), padding=PAD)
+                acc = nt.mma(nt.reshape(x, (BM, BK)), nt.reshape(y, (BK, BN)), acc)
+        elif FORM == 2:
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = acc - x @ y
+        else:
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = x @ y
+        nt.store(c, nt.astype(acc, OUT), idx)
+
+
 # -------------------------------------------------------------------------------- sampling
 
 HOPPER_DTYPES = (("float16", "float32", None), ("float16", "float16", None),
@@ -211,6 +244,20 @@ def sample_persistent(space) -> dict:
     return cfg
 
 
+def sample_forms(space) -> dict:
+    cfg = _common(space, persistent=True)
+    cfg["precision"] = None          # the kernel names no precision: float32 is IEEE
+    bm, bn, bk = cfg["tile"]
+    al = cfg["align"]
+    cfg["shape"] = [_extent(space, bm, al, 3), _extent(space, bn, al, 3),
+                    _extent(space, bk, al, 4)]
+    cfg["form"] = space.choice((0, 1, 2, 3))
+    if cfg["form"] != 1 and cfg["acc"] == "float16":
+        cfg["acc"] = "float32"       # ``x @ y`` of float16 accumulates in float32
+    cfg["blocks"] = space.choice((None, None, space.integer(1, 6)))
+    return cfg
+
+
 def sample_groups(space) -> dict:
     cfg = _common(space, persistent=False)
     bm, bn, bk = cfg["tile"]
@@ -304,6 +351,35 @@ def run_persistent(cfg, env):
                    **_tolerance(cfg, k))
 
 
+def run_forms(cfg, env):
+    m, n, k = cfg["shape"]
+    bm, bn, bk = cfg["tile"]
+    form = cfg["form"]
+    dt, al = cfg["dtype"], cfg["align"]
+    a = values(env.rng, (m, k), dt, cfg["dist"])
+    b = values(env.rng, (k, n), dt, cfg["dist"])
+    if form == 1:             # batch 1 of two: a wrong leading coordinate reads batch 0
+        a_in = np.stack([values(env.rng, (m, k), dt, cfg["dist"]), a])
+        b_in = np.stack([values(env.rng, (k, n), dt, cfg["dist"]), b])
+    else:
+        a_in, b_in = a, b
+    av, bv = env.view(a_in, "plain", align=al), env.view(b_in, "plain", align=al)
+    a, b = (av.host[1], bv.host[1]) if form == 1 else (av.host, bv.host)
+    cv = env.output((m, n), cfg["out"], "plain", align=al)
+    c = env.partition(cv.dev, (bm, bn), blocks=cfg["blocks"])
+    env.launch(_kernel(mma_forms, cfg), av.dev, bv.dev, c, bm, bn, bk, cfg["acc"], cfg["out"],
+               cfg["pad"], form)
+    if form == 3:             # the last K step alone (none: zeros)
+        last = (k - 1) // bk * bk if k else 0
+        a, b = a[:, last:last + bk], b[last:last + bk]
+    want = _want(cfg, a, b)
+    if form == 2:
+        want = -want if np_dtype(cfg["out"]).kind not in "iu" else \
+            wrap(-np.asarray(a, np.int64) @ np.asarray(b, np.int64), cfg["out"])
+    env.check_view("C", cv, want, scale=np.abs(f64(a)) @ np.abs(f64(b)),
+                   **_tolerance(cfg, k))
+
+
 def run_groups(cfg, env):
     bm, bn, _ = cfg["tile"]
     host, views, outs = [], [], []
@@ -327,4 +403,6 @@ FAMILIES = [
            "persistent products over tiles(c), blocks= up to more blocks than tiles"),
     Family("mma_groups", sample_groups, run_groups,
            "grouped products over tuples of ragged problems"),
+    Family("mma_forms", sample_forms, run_forms,
+           "K loops written with load_at offsets, 3-D operands, bare x @ y products"),
 ]
