@@ -70,6 +70,8 @@ from .typing import creation as _t1, elementwise as _t2, memory as _t3, program 
 from .typing import partition as _t5, shape as _t7, unchecked as _t6  # noqa: E402,F401
 from .typing import mma as _t9, reduction as _t8  # noqa: E402,F401
 from .typing import device as _t11  # noqa: E402,F401
+# helpers and device functions register how kernel snapshots copy them (frozen.py)
+from .typing import helpers as _t12  # noqa: E402,F401
 from .typing import random as _t10  # noqa: E402,F401
 from .lowering import creation as _l1, elementwise as _l2, memory as _l3, program as _l4  # noqa: E402,F401
 from .lowering import partition as _l5, shape as _l7, unchecked as _l6  # noqa: E402,F401

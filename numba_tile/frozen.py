@@ -63,6 +63,27 @@ _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"
 _DEREF_OPS = frozenset({"LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF"})
 _MISSING = object()
 
+#: what the freezer copies besides containers and arrays, registered by the modules that know
+#: those kinds (they sit above this one): predicates of the plain functions copied as
+#: functions (``typing/helpers.is_helper``: helpers inlined into the kernel), and
+#: ``(is_kind, copy)`` of the dispatchers that get a frozen copy of their own
+#: (``typing/device``: numba-cuda device functions). ``numba_tile/__init__`` imports both
+#: modules, so both are registered before any kernel is frozen.
+_COPIED_FUNCTIONS: list = []
+_COPIED_DISPATCHERS: list = []
+
+
+def copies_functions(is_kind) -> None:
+    """Have the freezer copy plain functions for which ``is_kind(fn)`` is true."""
+    if is_kind not in _COPIED_FUNCTIONS:
+        _COPIED_FUNCTIONS.append(is_kind)
+
+
+def copies_dispatchers(is_kind, copy) -> None:
+    """Have the freezer replace each dispatcher ``d`` with ``is_kind(d)`` by ``copy(d)``."""
+    if (is_kind, copy) not in _COPIED_DISPATCHERS:
+        _COPIED_DISPATCHERS.append((is_kind, copy))
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -283,17 +304,17 @@ class _Freezer:
         when it is immutable, or of a type that is not copied)."""
         t = type(v)
         if t is types.FunctionType:
-            from .typing.helpers import is_helper
-            if is_helper(v):
+            if any(is_kind(v) for is_kind in _COPIED_FUNCTIONS):    # typing/helpers.is_helper
                 hit = self.memo.get(id(v))
                 return hit if hit is not None else self.function(v)
             return v
         if type(v).__name__ == "CUDADispatcher":
-            from .typing.device import fresh_copy, is_device_function
-            if is_device_function(v):
-                # a device function: its own frozen copy (typing/device.fresh_copy), so what
-                # the kernel is compiled with and what the interpreter runs is one version
-                return fresh_copy(v)
+            for is_kind, copy in _COPIED_DISPATCHERS:
+                if is_kind(v):
+                    # a device function: its own frozen copy (typing/device.fresh_copy), so
+                    # what the kernel is compiled with and what the interpreter runs is one
+                    # version
+                    return copy(v)
             return v
         if t in (list, dict, set) or isinstance(v, np.ndarray):
             hit = self.memo.get(id(v))

@@ -70,6 +70,17 @@ def _lockstep(ty) -> bool:
 
 __all__ = ["check_closed_world", "pointer_params_in", "describe_callee"]
 
+#: the verdict on a call of a device function inside a device function being checked:
+#: ``typing/device.nested_verdict``, which registers itself (it checks device functions'
+#: bodies with this module, so it sits above it); numba_tile/__init__ imports it
+_NESTED_VERDICT: list = []
+
+
+def judges_nested_device_calls(verdict) -> None:
+    """Have calls of device functions inside device functions judged by ``verdict(fnty,
+    sig)`` (a verdict as :func:`_callee_verdict`'s)."""
+    _NESTED_VERDICT[:] = [verdict]
+
 #: numba_tile's own types: what the kernel's parameters and ops give
 _TILE_TYPES = (TensorType, PartitionType, TileType, PartitionIndexType, *_INDEX_ITERABLES,
                *_INDEX_ITERATORS)
@@ -313,11 +324,10 @@ def _callee_verdict(fnty, sig=None):
             return None if module is None else (f"an implementation registered in "
                                                 f"{module}", False)
         return ("a method of a value that is not a number", False)
-    if isinstance(fnty, types.Dispatcher):
+    if isinstance(fnty, types.Dispatcher) and _NESTED_VERDICT:
         # a device function called from a device function being checked (typing/device.py);
         # a kernel's own calls of device functions are rewritten to numba_tile's op
-        from .device import nested_verdict
-        return nested_verdict(fnty, sig)
+        return _NESTED_VERDICT[0](fnty, sig)
     if isinstance(fnty, types.Function):
         key = fnty.typing_key
         if op_for_key(key) is not None:

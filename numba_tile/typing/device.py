@@ -41,9 +41,10 @@ import types as pytypes
 from numba.cuda import types
 from numba.cuda.core import ir
 
-from .. import dtypes
+from .. import dtypes, frozen
 from .._registry import typing_rule
 from ..errors import ClosedWorldError, TileTypingError, UnanalyzedCallError
+from . import closed_world
 from .common import is_scalar
 from .types import TileType
 
@@ -113,7 +114,6 @@ def fresh_copy(disp, memo=None):
         TileTypingError: ``disp`` was declared with explicit signatures (handled by the
             caller) or its function cannot be copied.
     """
-    from .. import frozen
     if getattr(disp, "_numba_tile_original", None) is not None:
         return disp                          # a frozen copy already
     memo = {} if memo is None else memo
@@ -246,7 +246,7 @@ _RAISES = (ir.Raise, ir.StaticRaise, ir.TryRaise, ir.StaticTryRaise)
 def check_body(disp, cres, chain: tuple) -> None:
     """Refuse a device function whose typed body a safe kernel could not contain, or that
     raises (an exception would end some threads of a block early), or that calls itself."""
-    from .closed_world import check_closed_world
+    check_closed_world = closed_world.check_closed_world
     name = _name(disp)
     if disp in chain:
         raise ClosedWorldError(
@@ -360,7 +360,7 @@ def type_device_call(fn, args):
     if items is None:
         raise TileTypingError(f"{_kernel()}device function '{_name(disp)}': its arguments "
                               f"must be given by position")
-    from .closed_world import pointer_params_in
+    pointer_params_in = closed_world.pointer_params_in
     passed = [p for t in items for p in pointer_params_in(t)]
     if passed:
         names = ", ".join(f"'{p.param}'" for p in dict.fromkeys(passed))
@@ -381,3 +381,11 @@ def type_device_call(fn, args):
         return ret
     from .elementwise import result_tile
     return result_tile(tiles, _name(disp)).with_dtype(_RESULT_DTYPES[ret])
+
+
+# snapshots replace a device function by its own frozen copy: frozen.py asks this module
+frozen.copies_dispatchers(is_device_function, fresh_copy)
+
+
+# calls of device functions inside device functions: closed_world.py asks this module
+closed_world.judges_nested_device_calls(nested_verdict)

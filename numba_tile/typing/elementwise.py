@@ -9,7 +9,7 @@ from .._registry import OPS, typing_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
 from ..layout import BlockedLayout, MmaLayout
 from .common import check_float8_target, dtype_arg, fail, is_scalar, make_tile, refuse_float8
-from .types import PartitionType, TensorType, TileType
+from .types import PartitionType, TensorType, TileType, wider_than_default
 
 ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
 COMPARISON = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -42,13 +42,6 @@ def broadcast_shape(shapes, opname, arg="operands"):
                        "equal or 1)", " and ".join(str(tuple(s)) for s in shapes))
         out.append(dims.pop() if dims else 1)
     return tuple(out)
-
-
-def wider_than_default(t: TileType) -> bool:
-    """Whether ``t`` is in a blocked layout of more elements per chunk than its dtype's default
-    (the layout of a narrower dtype's load, kept through a cast)."""
-    return (isinstance(t.layout, BlockedLayout)
-            and t.layout.max_vec > make_tile(t.dtype, t.shape).layout.max_vec)
 
 
 def result_tile(tiles, opname, arg="operands") -> TileType:

@@ -28,6 +28,7 @@ import types as pytypes
 from numba.cuda.core import ir
 from numba.cuda.core.compiler_machinery import FunctionPass, register_pass
 
+from .. import frozen
 from .._registry import op_for_key
 from ..errors import TileTypingError
 
@@ -307,3 +308,7 @@ def _callee_of_getattr(func_ir, expr):
     if isinstance(base, (ir.Global, ir.FreeVar)) and isinstance(base.value, pytypes.ModuleType):
         return getattr(base.value, expr.attr, None)
     return None
+
+
+# snapshots copy helpers as functions (their globals as they were): frozen.py asks this module
+frozen.copies_functions(is_helper)

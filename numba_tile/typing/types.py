@@ -194,6 +194,23 @@ class TilesIterator(types.SimpleIteratorType):
                          PartitionIndexType(ptype.param, ptype.ndim))
 
 
+def default_layout(dt, shape):
+    """The blocked layout a tile of ``dt`` and ``shape`` gets in the kernel being compiled
+    (``typing/common.make_tile``'s, without its size check): 16-byte chunks of the dtype."""
+    from .. import compiler_context
+    from ..layout import BlockedLayout, max_vec_for
+    return BlockedLayout(tuple(shape), compiler_context.current().num_threads,
+                         max_vec_for(dtypes.itemsize(dt)))
+
+
+def wider_than_default(t) -> bool:
+    """Whether tile type ``t`` is in a blocked layout of more elements per chunk than its
+    dtype's default (the layout of a narrower dtype's load, kept through a cast)."""
+    from ..layout import BlockedLayout, max_vec_for
+    return (isinstance(t.layout, BlockedLayout)
+            and t.layout.max_vec > max_vec_for(dtypes.itemsize(t.dtype)))
+
+
 class TileType(types.Type):
     """A tile value: ``dtype``, static ``shape``, register ``layout`` and ``masked``.
 
@@ -244,9 +261,8 @@ class TileType(types.Type):
             for t in (self, other):
                 if isinstance(t.layout, MmaLayout):
                     return TileType(self.dtype, self.shape, t.layout, self.masked, align)
-            from .common import make_tile
-            from .elementwise import wider_than_default
-            default = make_tile(self.dtype, self.shape, masked=self.masked, align=align)
+            default = TileType(self.dtype, self.shape, default_layout(self.dtype, self.shape),
+                               self.masked, align)
             wide = [t for t in (self, other) if wider_than_default(t)]
             if len(wide) == 1 and default.layout in (self.layout, other.layout):
                 return TileType(self.dtype, self.shape, wide[0].layout, self.masked, align)
