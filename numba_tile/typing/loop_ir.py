@@ -61,7 +61,11 @@ def _induction_variable(blocks, loop, defs, inner=frozenset()):
             first = st.target.name
     if first is None:
         return None
-    names = {first}
+    return with_copies({first}, defs)
+
+
+def with_copies(names: set, defs) -> set:
+    """``names`` and every variable that is (through a chain of copies) one of them."""
     changed = True
     while changed:
         changed = False

@@ -46,7 +46,7 @@ from .. import dtypes
 from .._registry import op_for_key
 from .types import TensorType, TileType
 from .loop_ir import (_INT_BINOPS, _aligned, _induction_variable, _invariant, _latches,
-                      _loop_step, _op, _range_bound, _single_def)
+                      _loop_step, _op, _range_bound, _single_def, with_copies)
 
 
 @dataclass(frozen=True)
@@ -535,14 +535,7 @@ def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blo
     idx = {st.target.name for lb in tl.body for st in blocks[lb].body
            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr)
            and st.value.op == "pair_first" and st.value.value.name == pair}
-    changed = True
-    while changed:                       # copies of the index
-        changed = False
-        for name, ds in defs.items():
-            if name not in idx and len(ds) == 1 and isinstance(ds[0][1], ir.Var) \
-                    and ds[0][1].name in idx:
-                idx.add(name)
-                changed = True
+    idx = with_copies(idx, defs)         # copies of the index
     ds_out = []
     for f in found:
         st, axis = f[0], f[1]
