@@ -92,3 +92,19 @@ def require_torch(example: str, what: str = "PyTorch", modules=("torch",)):
         raise SystemExit(f"{example}: needs {what}, which cannot be imported here ({exc}).\n"
                          f"Install numba_tile with its torch extra: {TORCH_EXTRA}") from None
     return importlib.import_module("torch")
+
+
+def empty_like(a):
+    """An uninitialized array of ``a``'s shape and dtype on ``a``'s device, of ``a``'s kind
+    (NumPy, CuPy, PyTorch or a Numba device array): a kernel's workspace."""
+    module = type(a).__module__.split(".")[0]
+    if module == "torch":
+        import torch
+        return torch.empty_like(a)
+    if module == "cupy":
+        import cupy
+        return cupy.empty_like(a)
+    if module == "numba":
+        from numba import cuda
+        return cuda.device_array(a.shape, a.dtype)
+    return np.empty_like(a)

@@ -34,7 +34,7 @@ NUMERICAL = ["vecadd.py", "saxpy.py", "persistent.py", "histogram.py", "scatter_
              "gemm.py", "gemm_persistent.py", "softmax.py", "softmax_chunked.py", "layernorm.py",
              "rmsnorm.py", "swiglu.py", "cross_entropy.py", "dropout.py",
              "layernorm_backward.py", "rope.py", "grouped_gemm.py", "gemm_fp8.py",
-             "peer_reduce.py"]
+             "peer_reduce.py", "attention.py", "attention_backward.py"]
 #: examples with tests of their own: ownership_errors.py below, data_parallel.py in
 #: test_data_parallel_example.py (where PyTorch is installed) and below (where it is not)
 OWN_TESTS = ["ownership_errors.py", "data_parallel.py"]
