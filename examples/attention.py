@@ -294,7 +294,7 @@ def reference(q, k, v, causal=False, scale=None):
 
 
 def _softmax_out(s, v, spec):
-    mx = s.max(-1, keepdims=True)
+    mx = s.max(-1, keepdims=True, initial=-np.inf)
     mx = np.where(np.isfinite(mx), mx, 0.0)
     e = np.exp(s - mx)
     ls = e.sum(-1, keepdims=True)

@@ -291,7 +291,7 @@ def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, d
 # ------------------------------------------------------------------------- references
 
 def _probabilities(s):
-    mx = s.max(-1, keepdims=True)
+    mx = s.max(-1, keepdims=True, initial=-np.inf)
     e = np.exp(s - np.where(np.isfinite(mx), mx, 0.0))
     ls = e.sum(-1, keepdims=True)
     return np.where(ls > 0, e / np.where(ls > 0, ls, 1.0), 0.0)
