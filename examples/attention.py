@@ -209,12 +209,19 @@ def check_attention(who: str, q, k, v, o, lse, packed: bool) -> tuple:
     return hq, hk, d, dt
 
 
+def on_host(a) -> bool:
+    """``a`` lives in host memory (a NumPy array or a CPU tensor): the launch runs in the
+    interpreter."""
+    device = getattr(a, "device", None)
+    return isinstance(a, np.ndarray) or getattr(device, "type", None) == "cpu"
+
+
 def _column(a):
     """``a`` with a trailing axis of extent 1 (a view)."""
     return a.reshape(tuple(a.shape) + (1,))
 
 
-def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpret=False,
+def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpret=None,
               cfg=None):
     """Launch ``o = softmax(q k^T * scale) v`` and its row log-sum-exp.
 
@@ -226,12 +233,14 @@ def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpr
         causal: query ``i`` sees keys ``j <= i`` (SDPA's ``is_causal``).
         scale: the softmax scale (default ``D ** -0.5``).
         cfg: ``BM``, ``BN``, ``num_warps``, ``num_stages`` (default :func:`config`).
+        stream, interpret: as a kernel launch takes them (None: the launch defaults, which
+            inside an ``nt.torch_op`` follow the tensors' device).
 
     Raises:
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     _, _, d, _ = check_attention("attention", q, k, v, o, lse, packed=False)
-    c = cfg or config(d, causal, interpret)
+    c = cfg or config(d, causal, interpret or on_host(q))
     bsz, hq, sq, _ = q.shape
     blocks = bsz * hq * -(-sq // c["BM"])
     kern = _kernel(attention_rows, c["num_warps"], c["num_stages"])
@@ -242,7 +251,7 @@ def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpr
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=False,
-                     scale=None, stream=None, interpret=False, cfg=None):
+                     scale=None, stream=None, interpret=None, cfg=None):
     """Launch attention over variable-length sequences packed along the first axis.
 
     Args:
@@ -266,7 +275,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=Fals
             raise ValueError(f"attention_varlen: {name}: expected ({max(n, 2)},) int32 "
                              f"(batch + 1 boundaries, as cu_seqlens_q), got "
                              f"{tuple(cu.shape)} {dtype_name(cu)}")
-    c = cfg or config(d, causal, interpret)
+    c = cfg or config(d, causal, interpret or on_host(q))
     total, hq, _ = q.shape
     blocks = max(1, -(-total // c["BM"]) * hq)
     kern = _kernel(attention_varlen_rows, c["num_warps"], c["num_stages"])

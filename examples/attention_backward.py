@@ -31,11 +31,11 @@ import numba_tile as nt
 try:
     from _common import check_result, dtype_name, empty_like, pick_backend
     from attention import (LOG2E, _column, _kernel, attention, attention_varlen,
-                           check_attention, sequence_bounds)
+                           check_attention, on_host, sequence_bounds)
 except ImportError:
     from examples._common import check_result, dtype_name, empty_like, pick_backend
     from examples.attention import (LOG2E, _column, _kernel, attention, attention_varlen,
-                                    check_attention, sequence_bounds)
+                                    check_attention, on_host, sequence_bounds)
 
 
 @nt.jit(num_warps=4)
@@ -231,7 +231,7 @@ def _check_grads(who, q, k, v, o, lse, do, dq, dk, dv, packed):
 
 
 def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=None,
-                       stream=None, interpret=False, cfg=None):
+                       stream=None, interpret=None, cfg=None):
     """Launch the gradients of :func:`attention.attention`: ``dq``, ``dk``, ``dv`` (written)
     from its inputs, its outputs ``o`` and ``lse``, and ``do``, all in its layouts.
 
@@ -239,7 +239,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     d = _check_grads("attention_backward", q, k, v, o, lse, do, dq, dk, dv, packed=False)
-    c = cfg or config(d, causal, interpret)
+    c = cfg or config(d, causal, interpret or on_host(q))
     bm, bn = c["BM"], c["BN"]
     bsz, hq, sq, _ = q.shape
     hk, sk = k.shape[1], k.shape[2]
@@ -260,7 +260,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
 
 
 def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, dq, dk, dv, *,
-                              causal=False, scale=None, stream=None, interpret=False,
+                              causal=False, scale=None, stream=None, interpret=None,
                               cfg=None):
     """Launch the gradients of :func:`attention.attention_varlen` (its packed layouts)."""
     d = _check_grads("attention_varlen_backward", q, k, v, o, lse, do, dq, dk, dv, packed=True)
@@ -268,7 +268,7 @@ def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, d
     if len(cu_seqlens_k) != n or n < 2:
         raise ValueError(f"attention_varlen_backward: cu_seqlens_k: expected ({n},) int32 "
                          f"(as cu_seqlens_q), got {tuple(cu_seqlens_k.shape)}")
-    c = cfg or config(d, causal, interpret)
+    c = cfg or config(d, causal, interpret or on_host(q))
     bm, bn = c["BM"], c["BN"]
     nb = 1 << (n - 1).bit_length()
     scale = float(d ** -0.5 if scale is None else scale)

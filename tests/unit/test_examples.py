@@ -36,10 +36,11 @@ NUMERICAL = ["vecadd.py", "saxpy.py", "persistent.py", "histogram.py", "scatter_
              "layernorm_backward.py", "rope.py", "grouped_gemm.py", "gemm_fp8.py",
              "peer_reduce.py", "attention.py", "attention_backward.py"]
 #: examples with tests of their own: ownership_errors.py below, data_parallel.py in
-#: test_data_parallel_example.py (where PyTorch is installed) and below (where it is not)
-OWN_TESTS = ["ownership_errors.py", "data_parallel.py"]
+#: test_data_parallel_example.py (where PyTorch is installed) and below (where it is not),
+#: attention_torch.py below (where PyTorch is installed)
+OWN_TESTS = ["ownership_errors.py", "data_parallel.py", "attention_torch.py"]
 #: examples that need PyTorch (on every machine, or on a GPU machine)
-NEED_TORCH = {"data_parallel.py": True, "peer_reduce.py": False}
+NEED_TORCH = {"data_parallel.py": True, "peer_reduce.py": False, "attention_torch.py": True}
 
 
 def test_every_file_in_examples_is_an_example_a_test_runs():
@@ -95,6 +96,16 @@ def test_numerical_example(name):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stem = name[:-3]
     assert f"{stem}: OK" in proc.stdout, proc.stdout
+    assert "WRONG RESULT" not in proc.stdout + proc.stderr
+
+
+def test_attention_torch_example():
+    """The attention op's forward and gradients through PyTorch's autograd (CPU tensors: the
+    interpreter) against PyTorch's attention in float64."""
+    pytest.importorskip("torch")
+    proc = run_example(ROOT / "examples" / "attention_torch.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("attention_torch: OK") >= 8, proc.stdout
     assert "WRONG RESULT" not in proc.stdout + proc.stderr
 
 
