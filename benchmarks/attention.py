@@ -87,8 +87,8 @@ def implementations(torch):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     F = torch.nn.functional
 
-    import attention as nt_fwd
-    import attention_backward as nt_bwd
+    from examples import attention as nt_fwd
+    from examples import attention_backward as nt_bwd
 
     def nt_forward(q, k, v, causal, scale):
         o = torch.empty_like(q)

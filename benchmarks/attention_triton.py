@@ -193,12 +193,13 @@ def backward(q, k, v, o, lse, do, causal, scale):
     _bwd_delta[(s // 128, bsz * hq)](o, do, delta, s, *_strides(o), hq, HEAD_DIM=d,
                                      BLOCK_M=128)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    bm, bn = 32, 128
-    _bwd_dkdv[(s // bn, bsz * hk)](q, k, v, do, lse, delta, dk, dv, scale, hq, hk, hq // hk, s,
-                                   *_strides(q), *_strides(k), HEAD_DIM=d, BLOCK_M=bm,
-                                   BLOCK_N=bn, CAUSAL=causal, num_warps=8, num_stages=3)
-    bm, bn = 128, 32
-    _bwd_dq[(s // bm, bsz * hq)](q, k, v, do, lse, delta, dq, scale, hq, hq // hk, s,
-                                 *_strides(q), *_strides(k), HEAD_DIM=d, BLOCK_M=bm,
-                                 BLOCK_N=bn, CAUSAL=causal, num_warps=8, num_stages=3)
+    # head dimension 64: the tutorial's blocks; 128: (64, 64) blocks at 4 warps (the
+    # tutorial's (32, 128) at 8 warps gave wrong gradients there with Triton 3.6)
+    (bm1, bn1, bm2, bn2, warps) = (32, 128, 128, 32, 8) if d <= 64 else (64, 64, 64, 64, 4)
+    _bwd_dkdv[(s // bn1, bsz * hk)](q, k, v, do, lse, delta, dk, dv, scale, hq, hk, hq // hk,
+                                    s, *_strides(q), *_strides(k), HEAD_DIM=d, BLOCK_M=bm1,
+                                    BLOCK_N=bn1, CAUSAL=causal, num_warps=warps, num_stages=3)
+    _bwd_dq[(s // bm2, bsz * hq)](q, k, v, do, lse, delta, dq, scale, hq, hq // hk, s,
+                                  *_strides(q), *_strides(k), HEAD_DIM=d, BLOCK_M=bm2,
+                                  BLOCK_N=bn2, CAUSAL=causal, num_warps=warps, num_stages=3)
     return dq, dk, dv

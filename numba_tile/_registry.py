@@ -153,20 +153,31 @@ def _typing_loc():
     return None
 
 
-def _argument_type(d: OpDef, ty):
+#: ops that only add or drop axes of extent 1 (their lowering takes a tile in any layout)
+UNIT_AXES_OPS = ("expand_dims", "reshape", "_getitem_static")
+
+
+def _argument_type(d: OpDef, ty, ret=None):
     """The type an op's lowering receives for an argument of type ``ty``: elementwise ops
-    and the matrix products take tiles in any layout, ``store`` also a ``wgmma`` accumulator's;
-    the others get them in the blocked layout (Numba inserts the conversion,
-    ``lowering/elementwise.py``'s cast)."""
+    and the matrix products take tiles in any layout, ``store`` also a ``wgmma`` accumulator's,
+    a reduction whose result ``ret`` lies in the rows of the argument's layout that argument's
+    (``lowering/reduction._mma_row_tree``), a unit-axes reshape a vector of an accumulator's
+    rows or columns as it is; the others get them in the blocked layout (Numba
+    inserts the conversion, ``lowering/elementwise.py``'s cast)."""
     from .typing.types import TileType   # late: avoids an import cycle
     if not isinstance(ty, TileType) or d.family in ("elementwise", "mma"):
         return ty
-    from .layout import BlockedLayout, MmaLayout
+    from .layout import BlockedLayout, MmaLayout, VectorLayout
     from .typing.common import make_tile
     if isinstance(ty.layout, BlockedLayout):
         return ty
     if d.name == "store" and isinstance(ty.layout, MmaLayout) and ty.layout.wgmma:
         return ty        # stored from its fragments (lowering/memory._emit_store_mma)
+    if (isinstance(ret, TileType) and isinstance(ret.layout, VectorLayout)
+            and ret.layout.parent == ty.layout):
+        return ty        # a row reduction that stays in the rows of an mma accumulator
+    if isinstance(ty.layout, VectorLayout) and d.name in UNIT_AXES_OPS:
+        return ty        # axes of extent 1 added or dropped: lowering/shape._same_linear
     return make_tile(ty.dtype, ty.shape, masked=ty.masked, align=ty.align)
 
 
@@ -262,7 +273,7 @@ def _make_template(d: OpDef):
             # typed (maybe on Numba's second, non-literal attempt): earlier errors at this
             # call are void
             compiler_context.clear_errors(loc)
-            sig = signature(ret, *(_argument_type(d, a) for a in folded))
+            sig = signature(ret, *(_argument_type(d, a, ret) for a in folded))
             if d.stub is not None:
                 sig = sig.replace(pysig=d.pysig)
             record_typed(d, sig)

@@ -146,7 +146,8 @@ class SliceLayout:
     Any other consumer converts it to the blocked layout of its shape first.
 
     Args:
-        parent: the blocked layout of the reduced tile.
+        parent: the blocked layout of the reduced tile (an ``mma`` accumulator's rows
+            reduce into a :class:`VectorLayout`).
         axis: the reduced axis.
     """
 
@@ -306,10 +307,77 @@ class MmaLayout:
         row, col = self.slot_coords(thread, slot)
         return row * self.shape[1] + col
 
+    @property
+    def whole_rows(self) -> bool:
+        """Each row lies in one warp (the warps split M only): a row's reduction is a
+        thread's registers and two shuffles among the four lanes that share the row."""
+        return self.warps_n == 1
+
     def describe(self) -> str:
         return (f"{'wgmma' if self.wgmma else 'mma'}(warps={self.warps_m}x{self.warps_n}, "
                 f"atoms={self.atoms[0]}x"
                 f"{self.atoms[1]}, threads={self.threads_used}/{self.num_threads})")
+
+
+@dataclass(frozen=True)
+class VectorLayout:
+    """A vector along one axis of an ``mma`` accumulator ``parent`` (of shape ``(M, N)``),
+    held by the threads that hold those rows (``axis=0``) or columns (``axis=1``) of it:
+    shape ``(M, 1)`` / ``(1, N)`` (``ndim=2``) or ``(M,)`` / ``(N,)`` (``ndim=1``).
+
+    Rows: a softmax's running maximum and sum beside the scores of attention, the result
+    of a row reduction (each row in one warp: :attr:`MmaLayout.whole_rows`); slot
+    ``2 im + h`` of a lane holds row ``h`` of its atom row ``im`` (the rows of the parent's
+    slots ``4 (im an + jn) + 2 h + i``), ``2 am`` values a thread. Columns: the key
+    positions of a causal mask, ``j * BN + arange(BN)[None, :]``; slot ``2 jn + i`` holds
+    the column of parent slot ``4 jn + i``, ``2 an`` values a thread. Broadcasting either
+    onto the parent, or onto another accumulator of the same rows (``acc * alpha``, ``acc``
+    of shape ``(M, D)``), is a choice of registers (:func:`local_slots`).
+    """
+
+    parent: MmaLayout
+    axis: int = 0
+    ndim: int = 2
+
+    @cached_property
+    def shape(self) -> tuple:
+        n = self.parent.shape[self.axis]
+        if self.ndim == 1:
+            return (n,)
+        return (n, 1) if self.axis == 0 else (1, n)
+
+    @property
+    def num_threads(self) -> int:
+        return self.parent.num_threads
+
+    @property
+    def threads_used(self) -> int:
+        return self.parent.threads_used
+
+    @cached_property
+    def numel(self) -> int:
+        return self.parent.shape[self.axis]
+
+    @cached_property
+    def elems_per_thread(self) -> int:
+        am, an = self.parent.atoms
+        return 2 * (am if self.axis == 0 else an)
+
+    def parent_slot(self, slot: int) -> int:
+        """A slot of the parent holding the row (column) of ``slot``."""
+        if self.axis == 0:
+            im, h = divmod(slot, 2)
+            return 4 * im * self.parent.atoms[1] + 2 * h
+        jn, i = divmod(slot, 2)
+        return 4 * jn + i
+
+    def linear_index(self, thread: int, slot: int) -> int:
+        """The row (column) of slot ``slot`` of ``thread``: its row-major index."""
+        return self.parent.slot_coords(thread, self.parent_slot(slot))[self.axis]
+
+    def describe(self) -> str:
+        what = "rows" if self.axis == 0 else "columns"
+        return f"{what}{'' if self.ndim == 2 else ' 1-D'}(of {self.parent.describe()})"
 
 
 @dataclass(frozen=True)
@@ -385,12 +453,14 @@ def local_slots(src, dst, broadcast: bool = False):
     Then the move is a choice of registers, with no shared memory and no barrier: a
     reduction's slice layout onto the blocked layout of its shape (a ``(1, 1)`` row
     statistic, held by every thread), a float32 tile that kept a 16-bit load's chunks
-    reshaped along its repetitions. Only blocked and slice layouts, and only a source with
-    no replicating threads (a replicating thread's copy may differ from its owner's, an
+    reshaped along its repetitions, a row statistic of one product's accumulator onto
+    another's of the same rows (attention's ``acc * alpha``). Only a source with no
+    replicating threads (a replicating thread's copy may differ from its owner's, an
     atomic's result: ``lowering/layouts.stage`` takes the owners')."""
-    if not all(isinstance(x, (BlockedLayout, SliceLayout)) for x in (src, dst)):
+    if not all(isinstance(x, (BlockedLayout, SliceLayout, MmaLayout, VectorLayout))
+               for x in (src, dst)):
         return None
-    owners = src.parent if isinstance(src, SliceLayout) else src
+    owners = src.parent if isinstance(src, (SliceLayout, VectorLayout)) else src
     if (src.num_threads != dst.num_threads or owners.threads_used != owners.num_threads
             or (src.numel != dst.numel and not broadcast)):
         return None

@@ -6,6 +6,7 @@ from llvmlite import ir
 from numba.cuda import types
 
 from .._registry import lowering_rule
+from ..layout import BlockedLayout
 from .common import chunk_coords, constant_element, make_fragment, scalar_to
 
 
@@ -31,6 +32,12 @@ def lower_zeros(context, builder, sig, args):
 def lower_arange(context, builder, sig, args):
     res = sig.return_type
     layout = res.layout
+    if not isinstance(layout, BlockedLayout):
+        # placed beside an accumulator (typing/placement.place_index_tiles): each slot's
+        # coordinate
+        from .layouts import dst_slots
+        return make_fragment(builder, res, [builder.trunc(coords[0], ir.IntType(32))
+                                            for coords, _lin in dst_slots(builder, layout)])
     out = []
     for rep in range(layout.reps):
         (start,) = chunk_coords(builder, layout, rep)

@@ -24,7 +24,8 @@ from llvmlite import ir
 from numba.cuda import cgutils
 
 from .. import compiler_context, dtypes
-from ..layout import ATOM_M, ATOM_N, MmaLayout, SliceLayout, local_slots, same_distribution
+from ..layout import (ATOM_M, ATOM_N, MmaLayout, VectorLayout, SliceLayout, local_slots,
+                      same_distribution)
 from ..typing.types import element_llvm_type
 from .common import const_i64, is_storing_thread, thread_index
 from .shared import limit_for, pool
@@ -117,7 +118,7 @@ def stage(builder, dt, src_layout, elems, lo=0, span=None):
             builder.store(e, builder.gep(base, [rel]))
 
     barrier(builder)
-    if isinstance(src_layout, SliceLayout):
+    if isinstance(src_layout, (SliceLayout, VectorLayout)):
         # every slot of a line holds the same value: owners of the parent write it, maybe
         # several times, always the same value
         with builder.if_then(is_storing_thread(builder, src_layout.parent)):
@@ -177,6 +178,17 @@ def dst_slots(builder, dst_layout):
         return out
     if isinstance(dst_layout, MmaLayout):
         return mma_slots(builder, dst_layout)
+    if isinstance(dst_layout, VectorLayout):
+        lines = mma_slots(builder, dst_layout.parent)
+        out = []
+        for slot in range(dst_layout.elems_per_thread):
+            at = lines[dst_layout.parent_slot(slot)][0][dst_layout.axis]
+            if dst_layout.ndim == 1:
+                coords = [at]
+            else:
+                coords = [at, const_i64(0)] if dst_layout.axis == 0 else [const_i64(0), at]
+            out.append((coords, at))
+        return out
     out = []
     for rep in range(dst_layout.reps):
         start = chunk_linear(builder, dst_layout, rep)

@@ -3,7 +3,8 @@
 Along the last axis (rows: softmax, norms) the reduction is a tree: each thread combines
 its own elements of a row in registers, the lanes holding one row combine with butterfly
 ``shfl.sync`` shuffles, and the warps holding one row combine through a small shared-memory
-buffer (``_last_axis_tree``). Along any other axis, where each thread holds the whole lines
+buffer (``_last_axis_tree``); a product's accumulator reduces in its own layout into the
+slots of its rows (``_mma_row_tree``: attention's row maximum and sum). Along any other axis, where each thread holds the whole lines
 of its result elements (``layout.local_lines``: a tile folded along its repetitions), each
 thread combines its own registers; otherwise (and for argmax, argmin, cumsum) a first,
 serial version stages the tile in shared memory (:func:`layouts.stage`) and each thread
@@ -21,7 +22,7 @@ from numba.cuda import cgutils, types
 from .. import dtypes
 from .._registry import lowering_rule
 from ..typing.reduction import keepdims_value, reduction_axis
-from ..layout import BlockedLayout, SliceLayout
+from ..layout import BlockedLayout, MmaLayout, SliceLayout
 from .common import (I1, chunk_coords, const_i64, convert, fragment_elements, from_compute,
                      is_storing_thread, make_fragment, thread_index, tile_extents, to_compute,
                      umin)
@@ -208,6 +209,44 @@ def _last_axis_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=N
     return [combined(linear) for _coords, linear in dst_slots(builder, res.layout)]
 
 
+def _mma_row_tree(context, builder, name, xty, res, elems, ct_ll, valid_cols=None):
+    """Reduce an ``mma`` accumulator tile along its rows into a
+    :class:`~numba_tile.layout.VectorLayout` of its layout (``typing/reduction.row_slices``:
+    each row lies in one warp). Slot ``4 (im an + jn) + i`` of a lane holds row ``im``, half
+    ``i // 2`` of its atom row and column ``8 jn + 2 (lane % 4) + i % 2``
+    (``layout.MmaLayout``): a thread combines the ``2 an`` slots of each of its ``2 am``
+    rows, then two butterfly shuffles (lane offsets 1 and 2) combine the four lanes that
+    share the row, after which each of them holds the row's value. No shared memory, no
+    barrier. ``valid_cols``
+    (a masked tile's extent along the rows) replaces the elements at or past it with the
+    identity."""
+    from .layouts import mma_slots
+    lay = xty.layout
+    am, an = lay.atoms
+    uns = dtypes.is_unsigned(res.dtype)
+    ident = _identity(name, ct_ll, uns)
+    cols = [c[1] for c, _lin in mma_slots(builder, lay)] if valid_cols is not None else None
+    totals = {}
+    for im in range(am):
+        for half in range(2):
+            acc = ident
+            for jn in range(an):
+                for i in (2 * half, 2 * half + 1):
+                    j = 4 * (im * an + jn) + i
+                    e = elems[j]
+                    if name in ("sum", "prod"):
+                        e = convert(context, builder, e, xty.dtype, res.dtype)
+                    e = to_compute(context, builder, e, res.dtype)
+                    if cols is not None:
+                        e = builder.select(builder.icmp_unsigned("<", cols[j], valid_cols),
+                                           e, ident)
+                    acc = _combine(builder, name, acc, e, uns)
+            for off in (1, 2):
+                acc = _combine(builder, name, acc, _shfl_bfly(builder, acc, off), uns)
+            totals[im, half] = from_compute(context, builder, acc, res.dtype)
+    return [totals[im, half] for im in range(am) for half in range(2)]
+
+
 def _result_extents(builder, xty, res, x, axis, keep):
     """Valid extents of the reduction of masked tile ``x`` along ``axis``."""
     if not res.masked:
@@ -255,8 +294,9 @@ def _lowering(name):
         if axis == xty.ndim - 1:
             elems = fragment_elements(builder, args[0], xty.layout.elems_per_thread)
             valid_cols = tile_extents(builder, xty, args[0])[axis] if xty.masked else None
-            return make_fragment(builder, res, _last_axis_tree(context, builder, name, xty, res,
-                                                               elems, ct_ll, valid_cols),
+            tree = _mma_row_tree if isinstance(xty.layout, MmaLayout) else _last_axis_tree
+            return make_fragment(builder, res, tree(context, builder, name, xty, res, elems,
+                                                    ct_ll, valid_cols),
                                  extents)
         lines = local_lines(xty.layout, res.layout, axis, keep)
         if lines is not None:

@@ -170,10 +170,13 @@ def lower_getitem_static(context, builder, sig, args):
                                   [builder.extract_value(args[0], i) for i in range(lo, hi)])
     start, _shape = slices_box(xty, sty, ety)
     sliced, res = static_index_type(xty, sty, ety, nty)
+    res = sig.return_type          # its layout may have been chosen after typing
     value = args[0]
     if sliced.shape != xty.shape:
         value = _subtile(context, builder, signature(sliced, xty), [value], start)
-    if res.shape != sliced.shape:
+    else:
+        sliced = xty               # no slice: the tile as it is, in its layout
+    if res.shape != sliced.shape or res.layout != sliced.layout:
         value = _same_linear(context, builder, signature(res, sliced), [value])
     return value
 

@@ -30,6 +30,13 @@ float32 accumulator, ``M`` a multiple of ``16 * num_warps``, ``K`` whole 128-byt
    else touches them in flight), ``commit_group``, ``wait_group 0`` (also tied: later uses of
    the accumulator depend on the wait). The registers come back in the layout's slot order:
    ``d[4 jn + i]`` is ``mma.sync``'s C fragment of atom ``jn`` (section 1.4).
+4. **A from registers.** Where ``a`` is itself in a ``wgmma`` accumulator's layout of its
+   shape (the probabilities of attention, ``p = exp2(s - m)`` of an earlier product ``s``,
+   cast to 16 bits) it is not staged: the register form ``wgmma ... {a0, a1, a2, a3}, desc-b``
+   takes it as it is. Warp ``w`` of a warpgroup holds rows ``16 w ..`` of each 64-row slab in
+   both layouts, and ``mma.sync``'s A fragment of a 16-column K step is the C fragments of
+   the two 8-column atoms under it (``a0 a1 | a2 a3`` of the first, ``a4 a5 | a6 a7`` of the
+   second): FlashAttention's reuse of the accumulator, with no data movement.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from llvmlite import ir
 
 from .. import compiler_context, dtypes
 from ..typing.mma import FP8_KINDS
-from .common import F32, I32, I64, const_i64
+from ..layout import MmaLayout
+from .common import F32, I16, I32, I64, const_i64, fragment_elements
 from .layouts import barrier
 from .shared import address32, pool
 from .staging import AtomStaged, align_1024, fence_proxy_async, staging_layout
@@ -86,6 +94,50 @@ def _mma_async(builder, ptx_type: str, n: int, desc_a, desc_b, acc, b_kmajor: bo
     return [builder.extract_value(out, i) for i in range(nd)]
 
 
+def _mma_async_rs(builder, ptx_type: str, n: int, a_regs, desc_b, acc, b_kmajor: bool):
+    """One ``wgmma.mma_async.m64nNk16`` with A in registers (four 32-bit words of two 16-bit
+    elements each, section 4 above), B from shared memory, accumulating into ``acc``."""
+    nd = n // 2
+    d = ",".join(f"${i}" for i in range(nd))
+    a = ",".join(f"${nd + i}" for i in range(4))
+    asm = ir.InlineAsm(
+        ir.FunctionType(ir.LiteralStructType([F32] * nd), [I32] * 4 + [I64] + [F32] * nd),
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
+        f"{{{d}}}, {{{a}}}, ${nd + 4}, 1, 1, 1, {0 if b_kmajor else 1};",
+        ",".join(["=f"] * nd) + ",r,r,r,r,l," + ",".join(str(i) for i in range(nd))
+        + ",~{memory}", side_effect=True)
+    out = builder.call(asm, list(a_regs) + [desc_b] + list(acc))
+    return [builder.extract_value(out, i) for i in range(nd)]
+
+
+def registers_a(aty, layout, m: int, k: int) -> bool:
+    """Operand ``a`` (``m x k``, unmasked, 16-bit floats) lies in the registers the register
+    form of ``wgmma`` reads: a ``wgmma`` accumulator layout of its shape over the product's
+    threads (section 4 above)."""
+    la = getattr(aty, "layout", None)
+    return (isinstance(la, MmaLayout) and la.wgmma and tuple(la.shape) == (m, k)
+            and la.num_threads == layout.num_threads and not aty.masked
+            and aty.dtype in (dtypes.float16, dtypes.bfloat16))
+
+
+def _pack16(builder, lo, hi):
+    """Two 16-bit elements in one 32-bit word, ``lo`` in the low half."""
+    def bits(e):
+        return builder.zext(e if isinstance(e.type, ir.IntType) else builder.bitcast(e, I16), I32)
+    return builder.or_(bits(lo), builder.shl(bits(hi), _c32(16)))
+
+
+def _a_fragment(builder, elems, atoms_n: int, slab: int, ks: int):
+    """The four A words of K step ``ks`` (16 columns) of slab ``slab`` from the elements of
+    an accumulator-layout tile with ``atoms_n`` 8-column atoms per row."""
+    words = []
+    for jn in (2 * ks, 2 * ks + 1):
+        base = 4 * (slab * atoms_n + jn)
+        words += [_pack16(builder, elems[base], elems[base + 1]),
+                  _pack16(builder, elems[base + 2], elems[base + 3])]
+    return words
+
+
 def wait_tied(builder, acc, pending: int = 0):
     """``wgmma.wait_group pending`` (after the caller's ``commit_group``), the accumulator
     tied through it: every later use of the registers depends on the wait. With
@@ -130,9 +182,13 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     a_bytes, b_bytes = m * k * isz, k * n * isz
     ops = {}
     for i, (rows, cols) in ((0, (m, k)), (1, b_shape)):
-        if i in staged:
+        if i in staged and staged[i] is not None:
             ops[i] = staging_layout(staged_operand(staged[i]), rows, cols, isz)
             assert isinstance(ops[i], AtomStaged), "a pipelined wgmma operand in another layout"
+    in_regs = 0 not in staged and registers_a(aty, layout, m, k)
+    if in_regs:                              # section 4: the register form reads a as it is
+        a_elems = fragment_elements(builder, a, aty.layout.elems_per_thread)
+        staged = {**staged, 0: None}         # nothing to stage for a
     need = (0 not in staged) * a_bytes + (1 not in staged) * b_bytes
     if need:
         base = align_1024(builder, pool().scratch(builder, need + 1024,
@@ -151,10 +207,12 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
             store_operand(builder, bty, b, ops[1], b_kmajor)
         fence_proxy_async(builder)
         barrier(builder)
-    sa, sb = ops[0], ops[1]
-    wa, wb = sa.width, sb.width
-    group = builder.trunc(builder.lshr(thread_index(builder), const_i64(7)), I32)
-    a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * wa)))
+    sa, sb = ops.get(0), ops[1]
+    wb = sb.width
+    if not in_regs:
+        wa = sa.width
+        group = builder.trunc(builder.lshr(thread_index(builder), const_i64(7)), I32)
+        a_addr = builder.add(address32(builder, sa.base), builder.mul(group, _c32(64 * wa)))
     b_addr = address32(builder, sb.base)
     ptx_type = {"bf16": "bf16", "f16": "f16", "e4m3": "e4m3", "e5m2": "e5m2"}[p.kind]
     # the slabs of this warpgroup (``layout.MmaLayout``): slab s is rows
@@ -171,6 +229,11 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
                                                                + (ks % per) * 32)), 16, wb)
         else:
             db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * wb)), k * wb, wb)
+        if in_regs:
+            for s, regs in enumerate(slabs):
+                words = _a_fragment(builder, a_elems, aty.layout.atoms[1], s, ks)
+                slabs[s] = _mma_async_rs(builder, ptx_type, n, words, db, regs, b_kmajor)
+            continue
         per = wa // 32
         for s, regs in enumerate(slabs):
             da = _descriptor(builder, builder.add(a_addr, _c32(

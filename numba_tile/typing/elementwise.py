@@ -7,9 +7,10 @@ from numba.cuda import types
 from .. import dtypes
 from .._registry import OPS, typing_rule
 from ..language import MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES
-from ..layout import BlockedLayout, MmaLayout
+from ..layout import BlockedLayout, VectorLayout
 from .common import check_float8_target, dtype_arg, fail, is_scalar, make_tile, refuse_float8
-from .types import PartitionType, TensorType, TileType, wider_than_default
+from .types import (PartitionType, TensorType, TileType, in_product_layout,
+                    wider_than_default)
 
 ARITHMETIC = ("add", "sub", "mul", "floordiv", "mod", "pow")
 COMPARISON = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -48,7 +49,7 @@ def result_tile(tiles, opname, arg="operands") -> TileType:
     """The tile type (dtype to be replaced) of an elementwise op over ``tiles``.
 
     Shape: the broadcast of the operands' shapes. Layout: that of the first operand of the
-    full shape in an ``mma`` accumulator layout (a product: ``acc + a @ b`` then stays in the
+    full shape in an ``mma`` accumulator layout or a row slice of one (a product: ``acc + a @ b`` then stays in the
     product's layout, as ``mma(a, b, acc)`` does, and a loop carries it: ``TileType.unify``;
     ``typing/mma.fuse_accumulating_products`` makes it one ``mma``), else in a blocked layout wider than its dtype's default (:func:`wider_than_default`:
     data that kept the layout of a narrower load, a float32 tile of a 16-bit load), else of the first of the full shape
@@ -66,11 +67,18 @@ def result_tile(tiles, opname, arg="operands") -> TileType:
     align = min((t.align if t.shape[-1:] == shape[-1:] else shape[-1]
                  for t in tiles if t.masked), default=1)
     blocked = [t for t in full if isinstance(t.layout, BlockedLayout)]
-    products = [t for t in full if isinstance(t.layout, MmaLayout)]
+    products = [t for t in full if in_product_layout(t)]
     pick = products[0] if products else next(
         (t for t in blocked if wider_than_default(t)),
         blocked[0] if blocked else full[0] if full else None)
     if pick is None:
+        # a row vector and a column vector of one accumulator (a causal mask's query and
+        # key positions, ``q_pos >= k_pos``) meet in the accumulator's layout
+        parents = {t.layout.parent for t in tiles if isinstance(t.layout, VectorLayout)}
+        if len(parents) == 1 and all(isinstance(t.layout, VectorLayout) for t in tiles):
+            (parent,) = parents
+            if tuple(parent.shape) == shape:
+                return TileType(tiles[0].dtype, shape, parent, masked, align)
         return make_tile(tiles[0].dtype, shape, masked=masked, align=align)
     return TileType(pick.dtype, shape, pick.layout, masked, align)
 

@@ -441,3 +441,4 @@ def fuse_accumulating_products(func_ir, typemap, calltypes, typingctx) -> int:
         func_ir._definitions = build_definitions(func_ir.blocks)
     return count
 
+

@@ -342,5 +342,8 @@ class OwnershipPass(AnalysisPass):
             mark_staged_loads(state.func_ir, state.typemap, state.calltypes, ctx.num_stages,
                               state.typingctx)
         from .mma import place_constant_tiles
+        from .placement import place_index_tiles, place_register_operands
         place_constant_tiles(state.func_ir, state.typemap, state.calltypes)
+        place_register_operands(state.func_ir, state.typemap, state.calltypes, state.typingctx)
+        place_index_tiles(state.func_ir, state.typemap, state.calltypes, state.typingctx)
         return False

@@ -11,7 +11,7 @@ from numba.cuda import types
 
 from .. import dtypes
 from .._registry import typing_rule
-from ..layout import BlockedLayout, SliceLayout
+from ..layout import BlockedLayout, MmaLayout, VectorLayout, SliceLayout
 from .common import dtype_arg, fail, is_omitted, literal_int, make_tile, refuse_float8
 from .types import TileType
 
@@ -69,7 +69,10 @@ def _rule(name):
             raise fail(name, "dtype", "nothing (max and min keep the tile's dtype)", dtype)
         dt = x.dtype if name in ("max", "min") else result_dtype(name, x, dtype)
         if keep and a == x.ndim - 1:
-            # the tree's result stays with the rows it came from: a slice of x's layout
+            # the tree's result stays with the rows it came from: a slice of x's layout, or
+            # the rows of an mma accumulator where each row lies in one warp
+            if row_slices(x):
+                return TileType(dt, shape, VectorLayout(x.layout), x.masked)
             parent = x.layout if isinstance(x.layout, BlockedLayout) \
                 else make_tile(x.dtype, x.shape).layout
             return TileType(dt, shape, SliceLayout(parent, a), x.masked)
@@ -77,6 +80,13 @@ def _rule(name):
         return _in_thread(x, a, keep, out) or out
 
     return rule
+
+
+def row_slices(x) -> bool:
+    """A tile in an ``mma`` accumulator layout whose rows lie in one warp each: its
+    ``keepdims`` reductions along the last axis stay in that layout's rows, a
+    :class:`~numba_tile.layout.VectorLayout` (``lowering/reduction._mma_row_tree``)."""
+    return isinstance(x.layout, MmaLayout) and x.layout.whole_rows
 
 
 def _in_thread(x, axis, keep, out):

@@ -194,6 +194,13 @@ class TilesIterator(types.SimpleIteratorType):
                          PartitionIndexType(ptype.param, ptype.ndim))
 
 
+def in_product_layout(t) -> bool:
+    """Tile ``t`` lies in an ``mma`` accumulator's layout or in the rows of one (a
+    reduction of such a tile along its rows, ``keepdims``: a ``VectorLayout``)."""
+    from ..layout import MmaLayout, VectorLayout
+    return isinstance(t.layout, (MmaLayout, VectorLayout))
+
+
 def default_layout(dt, shape):
     """The blocked layout a tile of ``dt`` and ``shape`` gets in the kernel being compiled
     (``typing/common.make_tile``'s, without its size check): 16-byte chunks of the dtype."""
@@ -245,9 +252,10 @@ class TileType(types.Type):
         value from the loop's body) unify to the blocked layout of their dtype (the others
         convert), except that
 
-        * an ``mma`` accumulator layout wins: a K loop's accumulator, initialized by ``zeros``
-          and updated by ``mma``, then converts once before the loop rather than twice per
-          iteration;
+        * an ``mma`` accumulator layout (or a row slice of one) wins: a K loop's accumulator,
+          initialized by ``zeros`` and updated by ``mma``, then converts once before the loop
+          rather than twice per iteration (``place_constant_tiles``: not at all), and so does
+          attention's running row maximum and sum next to the scores;
         * where one of the two is in that default blocked layout and the other in a wider
           blocked layout (a float32 tile of a 16-bit load keeps the load's layout), the wider
           wins: a loop's state made by ``full``/``zeros`` and updated from loaded data then
@@ -256,10 +264,9 @@ class TileType(types.Type):
         """
         if (isinstance(other, TileType) and other.dtype == self.dtype
                 and other.shape == self.shape and other.masked == self.masked):
-            from ..layout import MmaLayout
             align = min(self.align, other.align)
             for t in (self, other):
-                if isinstance(t.layout, MmaLayout):
+                if in_product_layout(t):
                     return TileType(self.dtype, self.shape, t.layout, self.masked, align)
             default = TileType(self.dtype, self.shape, default_layout(self.dtype, self.shape),
                                self.masked, align)
