@@ -39,8 +39,9 @@ def place_register_operands(func_ir, typemap, calltypes, typingctx) -> int:
     (the queries of attention, loaded once before the loop over keys, ``q @ k.T``) is
     retyped to that layout: Numba converts it where it is made, once, instead of the
     product writing it to shared memory before every instruction. 16-bit float tiles,
-    unmasked, whose products accumulate over the same rows and threads; not a pipelined
-    load (the product reads its slots). Returns how many were retyped.
+    unmasked, made outside a loop of the products that read them, whose products
+    accumulate over the same rows and threads, at most 64 registers of fragments a thread;
+    not a pipelined load (the product reads its slots). Returns how many were retyped.
     """
     defs, uses = _defs_and_uses(func_ir)
 
@@ -64,6 +65,17 @@ def place_register_operands(func_ir, typemap, calltypes, typingctx) -> int:
         lay = getattr(res, "layout", None)
         return lay if isinstance(lay, MmaLayout) and lay.wgmma else None
 
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+    loops = list(compute_cfg_from_blocks(func_ir.blocks).loops().values())
+    block_of = {id(st): label for label, blk in func_ir.blocks.items() for st in blk.body}
+
+    def made_outside_loops_of(def_st, use_st) -> bool:
+        """A loop holds ``use_st`` but not ``def_st``: the tile is made once for several
+        products (attention's queries, made per query tile, read per key tile)."""
+        d, u = block_of.get(id(def_st)), block_of.get(id(use_st))
+        return d is not None and u is not None and any(
+            u in lp.body and d not in lp.body for lp in loops)
+
     count = 0
     for name, ds in defs.items():
         ty = typemap.get(name)
@@ -83,7 +95,11 @@ def place_register_operands(func_ir, typemap, calltypes, typingctx) -> int:
         if not users or len(layouts) != 1 or None in layouts:
             continue
         (acc,) = layouts
-        if acc.shape[0] != ty.shape[0]:
+        # made outside a loop of the products (made beside them, a conversion a product
+        # costs what the staging does), and at most 64 registers of fragments a thread
+        words = ty.shape[0] * ty.shape[1] // (2 * acc.num_threads)
+        if acc.shape[0] != ty.shape[0] or words > 64 or not all(
+                made_outside_loops_of(ds[0], st) for st in users):
             continue
         want = TileType(ty.dtype, ty.shape, MmaLayout(ty.shape, acc.num_threads, wgmma=True),
                         False, ty.align)
