@@ -7,11 +7,13 @@ a runner that builds the case's arrays and checks the kernel's results against N
 
 from __future__ import annotations
 
-from . import elementwise, indexing, products, reads, reductions, rows, selftest, shapes
+from . import (attention, elementwise, indexing, products, reads, reductions, rows, selftest,
+               shapes)
 from .common import Family
 
 FAMILIES: dict[str, Family] = {}
-for _module in (products, reductions, rows, shapes, indexing, reads, elementwise, selftest):
+for _module in (products, attention, reductions, rows, shapes, indexing, reads, elementwise,
+                selftest):
     for _f in _module.FAMILIES:
         FAMILIES[_f.name] = _f
 
