@@ -9,6 +9,10 @@ by id ``pinned/NAME`` (``--case pinned/NAME``).
 * ``wgmma_registers_*``: products whose shape suits ``wgmma`` but whose accumulator (``n / 2``
   registers a thread) and instruction pass the block's register cap (a 256-wide tile at 16
   warps, or at 8 warps with ``min_blocks_per_sm=2``): ptxas refused the kernel (C7602).
+* ``gather_broadcast_*``: ``gather`` at broadcast coordinates ``(r[:, None], c[None, :])`` with
+  a mask, bfloat16 tables through framed and flipped views, a (256, N) tile at one warp:
+  elements inside the table came back as the padding on the GPU (the interpreter and NumPy
+  agree with each other). Open.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ PINNED = {
     "wgmma_registers_persistent_128x256x128_e4m3_w8_b2": ("mma_persistent", _gemm(
         (128, 256, 128), 8, 3, "float8_e4m3fn", persistent=True, out="float32", align=16,
         hopper=True, shape=[128, 240, 144], blocks=2, group=2, min_blocks=2)),
+    # wrong on the GPU (H100, seed 7001), right in the interpreter: not yet explained
+    "gather_broadcast_256x2_bf16_w1_framed": ("indexing", {'op': 'gather', 'dtype': 'bfloat16', 'tile': [256, 2], 'lens': [2, 2], 'starts': [254, 0], 'shape': [549, 2], 'num_warps': 1, 'num_stages': 3, 'pad': None, 'flag': False, 'view': 'framed', 'seed': 1006745995, 'ptx80': True}),
+    "gather_broadcast_256x16_bf16_w1_flip": ("indexing", {'op': 'gather', 'dtype': 'bfloat16', 'tile': [256, 16], 'lens': [64, 8], 'starts': [0, 8], 'shape': [354, 23], 'num_warps': 1, 'num_stages': 2, 'pad': None, 'flag': False, 'view': 'flip', 'seed': 242327100, 'ptx80': False}),
 }
 
 
