@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: examples that need more than their main() can give here (PyTorch, several GPUs)
-SKIP = {"_common", "ownership_errors", "data_parallel", "peer_reduce"}
+SKIP = {"_common", "ownership_errors", "data_parallel", "peer_reduce", "attention_torch"}
 #: launch options, not kernel arguments
 LAUNCH_KEYWORDS = ("stream", "interpret", "on_conflict", "grid", "unchecked")
 

@@ -138,6 +138,28 @@ def _a_fragment(builder, elems, atoms_n: int, slab: int, ks: int):
     return words
 
 
+def fence_tied(builder, values):
+    """``wgmma.fence`` with ``values`` (f32 accumulator registers, i32 A words) tied through
+    it: every later use reads the fence's outputs, so the instructions that wrote them stay
+    before it. At most 128 values an instruction (several fences for more: each orders what
+    it ties, and the last is the fence the first wgmma follows)."""
+    if not values:
+        _asm(builder, "wgmma.fence.sync.aligned;")
+        return []
+    out = []
+    for i in range(0, len(values), 128):
+        part = values[i:i + 128]
+        tys = [v.type for v in part]
+        cons = ["=f" if t == F32 else "=r" for t in tys]
+        asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType(tys), tys),
+                           "wgmma.fence.sync.aligned;",
+                           ",".join(cons) + "," + ",".join(str(j) for j in range(len(part)))
+                           + ",~{memory}", side_effect=True)
+        res = builder.call(asm, part)
+        out += [builder.extract_value(res, j) for j in range(len(part))]
+    return out
+
+
 def wait_tied(builder, acc, pending: int = 0):
     """``wgmma.wait_group pending`` (after the caller's ``commit_group``), the accumulator
     tied through it: every later use of the registers depends on the wait. With
@@ -219,10 +241,23 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
     # 64 g + s * atom_row_step .., its registers the s-th N / 2 of the accumulator's
     nd, slab_rows = n // 2, layout.atom_row_step
     slabs = [list(acc[s * nd:(s + 1) * nd]) for s in range(len(acc) // nd)]
-    _asm(builder, "wgmma.fence.sync.aligned;")
+    ksteps = k * isz // 32
+    words = {}
+    if in_regs:
+        words = {(s, ks): _a_fragment(builder, a_elems, aty.layout.atoms[1], s, ks)
+                 for s in range(len(slabs)) for ks in range(ksteps)}
+    # the fence orders every earlier write of the accumulator's and A's registers (acc * alpha,
+    # the packing of p) before the first wgmma reads them: tied through it (PTX ISA,
+    # "wgmma.fence"), so no write can be scheduled past it
+    flat = [r for regs in slabs for r in regs]
+    keys = sorted(words)
+    fenced = fence_tied(builder, flat + [w for key in keys for w in words[key]])
+    slabs = [fenced[i * nd:(i + 1) * nd] for i in range(len(slabs))]
+    rest = fenced[len(flat):]
+    words = {key: rest[4 * i:4 * i + 4] for i, key in enumerate(keys)}
     # one instruction takes 32 bytes of K (16 16-bit elements, 32 FP8 ones)
     # (a K step is 32 bytes: ``width / 32`` steps an atom column, K-major)
-    for ks in range(k * isz // 32):
+    for ks in range(ksteps):
         if b_kmajor:
             per = wb // 32
             db = _descriptor(builder, builder.add(b_addr, _c32((ks // per) * n * wb
@@ -231,8 +266,8 @@ def wgmma_product(builder, p, layout, aty, a, bty, b, acc, store_operand, staged
             db = _descriptor(builder, builder.add(b_addr, _c32(ks * 16 * wb)), k * wb, wb)
         if in_regs:
             for s, regs in enumerate(slabs):
-                words = _a_fragment(builder, a_elems, aty.layout.atoms[1], s, ks)
-                slabs[s] = _mma_async_rs(builder, ptx_type, n, words, db, regs, b_kmajor)
+                slabs[s] = _mma_async_rs(builder, ptx_type, n, words[s, ks], db, regs,
+                                         b_kmajor)
             continue
         per = wa // 32
         for s, regs in enumerate(slabs):

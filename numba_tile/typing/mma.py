@@ -164,7 +164,7 @@ def wgmma_fits_registers(n: int, slabs: int = 1) -> bool:
     return slabs * n // 2 + WGMMA_EXTRA_REGISTERS <= register_cap(threads, blocks)
 
 
-def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
+def use_wgmma(kind: str, m: int, k: int, n: int, a=None) -> bool:
     """Whether an ``(m, k) @ (k, n)`` product of ``kind`` lowers to Hopper's ``wgmma`` here
     (``lowering/wgmma.py``): the compile context's ``mma_impl`` is ``"wgmma"`` (the default;
     ``NUMBA_TILE_MMA=sync`` says no), on cc 9.0, for float16, bfloat16 and FP8 inputs with a
@@ -175,11 +175,17 @@ def use_wgmma(kind: str, m: int, k: int, n: int) -> bool:
     one: ``lowering/wgmma.atom_width``), ``n`` a multiple of 32 and at most 256 (one
     instruction), and the instruction's registers
     within the block's cap (:func:`wgmma_fits_registers`). Operands come from registers or
-    from a pipelined load's slots (``num_stages > 1``)."""
+    from a pipelined load's slots (``num_stages > 1``); ``a`` (the operand's tile type) in an
+    accumulator's layout is read from registers as it is (``lowering/wgmma.registers_a``),
+    which the note says."""
     why = wgmma_refusal(kind, m, k, n)
     from .._registry import _typing_loc
+    in_regs = (a is not None and isinstance(a.layout, MmaLayout) and a.layout.wgmma
+               and tuple(a.shape) == (m, k) and not a.masked
+               and a.dtype in (dtypes.float16, dtypes.bfloat16))
     compiler_context.note("mma", _typing_loc(),
-                          f"wgmma m64n{n}k{32 if kind in FP8_KINDS else 16}" if why is None
+                          f"wgmma m64n{n}k{32 if kind in FP8_KINDS else 16}"
+                          f"{', operand a from registers' if in_regs else ''}" if why is None
                           else f"mma.sync: {why}")
     if why is None:
         compiler_context.current().uses_wgmma = True  # lowering/memory.own_tile_index
@@ -232,7 +238,7 @@ def type_mma(a, b, acc, precision):
                    f"a tile of shape {acc.shape}")
     p = plan("mma", a.dtype, acc.dtype, precision_value("mma", precision))
     return result_type("mma", acc.dtype, (m, n), acc.masked,
-                       use_wgmma(p.kind, m, a.shape[1], n))
+                       use_wgmma(p.kind, m, a.shape[1], n, a))
 
 
 @typing_rule("_wgmma_wait")
@@ -268,7 +274,7 @@ def type_matmul(a, b, out_dtype, precision):
     dt = default_acc_dtype(a.dtype) if is_omitted(out_dtype) else \
         dtype_arg(out_dtype, "matmul", "out_dtype")
     p = plan("matmul", a.dtype, dt, precision_value("matmul", precision))
-    return result_type("matmul", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n))
+    return result_type("matmul", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n, a))
 
 
 @typing_rule("matmul_operator")
@@ -278,7 +284,7 @@ def type_matmul_operator(a, b):
     m, _k, n = check_operands("@", a, b)
     dt = default_acc_dtype(a.dtype)
     p = plan("@", a.dtype, dt, "ieee")
-    return result_type("@", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n))
+    return result_type("@", dt, (m, n), False, use_wgmma(p.kind, m, a.shape[1], n, a))
 
 
 def _defs_and_uses(func_ir):

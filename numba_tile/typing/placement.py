@@ -20,10 +20,10 @@ import operator
 
 from numba.cuda.core import ir
 
-from .. import dtypes
+from .. import compiler_context, dtypes
 from .._registry import UNIT_AXES_OPS as _UNIT_AXES
 from .._registry import op_for_key
-from ..layout import MmaLayout, VectorLayout
+from ..layout import MmaLayout, VectorLayout, local_slots
 from .mma import _defs_and_uses
 from .pipeline import StagedSignature
 from .types import TileType
@@ -112,6 +112,8 @@ def place_register_operands(func_ir, typemap, calltypes, typingctx) -> int:
         typemap[name] = want
         for st, new_sig in zip(users, retyped):
             dict.__setitem__(calltypes, st.value, new_sig)
+            n = new_sig.return_type.shape[1]
+            compiler_context.note("mma", st.loc, f"wgmma m64n{n}k16, operand a from registers")
         count += 1
     return count
 
@@ -233,7 +235,15 @@ def place_index_tiles(func_ir, typemap, calltypes, typingctx) -> int:
         if layout is None:
             conflict.add(name)
             return
-        if want.get(name, layout) != layout:
+        have = want.get(name, layout)
+        if have != layout:
+            # the rows (columns) of two accumulators of the same rows (columns) hold the same
+            # elements in the same registers: the first placement serves both
+            if isinstance(have, VectorLayout) and isinstance(layout, VectorLayout) and \
+                    (have.axis, have.ndim) == (layout.axis, layout.ndim) and \
+                    local_slots(layout, have) is not None and local_slots(have, layout) \
+                    is not None:
+                return
             conflict.add(name)
         want[name] = layout
         expr = defs[name][0].value
