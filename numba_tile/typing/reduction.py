@@ -76,6 +76,10 @@ def _rule(name):
             parent = x.layout if isinstance(x.layout, BlockedLayout) \
                 else make_tile(x.dtype, x.shape).layout
             return TileType(dt, shape, SliceLayout(parent, a), x.masked)
+        if a == x.ndim - 1 and x.ndim == 2 and row_slices(x):
+            # 1-D row statistics (Triton's ``m = tl.max(s, 1)``, then ``s - m[:, None]``): the
+            # rows of the accumulator too, a 1-D vector of them
+            return TileType(dt, shape, VectorLayout(x.layout, 0, 1), x.masked)
         out = make_tile(dt, shape, masked=x.masked, align=_kept_align(x, a, keep, shape))
         return _in_thread(x, a, keep, out) or out
 

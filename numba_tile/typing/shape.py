@@ -30,6 +30,25 @@ def _static_ints(opname, arg, ty):
     return vals
 
 
+def vector_reshaped(x, shape):
+    """``x`` (a vector of an accumulator's rows or columns, ``layout.VectorLayout``) with axes
+    of extent 1 added or dropped to ``shape``, in the matching vector layout (no data moves:
+    ``m[:, None]`` of a row maximum); None for any other tile or shape."""
+    from ..layout import VectorLayout
+    lay = x.layout
+    if not isinstance(lay, VectorLayout):
+        return None
+    n = lay.parent.shape[lay.axis]
+    shape = tuple(shape)
+    if shape == (n,):
+        nd = 1
+    elif shape == ((n, 1) if lay.axis == 0 else (1, n)):
+        nd = 2
+    else:
+        return None
+    return TileType(x.dtype, shape, VectorLayout(lay.parent, lay.axis, nd), x.masked, x.align)
+
+
 @typing_rule("reshape")
 def type_reshape(x, shape):
     _tile("reshape", x)
@@ -42,6 +61,9 @@ def type_reshape(x, shape):
                    "of extent 1 (the valid elements of a masked tile, one loaded without "
                    "padding=, are a box that a general reshape does not keep; use "
                    "filled(x, value) first)", f"a masked {x.shape} tile")
+    vec = vector_reshaped(x, sh)
+    if vec is not None:
+        return vec
     out = make_tile(x.dtype, sh, masked=x.masked)
     from ..layout import BlockedLayout
     from ..layout import same_distribution
@@ -63,7 +85,8 @@ def type_expand_dims(x, axis):
     if not -n <= a < n:
         raise fail("expand_dims", "axis", f"a static integer in [{-n}, {n})", a)
     a %= n
-    return make_tile(x.dtype, x.shape[:a] + (1,) + x.shape[a:], masked=x.masked)
+    sh = x.shape[:a] + (1,) + x.shape[a:]
+    return vector_reshaped(x, sh) or make_tile(x.dtype, sh, masked=x.masked)
 
 
 @typing_rule("broadcast_to")
@@ -154,9 +177,11 @@ def static_index_type(x, starts, stops, newaxes):
     (``_getitem_static``)."""
     _start, sh = slices_box(x, starts, stops)
     sliced = make_tile(x.dtype, sh, masked=x.masked)
-    out = sliced
+    out = sliced if tuple(sh) != tuple(x.shape) else x      # no slice: the tile as it is
     for pos in _static_ints("getitem", "index", newaxes) if not _empty(newaxes) else ():
         out = type_expand_dims(out, types.literal(pos))
+    if out is x:
+        out = sliced
     return sliced, out
 
 
