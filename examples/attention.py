@@ -22,8 +22,9 @@ of ``BM`` query rows may span several sequences: each row finds its sequence fro
 ``cu_seqlens`` (a compare against the boundaries, no data-chosen address), the tile walks the
 union of its rows' key ranges, and a mask keeps each row to its own. The products are
 ``wgmma`` (on Hopper) or ``mma.sync`` tensor-core products with float32 accumulation, and the
-key and value loads of the loop are software-pipelined (``num_stages``); ``kernel.explain``
-says which (``docs/guide/examples_explained.md``).
+key and value loads of the loop are software-pipelined (``num_stages``); on Hopper the
+queries and the probabilities are ``wgmma``'s register operands and the softmax's statistics
+stay in the scores' rows (``docs/guide/attention.md`` shows ``kernel.explain`` of it).
 
 Runs on the GPU when there is one, otherwise in the interpreter (and says so), and checks the
 result against NumPy in float64 on ragged shapes.
