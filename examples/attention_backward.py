@@ -7,8 +7,9 @@ atomics**:
 2. a block owns a ``(BN, D)`` tile of keys of one key head and walks the query tiles of every
    query head that reads it (grouped-query attention: ``heads / kv_heads`` of them),
    recomputing ``p = exp(q k^T * scale - lse)`` and accumulating ``dv += p^T do`` and
-   ``dk += (p * (do v^T - delta))^T q * scale`` in registers; it stores its own ``dk`` and
-   ``dv`` tiles once;
+   ``dk += (p * (do v^T - delta))^T q * scale`` in registers (the scores computed
+   transposed, ``k q^T``, so that ``p^T`` is a product's result); it stores its own ``dk``
+   and ``dv`` tiles once;
 3. a block owns a ``(BM, D)`` tile of queries and walks the key tiles, accumulating
    ``dq += (p * (do v^T - delta)) k * scale``.
 
@@ -61,14 +62,19 @@ def row_dots_packed(o, do, delta: nt.Partition[("BM", 1, 1)], BM: nt.Constant,
 def key_grads(q, k, v, do, lse, delta, dk: nt.Partition[(1, 1, "BN", "D")],
               dv: nt.Partition[(1, 1, "BN", "D")], scale, BM: nt.Constant, BN: nt.Constant,
               D: nt.Constant, CAUSAL: nt.Constant):
-    """``dk`` and ``dv`` of the (batch, key head, key tile) strips of ``dk`` this block owns."""
+    """``dk`` and ``dv`` of the (batch, key head, key tile) strips of ``dk`` this block owns.
+    The scores are computed transposed, ``s^T = k q^T`` (BN, BM), as FlashAttention-2 does:
+    then ``p^T`` and ``ds^T`` come out of a product in its accumulator layout and feed
+    ``dv += p^T do`` and ``dk += ds^T q`` as register operands (on Hopper), and the key
+    and value tiles, fixed for the block, are register operands of the other two products.
+    ``lse`` and ``delta`` are read as rows ``(1, BM)`` of their ``(B, H, 1, S)`` views."""
     group = q.shape[1] // k.shape[1]
     n_q, n_k = q.shape[2], k.shape[2]
     for row in nt.strips(dk):
         b, kh, n = row[0], row[1], row[2]
         kt = nt.reshape(nt.load(k, (b, kh, n, 0), (1, 1, BN, D), padding=0), (BN, D))
         vt = nt.reshape(nt.load(v, (b, kh, n, 0), (1, 1, BN, D), padding=0), (BN, D))
-        k_pos = n * BN + nt.arange(BN)[None, :]
+        k_pos = n * BN + nt.arange(BN)[:, None]
         dk_acc = nt.zeros((BN, D), nt.float32)
         dv_acc = nt.zeros((BN, D), nt.float32)
         first = 0
@@ -80,19 +86,19 @@ def key_grads(q, k, v, do, lse, delta, dk: nt.Partition[(1, 1, "BN", "D")],
                 qt = nt.reshape(nt.load(q, (b, h, m, 0), (1, 1, BM, D), padding=0), (BM, D))
                 dot = nt.reshape(nt.load(do, (b, h, m, 0), (1, 1, BM, D), padding=0),
                                  (BM, D))
-                lse_t = nt.reshape(nt.load(lse, (b, h, m, 0), (1, 1, BM, 1), padding=0),
-                                   (BM, 1))
-                delta_t = nt.reshape(nt.load(delta, (b, h, m, 0), (1, 1, BM, 1), padding=0),
-                                     (BM, 1))
-                q_pos = m * BM + nt.arange(BM)[:, None]
+                lse_t = nt.reshape(nt.load(lse, (b, h, 0, m), (1, 1, 1, BM), padding=0),
+                                   (1, BM))
+                delta_t = nt.reshape(nt.load(delta, (b, h, 0, m), (1, 1, 1, BM), padding=0),
+                                     (1, BM))
+                q_pos = m * BM + nt.arange(BM)[None, :]
                 keep = (k_pos < n_k) & (q_pos < n_q)
                 if CAUSAL:
                     keep = keep & (k_pos <= q_pos)
-                s = (qt @ kt.T) * (scale * LOG2E)
-                p = nt.where(keep, nt.exp2(s - lse_t * LOG2E), 0.0)
-                dv_acc += nt.astype(p, q.dtype).T @ dot
-                ds = p * (dot @ vt.T - delta_t)
-                dk_acc += nt.astype(ds, q.dtype).T @ qt
+                st = (kt @ qt.T) * (scale * LOG2E)
+                pt = nt.where(keep, nt.exp2(st - lse_t * LOG2E), 0.0)
+                dv_acc += nt.astype(pt, q.dtype) @ dot
+                dst = pt * (vt @ dot.T - delta_t)
+                dk_acc += nt.astype(dst, q.dtype) @ qt
         for idx in nt.tiles(dk, row):
             nt.store(dk, nt.reshape(nt.astype(dk_acc * scale, dk.dtype), (1, 1, BN, D)), idx)
         for idx in nt.tiles(dv, row):
@@ -250,8 +256,10 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
     _kernel(row_dots, c["num_warps"], 1)(o, do, nt.partition(delta, (1, 1, bm, 1)), bm, d,
                                          **run)
     kv_blocks = max(1, bsz * hk * -(-sk // bn))
+    # the statistics as rows of (B, H, 1, S) views for the transposed scores
+    lse_rows, delta_rows = (x.reshape(bsz, hq, 1, sq) for x in (lse4, delta))
     _kernel(key_grads, c["num_warps"], c["num_stages"])(
-        q, k, v, do, lse4, delta, nt.partition(dk, (1, 1, bn, d), blocks=kv_blocks),
+        q, k, v, do, lse_rows, delta_rows, nt.partition(dk, (1, 1, bn, d), blocks=kv_blocks),
         nt.partition(dv, (1, 1, bn, d), blocks=kv_blocks), scale, bm, bn, d, bool(causal),
         **run)
     return _kernel(query_grads, c["num_warps"], c["num_stages"])(
