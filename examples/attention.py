@@ -212,6 +212,40 @@ def check_attention(who: str, q, k, v, o, lse, packed: bool) -> tuple:
     return hq, hk, d, dt
 
 
+def check_boundaries(who: str, q, k, cu_q, cu_k) -> int:
+    """The ``cu_seqlens`` the packed kernels take: two 1-D int32 arrays of one length
+    ``batch + 1 >= 2``; where they are NumPy arrays (their values cost nothing to read), each
+    non-decreasing from 0 to its tensor's rows. Returns ``batch + 1``.
+
+    Raises:
+        ValueError: naming the function, the argument, what was expected and what was given.
+    """
+    for name, cu in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        shape = tuple(getattr(cu, "shape", ()))
+        if len(shape) != 1 or shape[0] < 2 or dtype_name(cu) != "int32":
+            raise ValueError(f"{who}: {name}: expected a 1-D int32 array of batch + 1 >= 2 "
+                             f"sequence boundaries, got shape {shape} "
+                             f"{dtype_name(cu) if hasattr(cu, 'dtype') else type(cu).__name__}")
+    if len(cu_k) != len(cu_q):
+        raise ValueError(f"{who}: cu_seqlens_k: expected {len(cu_q)} boundaries (as "
+                         f"cu_seqlens_q), got {len(cu_k)}")
+    for name, cu, rows in (("cu_seqlens_q", cu_q, q.shape[0]), ("cu_seqlens_k", cu_k,
+                                                                 k.shape[0])):
+        if isinstance(cu, np.ndarray) and (cu[0] != 0 or cu[-1] != rows
+                                           or (np.diff(cu) < 0).any()):
+            raise ValueError(f"{who}: {name}: expected boundaries non-decreasing from 0 to "
+                             f"{rows} (the packed rows), got {cu.tolist()}")
+    return len(cu_q)
+
+
+def launch_mode(q, interpret):
+    """The launch's ``interpret``: the caller's, else the interpreter for host arrays (NumPy,
+    CPU tensors), else the launch defaults (``None``)."""
+    if interpret is not None:
+        return interpret
+    return True if on_host(q) else None
+
+
 def on_host(a) -> bool:
     """``a`` lives in host memory (a NumPy array or a CPU tensor): the launch runs in the
     interpreter."""
@@ -236,14 +270,16 @@ def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpr
         causal: query ``i`` sees keys ``j <= i`` (SDPA's ``is_causal``).
         scale: the softmax scale (default ``D ** -0.5``).
         cfg: ``BM``, ``BN``, ``num_warps``, ``num_stages`` (default :func:`config`).
-        stream, interpret: as a kernel launch takes them (None: the launch defaults, which
-            inside an ``nt.torch_op`` follow the tensors' device).
+        stream, interpret: as a kernel launch takes them; ``interpret=None`` runs host arrays
+            (NumPy, CPU tensors) in the interpreter and device arrays on the GPU (inside an
+            ``nt.torch_op``, on the tensors' stream).
 
     Raises:
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     _, _, d, _ = check_attention("attention", q, k, v, o, lse, packed=False)
-    c = cfg or config(d, causal, interpret or on_host(q))
+    interpret = launch_mode(q, interpret)
+    c = cfg or config(d, causal, bool(interpret))
     bsz, hq, sq, _ = q.shape
     blocks = bsz * hq * -(-sq // c["BM"])
     kern = _kernel(attention_rows, c["num_warps"], c["num_stages"])
@@ -262,8 +298,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=Fals
             ``cu_seqlens_q[b] .. cu_seqlens_q[b + 1]``.
         k, v: (total_k, kv_heads, D), sequence ``b`` at ``cu_seqlens_k[b] ..``.
         cu_seqlens_q, cu_seqlens_k: (batch + 1,) int32, non-decreasing from 0 to total_q and
-            total_k (device arrays: the kernel reads them; their values are not checked on
-            the host, which would wait for the device).
+            total_k. NumPy arrays are checked; the values of device arrays are not (reading
+            them would wait for the device): the kernel reads them, and boundaries out of
+            order give wrong rows but no access outside the tensors (every load is checked).
         o: like q, written. lse: (total_q, heads) float32, written.
         causal: bottom-right aligned (query ``i`` of a sequence sees keys
             ``j <= i + L_k - L_q``), as ``flash_attn_varlen_func``.
@@ -272,13 +309,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=Fals
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     _, _, d, _ = check_attention("attention_varlen", q, k, v, o, lse, packed=True)
-    n = len(cu_seqlens_q)
-    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        if len(cu.shape) != 1 or len(cu) != n or n < 2 or dtype_name(cu) != "int32":
-            raise ValueError(f"attention_varlen: {name}: expected ({max(n, 2)},) int32 "
-                             f"(batch + 1 boundaries, as cu_seqlens_q), got "
-                             f"{tuple(cu.shape)} {dtype_name(cu)}")
-    c = cfg or config(d, causal, interpret or on_host(q))
+    n = check_boundaries("attention_varlen", q, k, cu_seqlens_q, cu_seqlens_k)
+    interpret = launch_mode(q, interpret)
+    c = cfg or config(d, causal, bool(interpret))
     total, hq, _ = q.shape
     blocks = max(1, -(-total // c["BM"]) * hq)
     kern = _kernel(attention_varlen_rows, c["num_warps"], c["num_stages"])

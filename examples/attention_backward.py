@@ -32,11 +32,13 @@ import numba_tile as nt
 try:
     from _common import check_result, dtype_name, empty_like, pick_backend
     from attention import (LOG2E, _column, _kernel, attention, attention_varlen,
-                           check_attention, on_host, sequence_bounds)
+                           check_attention, check_boundaries, launch_mode,
+                           sequence_bounds)
 except ImportError:
     from examples._common import check_result, dtype_name, empty_like, pick_backend
     from examples.attention import (LOG2E, _column, _kernel, attention, attention_varlen,
-                                    check_attention, on_host, sequence_bounds)
+                                    check_attention, check_boundaries,
+                                    launch_mode, sequence_bounds)
 
 
 @nt.jit(num_warps=4)
@@ -245,7 +247,8 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     d = _check_grads("attention_backward", q, k, v, o, lse, do, dq, dk, dv, packed=False)
-    c = cfg or config(d, causal, interpret or on_host(q))
+    interpret = launch_mode(q, interpret)
+    c = cfg or config(d, causal, bool(interpret))
     bm, bn = c["BM"], c["BN"]
     bsz, hq, sq, _ = q.shape
     hk, sk = k.shape[1], k.shape[2]
@@ -270,13 +273,18 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
 def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, dq, dk, dv, *,
                               causal=False, scale=None, stream=None, interpret=None,
                               cfg=None):
-    """Launch the gradients of :func:`attention.attention_varlen` (its packed layouts)."""
+    """Launch the gradients of :func:`attention.attention_varlen`: ``dq``, ``dk``, ``dv``
+    (written) from its inputs, outputs ``o`` and ``lse`` and ``do``, all in its packed
+    layouts (q, o, do, dq ``(total_q, heads, D)``; k, v, dk, dv ``(total_k, kv_heads, D)``;
+    lse ``(total_q, heads)`` float32; ``cu_seqlens_q``, ``cu_seqlens_k`` as there).
+
+    Raises:
+        ValueError: shapes, dtypes or boundaries that do not match (before any GPU work).
+    """
     d = _check_grads("attention_varlen_backward", q, k, v, o, lse, do, dq, dk, dv, packed=True)
-    n = len(cu_seqlens_q)
-    if len(cu_seqlens_k) != n or n < 2:
-        raise ValueError(f"attention_varlen_backward: cu_seqlens_k: expected ({n},) int32 "
-                         f"(as cu_seqlens_q), got {tuple(cu_seqlens_k.shape)}")
-    c = cfg or config(d, causal, interpret or on_host(q))
+    n = check_boundaries("attention_varlen_backward", q, k, cu_seqlens_q, cu_seqlens_k)
+    interpret = launch_mode(q, interpret)
+    c = cfg or config(d, causal, bool(interpret))
     bm, bn = c["BM"], c["BN"]
     nb = 1 << (n - 1).bit_length()
     scale = float(d ** -0.5 if scale is None else scale)

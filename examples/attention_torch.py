@@ -29,19 +29,15 @@ torch = require_torch("attention_torch")
 Tensor = torch.Tensor
 
 
-def _scale(q, scale):
-    return q.shape[-1] ** -0.5 if scale is None or scale <= 0 else scale
-
-
 @nt.torch_op("numba_tile_examples::attention_forward",
              fake=lambda q, k, v, causal, scale: (
                  torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)))
 def attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool,
                       scale: float) -> tuple[Tensor, Tensor]:
-    """``(o, lse)``: the forward (``scale <= 0``: ``D ** -0.5``)."""
+    """``(o, lse)``: the forward."""
     o = torch.empty_like(q)
     lse = q.new_empty(q.shape[:3], dtype=torch.float32)
-    fwd.attention(q, k, v, o, lse, causal=causal, scale=_scale(q, scale))
+    fwd.attention(q, k, v, o, lse, causal=causal, scale=scale)
     return o, lse
 
 
@@ -53,7 +49,7 @@ def attention_backward(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, 
     """``(dq, dk, dv)`` from the forward's inputs and outputs and ``do``."""
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     bwd.attention_backward(q, k, v, o, lse, do.contiguous(), dq, dk, dv, causal=causal,
-                           scale=_scale(q, scale))
+                           scale=scale)
     return dq, dk, dv
 
 
@@ -76,7 +72,8 @@ attention_forward.register_autograd(_backward, setup_context=_setup_context)
 def flash_attention(q, k, v, causal: bool = False, scale: float | None = None):
     """``softmax(q k^T * scale) v`` of (batch, heads, seq, D) tensors (k and v with
     ``kv_heads`` dividing ``heads``), differentiable; ``scale`` defaults to ``D ** -0.5``."""
-    return attention_forward(q, k, v, bool(causal), float(scale or 0.0))[0]
+    scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+    return attention_forward(q, k, v, bool(causal), scale)[0]
 
 
 def main(shape=(2, 4, 2, 77, 64)) -> None:

@@ -196,16 +196,26 @@ def test_malformed_arguments_are_refused_before_any_work():
                       interpret=True)
     with pytest.raises(ValueError, match=r"attention: lse: expected \(1, 4, 8\) float32, got "
                                          r"\(1, 4, 8\) float16"):
-        fwd.attention(q, q, q, o, lse.astype(np.float16), interpret=True)
+        fwd.attention(q, q, q, o, lse.astype(np.float16))     # NumPy: the interpreter
     with pytest.raises(ValueError, match=r"attention: q: expected a 4-D float16 or bfloat16"):
         fwd.attention(q.astype(np.float32), q, q, o, lse, interpret=True)
     assert (o == 7).all()
     cu = np.array([0, 8], np.int32)
-    with pytest.raises(ValueError, match=r"attention_varlen: cu_seqlens_k: expected \(2,\) "
-                                         r"int32"):
-        fwd.attention_varlen(q[0, 0][:, None], q[0, 0][:, None], q[0, 0][:, None], cu,
-                             cu.astype(np.int64), o[0, 0][:, None], lse[0, 0][:, None],
-                             interpret=True)
+    packed = (q[0, 0][:, None], q[0, 0][:, None], q[0, 0][:, None])
+    out = (o[0, 0][:, None], lse[0, 0][:, None])
+    with pytest.raises(ValueError, match=r"attention_varlen: cu_seqlens_k: expected a 1-D "
+                                         r"int32 array .* got shape \(2,\) int64"):
+        fwd.attention_varlen(*packed, cu, cu.astype(np.int64), *out, interpret=True)
+    with pytest.raises(ValueError, match=r"attention_varlen: cu_seqlens_k: expected 2 "
+                                         r"boundaries \(as cu_seqlens_q\), got 3"):
+        fwd.attention_varlen(*packed, cu, np.array([0, 4, 8], np.int32), *out)
+    with pytest.raises(ValueError, match=r"attention_varlen: cu_seqlens_q: expected boundaries "
+                                         r"non-decreasing from 0 to 8 .* got \[0, 9\]"):
+        fwd.attention_varlen(*packed, np.array([0, 9], np.int32), cu, *out)
+    with pytest.raises(ValueError, match=r"attention_varlen_backward: cu_seqlens_q: expected a "
+                                         r"1-D int32 array"):
+        bwd.attention_varlen_backward(*packed, cu.astype(np.float32), cu, *out, packed[0],
+                                      packed[0].copy(), packed[0].copy(), packed[0].copy())
     with pytest.raises(ValueError, match=r"attention_backward: dk: expected \(1, 4, 8, 64\) "
                                          r"float16"):
         bwd.attention_backward(q, q, q, o, lse, q, q.copy(), q[:, :2].copy(), q.copy(),
