@@ -103,6 +103,16 @@ def sequence_bounds(cu_q, cu_k, rows, NB, n_seq):
     return q0, q1, k0, k1
 
 
+def key_range(cu_q, cu_k, rows, NB, CAUSAL):
+    """The keys each packed query row reads, ``k0 <= key < hi`` (``(R, 1)`` tiles): its
+    sequence's, up to ``i + L_k - L_q`` when causal (aligned at the bottom right)."""
+    _, q1, k0, k1 = sequence_bounds(cu_q, cu_k, rows, NB, cu_q.shape[0] - 1)
+    hi = k1
+    if CAUSAL:
+        hi = nt.minimum(k1, rows + k1 - q1 + 1)
+    return k0, hi
+
+
 @nt.jit(num_warps=4)
 def attention_varlen_rows(q, k, v, cu_q, cu_k, o: nt.Partition[("BM", 1, "D")],
                           lse: nt.Partition[("BM", 1, 1)], scale, BM: nt.Constant,
@@ -114,10 +124,7 @@ def attention_varlen_rows(q, k, v, cu_q, cu_k, o: nt.Partition[("BM", 1, "D")],
         m, h = row[0], row[1]
         kh = h // group
         rows = m * BM + nt.arange(BM)[:, None]
-        _, q1, k0, k1 = sequence_bounds(cu_q, cu_k, rows, NB, cu_q.shape[0] - 1)
-        hi = k1
-        if CAUSAL:                       # bottom-right aligned: keys up to i + L_k - L_q
-            hi = nt.minimum(k1, rows + k1 - q1 + 1)
+        k0, hi = key_range(cu_q, cu_k, rows, NB, CAUSAL)
         first = nt.item(nt.min(k0, axis=0))          # the union of the rows' key ranges
         last = nt.item(nt.max(hi, axis=0))
         qt = nt.reshape(nt.load(q, (m, h, 0), (BM, 1, D), padding=0), (BM, D))

@@ -32,13 +32,13 @@ import numba_tile as nt
 try:
     from _common import check_result, dtype_name, empty_like, pick_backend
     from attention import (LOG2E, _column, _kernel, attention, attention_varlen,
-                           check_attention, check_boundaries, launch_mode,
-                           sequence_bounds)
+                           check_attention, check_boundaries, key_range,
+                           launch_mode, sequence_bounds)
 except ImportError:
     from examples._common import check_result, dtype_name, empty_like, pick_backend
     from examples.attention import (LOG2E, _column, _kernel, attention, attention_varlen,
                                     check_attention, check_boundaries,
-                                    launch_mode, sequence_bounds)
+                                    key_range, launch_mode, sequence_bounds)
 
 
 @nt.jit(num_warps=4)
@@ -197,10 +197,7 @@ def query_grads_packed(q, k, v, do, lse, delta, cu_q, cu_k, dq: nt.Partition[("B
         m, h = idx[0], idx[1]
         kh = h // group
         rows = m * BM + nt.arange(BM)[:, None]
-        _, q1, k0, k1 = sequence_bounds(cu_q, cu_k, rows, NB, cu_q.shape[0] - 1)
-        hi = k1
-        if CAUSAL:
-            hi = nt.minimum(k1, rows + k1 - q1 + 1)
+        k0, hi = key_range(cu_q, cu_k, rows, NB, CAUSAL)
         first = nt.item(nt.min(k0, axis=0))
         last = nt.item(nt.max(hi, axis=0))
         qt = nt.reshape(nt.load(q, idx, (BM, 1, D), padding=0), (BM, D))
