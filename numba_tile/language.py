@@ -177,6 +177,15 @@ def store(z, tile, index=None):
     """
 
 
+@op("memory")
+def _stage_origin(k, start):
+    """Internal (inserted by the compiler before the first pipelined load of a loop
+    ``for k in range(start, n)`` that does not start at 0, or whose ``load_at`` offsets are
+    ``o + k * C``, ``typing/pipeline.py``): the loop's variable and its start, from which the
+    pipeline counts the loop's iterations (``lowering/pipeline.py``). No value; in the
+    interpreter, nothing."""
+
+
 @op("partition")
 def tiles(z, strip=None, reverse=False):
     """The tiles of partition ``z`` that this block owns, as branded tile indices.

@@ -884,3 +884,16 @@ def _register_dtype_comparisons():
 
 _register_dtype_comparisons()
 
+
+
+@lowering_rule("_stage_origin")
+def lower_stage_origin(context, builder, sig, args):
+    """Where the compiler inserted the call (``typing/pipeline._insert_origin`` marks its
+    signature with the loop): the loop's variable and start, for the loop's staged loads
+    (``lowering/pipeline.lower_staged_load``). A call in a kernel's own code does nothing."""
+    loop = getattr(sig, "loop", None)
+    if loop is not None:
+        k = context.cast(builder, args[0], sig.args[0], types.int64)
+        start = context.cast(builder, args[1], sig.args[1], types.int64)
+        compiler_context.current().__dict__.setdefault("stage_origin", {})[loop] = (k, start)
+    return context.get_dummy_value()

@@ -19,6 +19,12 @@ and the product, before it reads, waits until tile ``k`` of its operands has lan
 full, ``S - 2`` before) and passes the block barrier (every thread's copies visible). One
 barrier per iteration, ``S - 2`` tiles in flight while a product computes.
 
+A loop ``for k in range(a, n)`` with ``a`` not 0, or one whose ``load_at`` offsets are
+``o + k * C`` (``StageInfo.origin``), counts its iterations ``j = k - a`` from the start the
+compiler's ``_stage_origin`` records: ``j`` takes ``k``'s place above (first iteration,
+slots, wait depths) and tile ``k``'s copies stay where the load reads, tile indices of any
+sign (``ChunkPlan``).
+
 The product reads slot ``k mod S`` with ``ldmatrix`` (``lowering/mma.py``); the tile never
 passes through registers. Each thread copies 16-byte chunks (``cp.async.cg ... 16``) of the
 tile's rows into the swizzled layout ``mma`` reads; a chunk outside the array, or of a tile
@@ -79,17 +85,24 @@ class Ring:
 
 class ChunkPlan:
     """What a thread copies of every tile of one staged load, computed once per run of the
-    loop (at ``k == 0``) and carried across iterations (entry-block cells that become loop
-    phis). Per chunk: its destination offset in a slot (swizzled), the global byte address of
-    its source in tile ``k = 0``, and ``limit``: the chunk lies inside the array exactly in the
-    tiles ``k < limit`` (0 when it lies outside along the other axis). An iteration's copy of
-    a chunk is then a compare, an add, two selects and the ``cp.async``.
+    loop (in its first iteration) and carried across iterations (entry-block cells that
+    become loop phis). Per chunk: its destination offset in a slot (swizzled), the global byte
+    address of its source in tile ``k = 0``, and ``limit``: the chunk lies inside the array
+    exactly in the tiles ``k < limit`` (0 when it lies outside along the other axis). An
+    iteration's copy of a chunk is then a compare, an add, two selects and the ``cp.async``.
 
     ``k < limit`` also keeps ``k * tile`` from wrapping (a loop bound is any int):
     ``limit <= ceil(extent / tile)``, the tile grid along the loop's axis.
+
+    ``start`` (a loop with an origin, ``StageInfo.origin``: tile indices ``k`` of any sign,
+    a ``load_at`` offset ``o + k * C``): the chunk's coordinate along the axis in tile ``k``
+    is ``start + row + k * C`` (``start``: ``o``, or 0); it lies inside exactly in the tiles
+    ``lo <= k < lo + span``, one unsigned compare of ``k - lo`` (``lo``, ``span`` from signed
+    floor divisions, ``span`` 0 where it never does).
     """
 
-    def __init__(self, builder, view, ring: Ring, index, axis: int, step: int | None = None):
+    def __init__(self, builder, view, ring: Ring, index, axis: int, step: int | None = None,
+                 start=None):
         from .staging import staging_layout
         ctx = compiler_context.current()
         self.axis = axis
@@ -120,7 +133,7 @@ class ChunkPlan:
             q = builder.and_(c, const_i64(per_row - 1))
             local = (r, builder.mul(q, const_i64(16 // ring.itemsize)))   # (row, col) in the tile
             coord = [None, None]
-            coord[axis] = local[axis]                           # + k * tile_k
+            coord[axis] = local[axis] if start is None else builder.add(start, local[axis])
             coord[other] = builder.add(origin_o, local[other])
             src0 = builder.add(builder.mul(coord[0], view.strides[0]), coord[1])
             src0 = builder.add(self.base, builder.mul(src0, const_i64(ring.itemsize)))
@@ -134,56 +147,84 @@ class ChunkPlan:
                 # past the slot (rows >= the tile's): they must not issue one at all.
                 active = builder.icmp_unsigned("<", c, const_i64(chunks))
                 ok = builder.and_(ok, active)
+            dst = layout.offset(builder, builder.trunc(r, I32),
+                                builder.trunc(builder.mul(q, const_i64(16)), I32))
+            active32 = None if active is None else builder.zext(active, I32)
+            if start is not None:
+                # inside in tile k: 0 <= row0 + k * C < extent, that is
+                # ceil(-row0 / C) <= k < ceil((extent - row0) / C)
+                row0 = coord[axis]
+                lo = _ceil_div(builder, builder.neg(row0), tile_k)
+                hi = _ceil_div(builder, builder.sub(extent_k, row0), tile_k)
+                some = builder.and_(ok, builder.icmp_signed("<", lo, hi))
+                lo = builder.select(some, lo, const_i64(0))
+                span = builder.select(some, builder.sub(hi, lo), const_i64(0))
+                self.cells.append((dst, src0, span, active32, lo))
+                continue
             inside = builder.icmp_unsigned("<", coord[axis], extent_k)
             ahead = builder.add(builder.sub(extent_k, coord[axis]), const_i64(tile_k - 1))
             # the iterations whose copy of this chunk lies inside: ceil(rest / step)
             tiles = (builder.lshr(ahead, const_i64(tile_k.bit_length() - 1))
                      if tile_k & (tile_k - 1) == 0 else builder.udiv(ahead, const_i64(tile_k)))
             limit = builder.select(builder.and_(ok, inside), tiles, const_i64(0))
-            dst = layout.offset(builder, builder.trunc(r, I32),
-                                builder.trunc(builder.mul(q, const_i64(16)), I32))
-            self.cells.append((dst, src0, limit) if active is None
-                              else (dst, src0, limit, builder.zext(active, I32)))
+            self.cells.append((dst, src0, limit, active32, None))
         self.tile_k = tile_k
 
     def step_bytes(self, view, builder, itemsize):
         stride = view.strides[0] if self.axis == 0 else const_i64(1)
         return builder.mul(stride, const_i64(self.tile_k * itemsize))
 
-    def issue(self, builder, view, ring: Ring, kk):
-        """The copies of tile ``kk`` (i64) along the loop's axis into its slot."""
-        slot32 = address32(builder, ring.slot(builder, kk))
+    def issue(self, builder, view, ring: Ring, jj, kk=None):
+        """The copies of tile ``kk`` (i64; ``jj`` where None) along the loop's axis into the
+        slot of the loop's iteration ``jj`` (its iterations counted from 0)."""
+        kk = jj if kk is None else kk
+        slot32 = address32(builder, ring.slot(builder, jj))
         shift = builder.mul(kk, self.step_bytes(view, builder, ring.itemsize))
-        for cell in self.cells:
-            dst, src0, limit = cell[:3]
-            ok = builder.icmp_unsigned("<", kk, limit)
+        for dst, src0, limit, active, lo in self.cells:
+            ok = builder.icmp_unsigned("<", kk if lo is None else builder.sub(kk, lo), limit)
             src = builder.select(ok, builder.add(src0, shift), self.base)
             size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
             args = (builder.add(slot32, dst), src, size)
-            if len(cell) == 3:
+            if active is None:
                 _asm(builder, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r",
                      args, (I32, I64, I32))
             else:                        # a thread past the tile's chunks issues no copy
                 _asm(builder, "{ .reg .pred p; setp.ne.u32 p, $3, 0; "
                      "@p cp.async.cg.shared.global [$0], [$1], 16, $2; }", "r,l,r,r",
-                     args + (cell[3],), (I32, I64, I32, I32))
+                     args + (active,), (I32, I64, I32, I32))
 
     def carry(self, builder):
-        """Cells holding the plan across iterations: store now (at ``k == 0``)."""
+        """Cells holding the plan across iterations: store now (in the first iteration)."""
         from numba.cuda import cgutils
         self._slots = []
         for values in self.cells:
             slots = []
             for v in values:
+                if v is None:
+                    slots.append(None)
+                    continue
                 cell = cgutils.alloca_once(builder, v.type)
                 builder.store(v, cell)
                 slots.append(cell)
             self._slots.append(slots)
 
     def reload(self, builder, view):
-        """The plan's values in any iteration (after the ``k == 0`` branch)."""
-        self.cells = [tuple(builder.load(c) for c in slots) for slots in self._slots]
+        """The plan's values in any iteration (after the first iteration's branch)."""
+        self.cells = [tuple(None if c is None else builder.load(c) for c in slots)
+                      for slots in self._slots]
         self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
+
+
+def _ceil_div(builder, x, c: int):
+    """``ceil(x / c)`` of a signed i64 ``x`` and an int ``c > 0``: ``floor((x + c - 1) / c)``,
+    an arithmetic shift for a power of two, else a truncating division corrected below 0."""
+    y = builder.add(x, const_i64(c - 1))
+    if c & (c - 1) == 0:
+        return builder.ashr(y, const_i64(c.bit_length() - 1))
+    q = builder.sdiv(y, const_i64(c))
+    inexact = builder.icmp_signed("!=", builder.mul(q, const_i64(c)), y)
+    below = builder.icmp_signed("<", y, const_i64(0))
+    return builder.select(builder.and_(inexact, below), builder.sub(q, const_i64(1)), q)
 
 
 class PlaneView:
@@ -230,8 +271,22 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     ring = Ring(builder, tile, S, f"{S} pipeline stages of a {tile.shape} tile")
     ring_off = pool().persistent[-1][0] if pool().persistent else None
     step = getattr(info, "step", None)
-    # load_at: the offset is k * step (typing/loop_ir._loop_step), k >= 0
-    k = index[info.axis] if step is None else builder.udiv(index[info.axis], const_i64(step))
+    start = shift = None
+    if getattr(info, "origin", False):
+        # typing/pipeline._insert_origin: the loop's k and its start a; the iterations count
+        # from 0 as j = k - a (slots, first iteration), tile k's copies stay at k (a load_at's
+        # at o + k * step: o is the offset less k * step)
+        k_abs, a = ctx.__dict__["stage_origin"][info.loop]
+        k = builder.sub(k_abs, a)
+        shift = a
+        start = None if step is None else builder.sub(index[info.axis],
+                                                      builder.mul(k_abs, const_i64(step)))
+        if start is None:
+            start = const_i64(0)
+    else:
+        # load_at: the offset is k * step (typing/loop_ir._loop_step), k >= 0
+        k = index[info.axis] if step is None else builder.udiv(index[info.axis],
+                                                               const_i64(step))
     if info.tma:                    # lowering/tma.py: the product issues boxes, thread 0
         from .tma import TmaPlan
         persistent = isinstance(info.ws, tuple)
@@ -259,21 +314,26 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
         view, index, axis = PlaneView(builder, view, index), index[lead:], info.axis - lead
     else:
         axis = info.axis
+    def tile_at(j):                 # the tile index of the iteration k + j
+        return None if shift is None else builder.add(builder.add(k, const_i64(j)), shift)
+
     with builder.if_then(builder.icmp_unsigned("==", k, const_i64(0))):
         if info.order == 0:
             _restart(builder)
-        plan = ChunkPlan(builder, view, ring, index, axis, step)
+        plan = ChunkPlan(builder, view, ring, index, axis, step, start)
         if not info.deferred:
             for j in range(S - 2):
-                plan.issue(builder, view, ring, builder.add(k, const_i64(j)))
+                plan.issue(builder, view, ring, builder.add(k, const_i64(j)), tile_at(j))
                 commit(builder)
         plan.carry(builder)
     plan.reload(builder, view)
     if not info.deferred:           # deferred: the product issues the copies (_deferred_*)
-        plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)))
+        plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)), tile_at(S - 2))
         commit(builder)
     ctx.__dict__.setdefault("staged", {})[info.key] = (ring.slot(builder, k), k, S,
                                                        (plan, ring, view))
+    if shift is not None:           # _issue_tile: tile index = iteration + a
+        ctx.__dict__.setdefault("stage_shift", {})[info.key] = shift
     if info.mode == "registers":
         _await(builder, k, S, sig.wait[1])
         return _read_back(context, builder, full_view, full_index, tile, ring, k, padty, pad,
@@ -450,9 +510,11 @@ def _issue_tile(builder, staged, keys, kk):
                 _tag, plan, ring = staged[key][3][:3]
                 plan.issue(builder, ring.slot(builder, kk), bar, kk)
         return
+    shifts = compiler_context.current().__dict__.get("stage_shift", {})
     for key in keys:
         plan, ring, view = staged[key][3]
-        plan.issue(builder, view, ring, kk)
+        plan.issue(builder, view, ring, kk,
+                   builder.add(kk, shifts[key]) if key in shifts else None)
     commit(builder)
 
 

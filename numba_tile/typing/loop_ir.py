@@ -1,7 +1,8 @@
 """Facts of a loop in the typed IR that the pipelining analysis (``pipeline.py``) asks:
-its back edges, its ``for k in range(n)`` induction variable and bound, whether a value is
-the same in every iteration, the int a variable holds where typing knows it, an offset's
-``k * C`` step, and whether a value is visibly a multiple of a power of two. Pure questions of
+its back edges, its ``for k in range(a, n)`` induction variable, start and bound, whether a
+value is the same in every iteration, the int a variable holds where typing knows it, an
+offset's ``o + k * C`` step and base, and whether a value is visibly a multiple of a power of
+two. Pure questions of
 the IR: nothing here changes it.
 """
 
@@ -22,17 +23,47 @@ def _op(typemap, expr):
     return op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
 
 
-def _range_bound(blocks, loop, defs, inner=frozenset()):
-    """The ``n`` of the loop's ``for k in range(n)`` (or ``range(0, n)``), an IR variable, or
-    None (``_induction_variable`` has checked the form)."""
+def _range_call(blocks, loop, defs, inner=frozenset()):
+    """The ``range(...)`` call the loop iterates, or None."""
     for lb in sorted(loop.body):
         if lb in inner:
             continue
         for st in blocks[lb].body:
             if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
                     st.value.op == "iternext":
-                call = _iterated_call(st.value.value.name, defs)
-                return call.args[-1] if call is not None and call.args else None
+                return _iterated_call(st.value.value.name, defs)
+    return None
+
+
+def _range_bound(blocks, loop, defs, inner=frozenset()):
+    """The ``n`` of the loop's ``for k in range(n)`` (or ``range(a, n)``), an IR variable, or
+    None (``_induction_variable`` has checked the form)."""
+    call = _range_call(blocks, loop, defs, inner)
+    return call.args[-1] if call is not None and call.args else None
+
+
+def _range_start(blocks, loop, defs, inner=frozenset()):
+    """The ``a`` of the loop's ``for k in range(a, n)``, an IR variable; None where the loop
+    starts at 0 (``range(n)``, ``range(0, n)``)."""
+    call = _range_call(blocks, loop, defs, inner)
+    if call is None or len(call.args) != 2:
+        return None
+    start = _single_def(call.args[0].name, defs)
+    if isinstance(start, ir.Const) and start.value == 0 and not isinstance(start.value, bool):
+        return None
+    return call.args[0]
+
+
+def _pair_first(blocks, loop, inner=frozenset()):
+    """The variable the loop's ``iternext`` binds (``k`` itself, defined where the iteration
+    is tested: it dominates the loop's body), or None."""
+    for lb in sorted(loop.body):
+        if lb in inner:
+            continue
+        for st in blocks[lb].body:
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
+                    st.value.op == "pair_first":
+                return st.target
     return None
 
 
@@ -41,8 +72,8 @@ def _latches(cfg, loop):
 
 
 def _induction_variable(blocks, loop, defs, inner=frozenset()):
-    """Names bound to ``k`` of ``for k in range(n)`` (start 0, step 1), or None: the loop's
-    one ``iternext`` (in its header or the block after a header of phis; not in an inner
+    """Names bound to ``k`` of ``for k in range(n)`` or ``range(a, n)`` (step 1), or None: the
+    loop's one ``iternext`` (in its header or the block after a header of phis; not in an inner
     loop)."""
     own = [lb for lb in sorted(loop.body) if lb not in inner and any(
         isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == "iternext"
@@ -103,12 +134,7 @@ def _is_plain_range(iter_name, defs):
     fn = _single_def(call.func.name, defs)
     if not (isinstance(fn, ir.Global) and fn.value is range):
         return False
-    if len(call.args) == 1:
-        return True
-    if len(call.args) == 2:
-        start = _single_def(call.args[0].name, defs)
-        return isinstance(start, ir.Const) and start.value == 0
-    return False
+    return len(call.args) in (1, 2)
 
 
 def _invariant(name, loop, defs, typemap, depth=0):
@@ -175,6 +201,34 @@ def _loop_step(name, induction, defs, typemap, depth=0):
             # below 2**64, that is for the first 2**33 iterations at least
             if c is not None and 0 < c < 2**31:
                 return c
+    return None
+
+
+def _loop_linear(name, induction, loop, defs, typemap, depth=0):
+    """``(C, o)`` where ``name`` is ``k * C`` (``o`` None) or a sum ``o + k * C`` / ``k * C + o``
+    with ``o`` (an IR variable) the same in every iteration of ``loop``, through copies. Else
+    None (also ``o1 + k * C + o2``: no one variable holds its base; ``(o1 + o2) + k * C``
+    is taken)."""
+    c = _loop_step(name, induction, defs, typemap)
+    if c is not None:
+        return c, None
+    v = _single_def(name, defs)
+    while isinstance(v, ir.Var) and depth < 16:
+        if v.name in induction:
+            return None
+        name, v = v.name, _single_def(v.name, defs)
+        depth += 1
+    if depth >= 16 or not (isinstance(v, ir.Expr) and v.op == "binop"
+                           and v.fn is _operator.add):
+        return None
+    for a, b in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
+        if not _invariant(b.name, loop, defs, typemap):
+            continue
+        inner = _loop_linear(a.name, induction, loop, defs, typemap, depth + 1)
+        if inner is not None and inner[1] is None:
+            return inner[0], b
+        if inner is not None:
+            return None
     return None
 
 

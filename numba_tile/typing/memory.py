@@ -329,3 +329,11 @@ def _register_dtype_comparisons():
 
 _register_dtype_comparisons()
 
+
+
+@typing_rule("_stage_origin")
+def type_stage_origin(k, start):
+    for name, v in (("k", k), ("start", start)):
+        if not isinstance(v, types.Integer):
+            raise fail("_stage_origin", name, "an integer", v)
+    return types.none

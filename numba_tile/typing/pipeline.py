@@ -8,16 +8,18 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
   float16, bfloat16, float32, float64, int8, int32, int64 or FP8, with tile rows of 16 bytes
   or more; a tile of an N-D tensor has extent 1 on all but its last two axes (the copies
   walk the plane of the leading coordinates, ``lowering/pipeline.PlaneView``);
-* it sits in a ``for k in range(n)`` loop (start 0, step 1), in a block that runs on every
-  iteration (it dominates the loop's back edges) and not in a nested loop;
+* it sits in a ``for k in range(n)`` or ``for k in range(a, n)`` loop (step 1; ``a`` the same
+  in every iteration), in a block that runs on every iteration (it dominates the loop's back
+  edges) and not in a nested loop;
 * its index is a tuple whose components are ``k`` itself on exactly one of the last two axes
   and values that do not change within the loop on the others (defined before the loop,
   constants, ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index
   defined before the loop, and integer arithmetic on them);
-* or it is ``load_at(t, offset, shape, padding)`` whose offset is ``k * C`` (``C`` a constant)
-  on exactly one of the last two axes and loop-invariant on the others, the last axis' offset
-  whole 16-byte chunks (``C`` a multiple of them there, else an offset visibly one: ``j * BN``
-  with ``BN`` a constant multiple); tile ``k``'s copies start at ``k * C`` (``StageInfo.step``);
+* or it is ``load_at(t, offset, shape, padding)`` whose offset is ``k * C`` or ``o + k * C``
+  (``C`` a constant, ``o`` loop-invariant) on exactly one of the last two axes and
+  loop-invariant on the others, the last axis' offset whole 16-byte chunks (``C`` and ``o``
+  multiples of them there, else an offset visibly one: ``j * BN`` with ``BN`` a constant
+  multiple); tile ``k``'s copies start at ``o + k * C`` (``StageInfo.step``);
 * if its tile (16-bit floats or FP8, no padding or a literal zero) is used once, as operand
   ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the same block, directly or through a
   ``reshape`` of an N-D tile to its last two axes and then a ``transpose`` (``.T``,
@@ -46,7 +48,8 @@ from .. import dtypes
 from .._registry import op_for_key
 from .types import TensorType, TileType
 from .loop_ir import (_INT_BINOPS, _aligned, _induction_variable, _invariant, _latches,
-                      _loop_step, _op, _range_bound, _single_def, with_copies)
+                      _loop_linear, _op, _pair_first, _range_bound, _range_start, _single_def,
+                      with_copies)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,10 @@ class StageInfo:
     #: ``("persistent", d0, d1, ...)`` where the producer walks a ``tiles(z)`` loop itself
     #: (``d``: which coordinate of the tile index each staged load takes across the loop)
     ws: object = False
+    #: the loop's iterations are counted from its start, which ``_stage_origin`` records
+    #: (:func:`_insert_origin`): ``range(a, n)`` with ``a`` not 0, or a ``load_at`` offset
+    #: ``o + k * C``; tile indices may then be negative (cp.async only, no TMA)
+    origin: bool = False
 
 
 class StagedSignature(Signature):
@@ -91,12 +98,14 @@ class StagedSignature(Signature):
     product issues its operands' copies, :func:`defer_to_product`)."""
 
     __slots__ = ("stage", "operands", "wait", "deferred", "pending", "tma", "b_kmajor",
-                 "passthrough", "ws")
+                 "passthrough", "ws", "loop")
 
     @classmethod
     def of(cls, sig, stage=None, operands=None, wait=None, deferred=False, pending=0,
-           tma=False, b_kmajor=False, passthrough=False, ws=False):
+           tma=False, b_kmajor=False, passthrough=False, ws=False, loop=None):
         new = cls(sig.return_type, sig.args, sig.recvr, sig.pysig)
+        #: ``_stage_origin``: the loop whose start it records (:func:`_insert_origin`)
+        new.loop = loop
         new.stage, new.operands, new.wait = stage, operands or {}, wait
         new.deferred, new.pending, new.tma = deferred, pending, tma
         #: warp-specialized: the producer warpgroup issues the TMA boxes (``lowering/ws.py``)
@@ -317,6 +326,15 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                         why[id(st.value)] = (st.loc, "not pipelined: its loop is not a "
                                                      "`for k in range(n)` loop")
             continue
+        start = _range_start(blocks, loop, defs, inner)
+        if start is not None and not (_invariant(start.name, loop, defs, typemap)
+                                      and isinstance(typemap.get(start.name), types.Integer)):
+            for lb in loop.body - inner:
+                for st in blocks[lb].body:
+                    if isinstance(st, ir.Assign) and id(st.value) not in why:
+                        why[id(st.value)] = (st.loc, "not pipelined: its loop's range does "
+                                                     "not start at one integer value")
+            continue
         every = [lb for lb in loop.body if lb not in inner
                  and all(lb in doms[latch] for latch in _latches(cfg, loop))]
         for lb in loop.body - inner - set(every):
@@ -347,6 +365,18 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
         found = [f[:4] + (_position(blocks, f[4][0], f[0]),
                           None if f[2] is None else _position(blocks, f[5][0], f[2]))
                  for f in found]
+        # a loop not starting at 0, or a load_at offset o + k * C: the lowering counts the
+        # iterations from the start _stage_origin records (cp.async only)
+        origin = bool(found) and (start is not None or any(
+            steps.get(id(f[0].value), (0, None))[1] is not None for f in found))
+        kvar = _pair_first(blocks, loop, inner)
+        if origin and (typingctx is None or kvar is None
+                       or not isinstance(typemap.get(kvar.name), types.Integer)):
+            for f in found:
+                why[id(f[0].value)] = (f[0].loc, "not pipelined: its loop's variable is not "
+                                                 "an integer")
+            found = []
+            origin = False
         n = len(found)
         deferred = bool(found) and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
@@ -356,8 +386,10 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                   if found and not deferred else None)
         no_ws = None
         if deferred:
-            want_tma = all(_tma_fits(typemap, calltypes, f[0]) for f in found)
+            want_tma = not origin and all(_tma_fits(typemap, calltypes, f[0]) for f in found)
             no_tma = None if want_tma else (
+                "TMA: a loop that does not start at 0 (range(a, n)), or load_at offsets "
+                "o + k * C, take cp.async copies" if origin else
                 "TMA: off (NUMBA_TILE_TMA=0), or a tile that is not 2-D 16-bit or FP8 rows of "
                 "whole 128-byte atoms, at most 256 rows, of a read-only 2-D tensor")
             want_pending = pending_products(num_stages)
@@ -411,7 +443,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             key = id(st.value)
             stage = StageInfo(key, loop_id, n, order, axis, num_stages,
                               "shared" if product is not None else "registers", deferred, tma,
-                              steps.get(key), ws)
+                              steps[key][0] if key in steps else None, ws, origin)
             # calltypes refuses a second assignment: replace through dict's own method
             dict.__setitem__(calltypes, st.value, StagedSignature.of(
                 calltypes[st.value], stage=stage,
@@ -444,7 +476,43 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                 psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
                 deferred=deferred, pending=pending, tma=tma,
                 b_kmajor=getattr(psig, "b_kmajor", False) or kmajor, ws=ws))
+        if origin:
+            _insert_origin(func_ir, typemap, calltypes, typingctx, found, kvar, start, loop_id)
     return marked
+
+
+def _insert_origin(func_ir, typemap, calltypes, typingctx, found, kvar, start, loop_id):
+    """Insert ``_stage_origin(k, a)`` (``a``: the ``range``'s start, 0 where it has none) right
+    before the loop's first staged load, its signature marked with the loop: the lowering
+    counts the loop's iterations as ``k - a`` (the pipeline's slots and its first iteration)
+    and places tile ``k``'s copies at ``k`` (a ``load_at``: at ``o + k * C``, with ``o`` the
+    offset less ``k * C``). That block runs on every iteration and dominates the loop's
+    other staged loads (each in a block that dominates the back edges)."""
+    from .. import language
+    label, i = min(_position(func_ir.blocks, _label_of(func_ir, f[0]), f[0]) for f in found)
+    blk = func_ir.blocks[label]
+    scope, loc = blk.scope, blk.body[i].loc
+    stmts = []
+    if start is None:
+        start = scope.redefine("$stage_start", loc)
+        stmts.append(ir.Assign(ir.Const(0, loc), start, loc))
+        typemap[start.name] = types.int64
+    fnty = typingctx.resolve_value_type(language._stage_origin)
+    sig = fnty.get_call_type(typingctx, (typemap[kvar.name], typemap[start.name]), {})
+    sig = StagedSignature.of(sig, loop=loop_id)
+    fn_var = scope.redefine("$stage_origin_fn", loc)
+    out_var = scope.redefine("$stage_origin", loc)
+    call = ir.Expr.call(fn_var, [ir.Var(scope, kvar.name, loc), start], (), loc)
+    typemap[fn_var.name] = fnty
+    typemap[out_var.name] = types.none
+    dict.__setitem__(calltypes, call, sig)
+    stmts += [ir.Assign(ir.Global("_stage_origin", language._stage_origin, loc), fn_var, loc),
+              ir.Assign(call, out_var, loc)]
+    blk.body[i:i] = stmts
+
+
+def _label_of(func_ir, st):
+    return next(lb for lb, blk in func_ir.blocks.items() if any(x is st for x in blk.body))
 
 
 def _position(blocks, label, item):
@@ -727,18 +795,23 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
             and len(tup.items) == tty.ndim):
         return "its index is not a tuple written at the load"
     if at:
-        found_step = [(i, _loop_step(v.name, induction, defs, typemap))
+        found_step = [(i, _loop_linear(v.name, induction, loop, defs, typemap))
                       for i, v in enumerate(tup.items)]
         axes = [i for i, c in found_step if c is not None]
         if len(axes) != 1 or axes[0] < tty.ndim - 2:
-            return ("its offset is not `k * C` (C a constant) on exactly one axis of the last "
-                    "two (as (i * BM, k * BK) in `for k in range(n)`)")
-        step = found_step[axes[0]][1]
+            return ("its offset is not `k * C` or `o + k * C` (C a constant, o the same in "
+                    "every iteration) on exactly one axis of the last two (as (i * BM, k * BK) "
+                    "in `for k in range(n)`)")
+        step, base = found_step[axes[0]][1]
         vec = max(1, 16 // dtypes.itemsize(tty.dtype))
         last = tty.ndim - 1
         if axes[0] == last and step % vec:
             return (f"its offset along the last axis steps by {step} elements, not a multiple "
                     f"of 16 bytes ({vec} elements)")
+        if axes[0] == last and base is not None and not _aligned(base.name, vec, defs,
+                                                                 typemap):
+            return (f"its offset along the last axis starts at a value that is not a visible "
+                    f"multiple of {vec} elements (16 bytes)")
         if axes[0] != last and not _aligned(tup.items[last].name, vec, defs, typemap):
             return (f"its offset along the last axis is not a visible multiple of {vec} "
                     f"elements (16 bytes: as j * BN with BN a constant multiple of {vec})")
@@ -751,7 +824,7 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
                if i != axes[0]):
         return "its other coordinate changes in the loop"
     if at and steps is not None:
-        steps[id(expr)] = step
+        steps[id(expr)] = (step, base)
     product = _single_product_use(st, label, typemap, calltypes, uses)
     if product is not None and zero and tty.dtype in PRODUCT_DTYPES \
             and product[0].op == "binop":

@@ -113,13 +113,16 @@ def mma_groups(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Cons
             nt.store(c[g], nt.astype(acc, OUT), idx)
 
 
-def mma_forms(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Constant,
-              BK: nt.Constant, ACC: nt.Constant, OUT: nt.Constant, PAD: nt.Constant,
-              FORM: nt.Constant):
+def mma_forms(a, b, c: nt.Partition[("BM", "BN")], k0, k1, o, BM: nt.Constant,
+              BN: nt.Constant, BK: nt.Constant, ACC: nt.Constant, OUT: nt.Constant,
+              PAD: nt.Constant, FORM: nt.Constant, AL: nt.Constant):
     """The K loop written other ways, each pipelined its own way: FORM 0, ``load_at`` at
     element offsets ``(i * BM, k * BK)`` and ``acc += x @ y``; 1, 3-D operands (batch 1 of
     two) loaded as ``(1, BM, BK)`` tiles and reshaped; 2, ``acc = acc - x @ y`` (a bare
-    product: the result is ``-A @ B``); 3, the last K step's ``x @ y`` alone."""
+    product: the result is ``-A @ B``); 3, the last K step's ``x @ y`` alone; 4, a loop
+    ``range(k0, nk + k1)`` (starting anywhere: before the grid, inside it, past it); 5,
+    ``load_at`` at ``o * AL + k * BK`` (a base of whole 16-byte chunks, any sign) over
+    ``range(k0, nk + k1)``."""
     for idx in nt.tiles(c):
         acc = nt.zeros((BM, BN), ACC)
         if FORM == 0:
@@ -137,11 +140,21 @@ def mma_forms(a, b, c: nt.Partition[("BM", "BN")], BM: nt.Constant, BN: nt.Const
                 x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
                 y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
                 acc = acc - x @ y
-        else:
+        elif FORM == 3:
             for k in range(nt.num_tiles(a, 1, BK)):
                 x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
                 y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
                 acc = x @ y
+        elif FORM == 4:
+            for k in range(k0, nt.num_tiles(a, 1, BK) + k1):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = nt.mma(x, y, acc)
+        else:
+            for k in range(k0, nt.num_tiles(a, 1, BK) + k1):
+                x = nt.load_at(a, (idx[0] * BM, o * AL + k * BK), (BM, BK), padding=0)
+                y = nt.load_at(b, (k * BK + o * AL, idx[1] * BN), (BK, BN), padding=0)
+                acc += x @ y
         nt.store(c, nt.astype(acc, OUT), idx)
 
 
@@ -251,7 +264,9 @@ def sample_forms(space) -> dict:
     al = cfg["align"]
     cfg["shape"] = [_extent(space, bm, al, 3), _extent(space, bn, al, 3),
                     _extent(space, bk, al, 4)]
-    cfg["form"] = space.choice((0, 1, 2, 3))
+    cfg["form"] = space.choice((0, 1, 2, 3, 4, 5))
+    cfg["k0"], cfg["k1"], cfg["o"] = (space.integer(-3, 3), space.integer(-2, 2),
+                                      space.integer(-4, 4))
     if cfg["form"] != 1 and cfg["acc"] == "float16":
         cfg["acc"] = "float32"       # ``x @ y`` of float16 accumulates in float32
     cfg["blocks"] = space.choice((None, None, space.integer(1, 6)))
@@ -367,11 +382,18 @@ def run_forms(cfg, env):
     a, b = (av.host[1], bv.host[1]) if form == 1 else (av.host, bv.host)
     cv = env.output((m, n), cfg["out"], "plain", align=al)
     c = env.partition(cv.dev, (bm, bn), blocks=cfg["blocks"])
-    env.launch(_kernel(mma_forms, cfg), av.dev, bv.dev, c, bm, bn, bk, cfg["acc"], cfg["out"],
-               cfg["pad"], form)
+    k0, k1, o = cfg.get("k0", 0), cfg.get("k1", 0), cfg.get("o", 0)
+    env.launch(_kernel(mma_forms, cfg), av.dev, bv.dev, c, k0, k1, o, bm, bn, bk, cfg["acc"],
+               cfg["out"], cfg["pad"], form, al)
     if form == 3:             # the last K step alone (none: zeros)
         last = (k - 1) // bk * bk if k else 0
         a, b = a[:, last:last + bk], b[last:last + bk]
+    elif form in (4, 5):      # the columns of K the loop's tiles cover, clipped to K
+        nk = -(-k // bk)
+        base = o * al if form == 5 else 0
+        lo = max(base + k0 * bk, 0)
+        hi = max(min(base + (nk + k1) * bk, k), lo)
+        a, b = a[:, lo:hi], b[lo:hi]
     want = _want(cfg, a, b)
     if form == 2:
         want = -want if np_dtype(cfg["out"]).kind not in "iu" else \
