@@ -63,7 +63,9 @@ class Ring:
     def __init__(self, builder, tile, stages: int, what: str):
         from .staging import AtomStaged, align_1024, staging_layout
         from .. import dtypes
-        self.rows, self.cols = tile.shape[-2:]      # an N-D tile: extent 1 on the others
+        from ..typing.pipeline import plane_axes
+        p, last = plane_axes(tile.shape)            # an N-D tile: extent 1 on the others
+        self.rows, self.cols = tile.shape[p], tile.shape[last]
         self.itemsize = dtypes.itemsize(tile.dtype)
         self.tile_bytes = self.rows * self.cols * self.itemsize
         self.stages = stages
@@ -228,24 +230,27 @@ def _ceil_div(builder, x, c: int):
 
 
 class PlaneView:
-    """The last two axes of an N-D tensor at a staged load's leading coordinates (its tile has
-    extent 1 on those axes: a coordinate is the index itself), as the 2-D view the copies
-    walk: data at ``sum(index[d] * stride[d])``, the last two extents and strides. Where a
-    leading coordinate lies outside its extent (negative ones read as huge unsigned ones) the
-    plane has no rows and its data is the tensor's own: every copy is a zero-byte one, the
-    tile all padding, as the ordinary load gives."""
+    """Axes ``(p, last)`` of an N-D tensor (``typing/pipeline.plane_axes``) at a staged load's
+    coordinates on the others (its tile has extent 1 there: a coordinate is the index
+    itself), as the 2-D view the copies walk: data at ``sum(index[d] * stride[d])`` over the
+    other axes, the two axes' extents and strides. Where one of those coordinates lies outside
+    its extent (negative ones read as huge unsigned ones) the plane has no rows and its data
+    is the tensor's own: every copy is a zero-byte one, the tile all padding, as the ordinary
+    load gives."""
 
-    def __init__(self, builder, view, index):
-        n = view.ty.ndim
+    def __init__(self, builder, view, index, plane):
         ok = ir.Constant(ir.IntType(1), 1)
         off = const_i64(0)
-        for d in range(n - 2):
+        for d in range(view.ty.ndim):
+            if d in plane:
+                continue
             ok = builder.and_(ok, builder.icmp_unsigned("<", index[d], view.shape[d]))
             off = builder.add(off, builder.mul(index[d], view.strides[d]))
+        p, last = plane
         self.ty, self.itemsize, self.storage_llvm = view.ty, view.itemsize, view.storage_llvm
         self.data = builder.gep(view.data, [builder.select(ok, off, const_i64(0))])
-        self.shape = [builder.select(ok, view.shape[-2], const_i64(0)), view.shape[-1]]
-        self.strides = list(view.strides[-2:])
+        self.shape = [builder.select(ok, view.shape[p], const_i64(0)), view.shape[last]]
+        self.strides = [view.strides[p], view.strides[last]]
 
     def global_ptr(self, builder, offset, lanes: int):
         from .views import ArrayView
@@ -309,11 +314,14 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
         return _placeholder_tile(builder, tile)
     plan = None
     full_view, full_index = view, index
-    if view.ty.ndim > 2:            # the plane of the leading coordinates (loop-invariant)
-        lead = view.ty.ndim - 2
-        view, index, axis = PlaneView(builder, view, index), index[lead:], info.axis - lead
+    if view.ty.ndim > 2:            # the plane at the other coordinates (loop-invariant)
+        from ..typing.pipeline import plane_axes
+        plane = plane_axes(tile.shape)
+        view, index = PlaneView(builder, view, index, plane), [index[d] for d in plane]
+        axis = plane.index(info.axis)
     else:
         axis = info.axis
+
     def tile_at(j):                 # the tile index of the iteration k + j
         return None if shift is None else builder.add(builder.add(k, const_i64(j)), shift)
 
@@ -385,8 +393,11 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad, a
     slot = staging_layout(ring.slot(builder, k), ring.rows, ring.cols, ring.itemsize)
     storage = ir.IntType(8 * ring.itemsize)
     elems = []
+    from ..typing.pipeline import plane_axes
+    p, last = plane_axes(tile.shape)
     for rep in range(layout.reps):
-        r, c = chunk_coords(builder, layout, rep)[-2:]     # N-D: extent 1 on the others
+        coords = chunk_coords(builder, layout, rep)        # N-D: extent 1 on the others
+        r, c = coords[p], coords[last]
         r32 = builder.trunc(r, I32)
         col_bytes = builder.trunc(builder.mul(c, const_i64(ring.itemsize)), I32)
         if layout.vec * ring.itemsize == 16:

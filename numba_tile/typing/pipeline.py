@@ -6,17 +6,19 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
 * it is ``load(t, index, shape[, padding])`` of a read-only tensor parameter ``t`` of two or
   more dimensions whose specialization allows 16-byte vector accesses (``vec16``), of
   float16, bfloat16, float32, float64, int8, int32, int64 or FP8, with tile rows of 16 bytes
-  or more; a tile of an N-D tensor has extent 1 on all but its last two axes (the copies
-  walk the plane of the leading coordinates, ``lowering/pipeline.PlaneView``);
+  or more; a tile of an N-D tensor has extent 1 on all but its last axis and one other
+  (:func:`plane_axes`: ``(1, 1, BM, D)`` of a (B, H, S, D) tensor, ``(BM, 1, D)`` of a
+  packed (S, H, D) one; the copies walk that plane at the other coordinates,
+  ``lowering/pipeline.PlaneView``);
 * it sits in a ``for k in range(n)`` or ``for k in range(a, n)`` loop (step 1; ``a`` the same
   in every iteration), in a block that runs on every iteration (it dominates the loop's back
   edges) and not in a nested loop;
-* its index is a tuple whose components are ``k`` itself on exactly one of the last two axes
+* its index is a tuple whose components are ``k`` itself on exactly one of the tile's two axes
   and values that do not change within the loop on the others (defined before the loop,
   constants, ``bid``/``num_blocks``/``num_tiles`` of such values, ``idx[d]`` of an index
   defined before the loop, and integer arithmetic on them);
 * or it is ``load_at(t, offset, shape, padding)`` whose offset is ``k * C`` or ``o + k * C``
-  (``C`` a constant, ``o`` loop-invariant) on exactly one of the last two axes and
+  (``C`` a constant, ``o`` loop-invariant) on exactly one of the tile's two axes and
   loop-invariant on the others, the last axis' offset whole 16-byte chunks (``C`` and ``o``
   multiples of them there, else an offset visibly one: ``j * BN`` with ``BN`` a constant
   multiple); tile ``k``'s copies start at ``o + k * C`` (``StageInfo.step``);
@@ -776,9 +778,9 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     if not (tty.dtype in REGISTER_DTYPES or dtypes.is_float8(tty.dtype)):
         return f"{dtypes.name(tty.dtype)} elements are not staged"
     if not (isinstance(res, TileType) and tty.ndim >= 2 and res.ndim == tty.ndim
-            and all(s == 1 for s in res.shape[:-2])):
-        return ("not a 2-D tile of a 2-D tensor (or of an N-D one, extent 1 on its leading "
-                "axes)")
+            and plane_axes(res.shape) is not None):
+        return ("not a 2-D tile of a 2-D tensor (or of an N-D one, extent 1 on all its axes "
+                "but the last and one other)")
     if res.shape[-1] * dtypes.itemsize(tty.dtype) < 16:
         return "a tile row is narrower than 16 bytes"
     no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
@@ -798,9 +800,9 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
         found_step = [(i, _loop_linear(v.name, induction, loop, defs, typemap))
                       for i, v in enumerate(tup.items)]
         axes = [i for i, c in found_step if c is not None]
-        if len(axes) != 1 or axes[0] < tty.ndim - 2:
+        if len(axes) != 1 or axes[0] not in plane_axes(res.shape):
             return ("its offset is not `k * C` or `o + k * C` (C a constant, o the same in "
-                    "every iteration) on exactly one axis of the last two (as (i * BM, k * BK) "
+                    "every iteration) on exactly one axis of the tile's two (as (i * BM, k * BK) "
                     "in `for k in range(n)`)")
         step, base = found_step[axes[0]][1]
         vec = max(1, 16 // dtypes.itemsize(tty.dtype))
@@ -817,8 +819,8 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
                     f"elements (16 bytes: as j * BN with BN a constant multiple of {vec})")
     else:
         axes = [i for i, v in enumerate(tup.items) if v.name in induction]
-        if len(axes) != 1 or axes[0] < tty.ndim - 2:
-            return ("its index is not the loop variable on exactly one axis of the last two "
+        if len(axes) != 1 or axes[0] not in plane_axes(res.shape):
+            return ("its index is not the loop variable on exactly one axis of the tile's two "
                     "(as (i, k) or (k, j) in `for k in range(n)`)")
     if not all(_invariant(v.name, loop, defs, typemap) for i, v in enumerate(tup.items)
                if i != axes[0]):
@@ -865,15 +867,32 @@ def _is_transpose(typemap, expr) -> bool:
     return False
 
 
+def plane_axes(shape):
+    """The two axes a staged tile of ``shape`` spans, ``(p, last)``: every other axis has
+    extent 1 (the copies walk the plane of those axes at fixed coordinates on the others,
+    ``lowering/pipeline.PlaneView``); ``p`` the one non-unit axis before the last, or the one
+    before the last where there is none. None for a tile with two or more non-unit axes before
+    its last."""
+    n = len(shape)
+    if n < 2:
+        return None
+    lead = [d for d in range(n - 1) if shape[d] != 1]
+    if len(lead) > 1:
+        return None
+    return (lead[0] if lead else n - 2, n - 1)
+
+
 def _is_squeeze(typemap, expr) -> bool:
-    """``reshape(x, shape)`` of an N-D tile whose leading extents are 1 to its last two."""
+    """``reshape(x, shape)`` of an N-D tile with extent 1 on all but two axes to those two."""
     d = _op(typemap, expr)
     if d is None or d.name != "reshape" or expr.kws or expr.vararg or len(expr.args) != 2:
         return False
     src = typemap.get(expr.args[0].name)
-    return (isinstance(src, TileType) and src.ndim > 2
-            and all(s == 1 for s in src.shape[:-2])
-            and _reshaped_to(typemap, expr) == src.shape[-2:])
+    if not (isinstance(src, TileType) and src.ndim > 2):
+        return False
+    plane = plane_axes(src.shape)
+    return plane is not None and _reshaped_to(typemap, expr) == tuple(src.shape[a]
+                                                                      for a in plane)
 
 
 def _reshaped_to(typemap, expr):

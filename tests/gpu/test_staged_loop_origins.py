@@ -5,7 +5,8 @@ past the tile grid, different in every block, as a causal attention backward's q
 ``range(first, n)``) stages its loads as ``range(n)`` does: the pipeline counts iterations
 from ``a`` and tile ``k``'s copies read tile ``k``, the ordinary load's bounds and zero fill
 (a negative tile index reads padding). A ``load_at`` offset ``o + k * C`` with ``o``
-loop-invariant is staged too, windows of any sign reaching across either edge. On the GPU and
+loop-invariant is staged too, windows of any sign reaching across either edge, as are
+``(BN, 1, D)`` tiles of a packed (S, H, D) tensor (the plane of its first and last axes). On the GPU and
 in the interpreter, against NumPy in float64; the explain checks need no GPU."""
 
 import numpy as np
@@ -80,6 +81,26 @@ def head_window_sums(x, out: nt.Partition[(1, "D")], k0, k1, o, C: nt.Constant,
         t = nt.load_at(x, (h, o + k * C, 0), (1, R, D), padding=0)
         s = s + nt.reshape(nt.sum(nt.astype(t, nt.float32), axis=1), (1, D))
     nt.store(out, s)
+
+
+@nt.jit(num_warps=4)
+def packed_products(a, v, kt, out: nt.Partition[("BM", "D")], s_out: nt.Partition[("BM", "BN")],
+                    h, o, k0, k1, BM: nt.Constant, BN: nt.Constant, D: nt.Constant):
+    """Tiles of a packed (S, H, D) tensor, (BN, 1, D) at rows o + k BN of head h, as a
+    product's operand b (out = sum over k of A's (i, k) tile @ V's rows) and transposed
+    (s_out = sum over k of Q's tile i @ K's rows^T, Q = A's first D columns)."""
+    i = nt.bid(0)
+    acc = nt.zeros((BM, D), nt.float32)
+    s = nt.zeros((BM, BN), nt.float32)
+    q = nt.load(a, (i, 0), (BM, D), padding=0)
+    for k in range(k0, k1):
+        x = nt.load(a, (i, k), (BM, BN), padding=0)
+        y = nt.load_at(v, (o + k * BN, h, 0), (BN, 1, D), padding=0)
+        acc += x @ nt.reshape(y, (BN, D))
+        z = nt.load_at(kt, (o + k * BN, h, 0), (BN, 1, D), padding=0)
+        s += q @ nt.transpose(nt.reshape(z, (BN, D)))
+    nt.store(out, nt.astype(acc, out.dtype))
+    nt.store(s_out, s)
 
 
 def _rand(rng, shape, dt):
@@ -214,6 +235,39 @@ def test_windows_of_a_3d_tensor_at_a_base(tile_backend, k0, k1, o):
                                rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("o,k0,k1", [(0, 0, 3), (-40, 1, 4), (24, -1, 2)])
+def test_tiles_of_a_packed_tensor_feed_products(tile_backend, stages, o, k0, k1):
+    rng = np.random.default_rng()
+    m, S, H, D, BM, BN, h = 96, 150, 3, 64, 64, 32, 1
+    ncols = 256
+    a = _rand(rng, (m, ncols), np.float16)
+    v, kt = _rand(rng, (S, H, D), np.float16), _rand(rng, (S, H, D), np.float16)
+    out = tile_backend.asarray(np.full((m, D), 9, np.float16))
+    s_out = tile_backend.asarray(np.full((m, BN), 9, np.float32))
+    tile_backend.run(packed_products.with_options(num_stages=stages), tile_backend.asarray(a),
+                     tile_backend.asarray(v), tile_backend.asarray(kt),
+                     nt.partition(out, (BM, D)), nt.partition(s_out, (BM, BN)), h, o, k0, k1,
+                     BM, BN, D)
+    want = np.zeros((m, D))
+    want_s = np.zeros((m, BN))
+    a64 = a.astype(np.float64)
+    for k in range(k0, k1):
+        r = np.arange(o + k * BN, o + (k + 1) * BN)
+        ok = ((r >= 0) & (r < S))[:, None]
+        vk = np.where(ok, v[np.clip(r, 0, S - 1), h], 0).astype(np.float64)
+        kk = np.where(ok, kt[np.clip(r, 0, S - 1), h], 0).astype(np.float64)
+        cols = np.arange(k * BN, (k + 1) * BN)
+        x = np.where(((cols >= 0) & (cols < ncols))[None, :], a64[:, np.clip(cols, 0, ncols - 1)],
+                     0)
+        want += x @ vk
+        want_s += a64[:, :D] @ kk.T
+    np.testing.assert_allclose(tile_backend.to_numpy(out).astype(np.float64), want,
+                               rtol=2e-2, atol=5e-2)
+    np.testing.assert_allclose(tile_backend.to_numpy(s_out).astype(np.float64), want_s,
+                               rtol=2e-2, atol=5e-2)
+
+
 def test_explain_says_these_loads_are_pipelined_and_why_not_by_tma():
     a, b = np.zeros((100, 72), np.float16), np.zeros((72, 96), np.float16)
     args = (a, b, nt.partition(np.zeros((100, 96), np.float16), (64, 32)), -1, 3, 64, 32, 32)
@@ -235,3 +289,9 @@ def test_explain_says_these_loads_are_pipelined_and_why_not_by_tma():
     text = str(unaligned.with_options(num_stages=3).explain(
         x, nt.partition(np.zeros((1, 96), np.float32), (1, 32)), 1, cc=(9, 0)))
     assert "starts at a value that is not a visible multiple of 4 elements" in text, text
+    a = np.zeros((96, 256), np.float16)
+    v = np.zeros((150, 3, 64), np.float16)
+    args = (a, v, v, nt.partition(np.zeros((96, 64), np.float16), (64, 64)),
+            nt.partition(np.zeros((96, 32), np.float32), (64, 32)), 1, 0, 0, 3, 64, 32, 64)
+    text = str(packed_products.with_options(num_stages=3).explain(*args, cc=(9, 0)))
+    assert text.count("pipelined: 3 stages of cp.async copies, read by the product") == 3, text

@@ -161,7 +161,7 @@ def test_a_load_whose_leading_coordinate_moves_is_not_pipelined():
     x = np.zeros((4, 64, 64), np.float32)
     text = _explain_lines(moving.with_options(num_stages=3), x,
                           nt.partition(np.zeros((4, 64), np.float32), (1, 32)), 32, 64)
-    assert "not the loop variable on exactly one axis of the last two" in text, text
+    assert "not the loop variable on exactly one axis of the tile's two" in text, text
 
 
 def test_a_load_under_an_if_says_why_it_is_not_pipelined():
