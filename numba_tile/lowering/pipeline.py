@@ -98,9 +98,11 @@ class ChunkPlan:
 
     ``start`` (a loop with an origin, ``StageInfo.origin``: tile indices ``k`` of any sign,
     a ``load_at`` offset ``o + k * C``): the chunk's coordinate along the axis in tile ``k``
-    is ``start + row + k * C`` (``start``: ``o``, or 0); it lies inside exactly in the tiles
-    ``lo <= k < lo + span``, one unsigned compare of ``k - lo`` (``lo``, ``span`` from signed
-    floor divisions, ``span`` 0 where it never does).
+    is ``t0 + row`` with ``t0 = start + k * C`` (``start``: ``o``, or 0; the load sets it in
+    every iteration, :attr:`start`), inside where ``t0 + row`` is below the extent as an
+    unsigned number (a negative one is huge) and the chunk lies inside along the other axis.
+    The chunk's source address in tile ``k`` is its address at ``k = 0`` plus ``k`` steps,
+    computed in wrapping 64-bit arithmetic and used only inside.
     """
 
     def __init__(self, builder, view, ring: Ring, index, axis: int, step: int | None = None,
@@ -129,6 +131,8 @@ class ChunkPlan:
         self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
         t = thread_index(builder)
         self.cells = []
+        self.general = start is not None
+        self.start = start
         for rep in range(reps):
             c = builder.add(t, const_i64(rep * threads))
             r = builder.lshr(c, const_i64(per_row.bit_length() - 1))
@@ -152,16 +156,8 @@ class ChunkPlan:
             dst = layout.offset(builder, builder.trunc(r, I32),
                                 builder.trunc(builder.mul(q, const_i64(16)), I32))
             active32 = None if active is None else builder.zext(active, I32)
-            if start is not None:
-                # inside in tile k: 0 <= row0 + k * C < extent, that is
-                # ceil(-row0 / C) <= k < ceil((extent - row0) / C)
-                row0 = coord[axis]
-                lo = _ceil_div(builder, builder.neg(row0), tile_k)
-                hi = _ceil_div(builder, builder.sub(extent_k, row0), tile_k)
-                some = builder.and_(ok, builder.icmp_signed("<", lo, hi))
-                lo = builder.select(some, lo, const_i64(0))
-                span = builder.select(some, builder.sub(hi, lo), const_i64(0))
-                self.cells.append((dst, src0, span, active32, lo))
+            if start is not None:      # (dst, src0, row, active, inside along the other axis)
+                self.cells.append((dst, src0, local[axis], active32, builder.zext(ok, I32)))
                 continue
             inside = builder.icmp_unsigned("<", coord[axis], extent_k)
             ahead = builder.add(builder.sub(extent_k, coord[axis]), const_i64(tile_k - 1))
@@ -182,8 +178,15 @@ class ChunkPlan:
         kk = jj if kk is None else kk
         slot32 = address32(builder, ring.slot(builder, jj))
         shift = builder.mul(kk, self.step_bytes(view, builder, ring.itemsize))
-        for dst, src0, limit, active, lo in self.cells:
-            ok = builder.icmp_unsigned("<", kk if lo is None else builder.sub(kk, lo), limit)
+        if self.general:
+            t0 = builder.add(self.start, builder.mul(kk, const_i64(self.tile_k)))
+            extent = view.shape[self.axis]
+        for dst, src0, limit, active, other in self.cells:
+            if other is None:
+                ok = builder.icmp_unsigned("<", kk, limit)
+            else:                  # limit: the chunk's row; other: inside along the other axis
+                ok = builder.and_(builder.icmp_unsigned("<", builder.add(t0, limit), extent),
+                                  builder.icmp_unsigned("!=", other, ir.Constant(I32, 0)))
             src = builder.select(ok, builder.add(src0, shift), self.base)
             size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
             args = (builder.add(slot32, dst), src, size)
@@ -215,18 +218,6 @@ class ChunkPlan:
         self.cells = [tuple(None if c is None else builder.load(c) for c in slots)
                       for slots in self._slots]
         self.base = builder.ptrtoint(view.global_ptr(builder, const_i64(0), 1), I64)
-
-
-def _ceil_div(builder, x, c: int):
-    """``ceil(x / c)`` of a signed i64 ``x`` and an int ``c > 0``: ``floor((x + c - 1) / c)``,
-    an arithmetic shift for a power of two, else a truncating division corrected below 0."""
-    y = builder.add(x, const_i64(c - 1))
-    if c & (c - 1) == 0:
-        return builder.ashr(y, const_i64(c.bit_length() - 1))
-    q = builder.sdiv(y, const_i64(c))
-    inexact = builder.icmp_signed("!=", builder.mul(q, const_i64(c)), y)
-    below = builder.icmp_signed("<", y, const_i64(0))
-    return builder.select(builder.and_(inexact, below), builder.sub(q, const_i64(1)), q)
 
 
 class PlaneView:
@@ -335,6 +326,7 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
                 commit(builder)
         plan.carry(builder)
     plan.reload(builder, view)
+    plan.start = start
     if not info.deferred:           # deferred: the product issues the copies (_deferred_*)
         plan.issue(builder, view, ring, builder.add(k, const_i64(S - 2)), tile_at(S - 2))
         commit(builder)
