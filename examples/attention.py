@@ -187,6 +187,10 @@ def check_attention(who: str, q, k, v, o, lse, packed: bool) -> tuple:
     work). Returns ``(heads, kv_heads, D, dtype)``."""
     rank = 3 if packed else 4
     what = "(total, heads, D)" if packed else "(batch, heads, seq, D)"
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse)):
+        if not (hasattr(t, "shape") and hasattr(t, "dtype")):
+            raise ValueError(f"{who}: {name}: expected an array (NumPy, CuPy, Numba or PyTorch) "
+                             f"{what if name != 'lse' else ''}, got {type(t).__name__}")
     dt = dtype_name(q)
     if dt not in DTYPES or len(q.shape) != rank:
         raise ValueError(f"{who}: q: expected a {rank}-D float16 or bfloat16 array {what}, "

@@ -229,6 +229,9 @@ def config(d: int, causal: bool, interpret: bool = False) -> dict:
 def _check_grads(who, q, k, v, o, lse, do, dq, dk, dv, packed):
     _, _, d, dt = check_attention(who, q, k, v, o, lse, packed)
     for name, t, like in (("do", do, q), ("dq", dq, q), ("dk", dk, k), ("dv", dv, k)):
+        if not (hasattr(t, "shape") and hasattr(t, "dtype")):
+            raise ValueError(f"{who}: {name}: expected an array (NumPy, CuPy, Numba or "
+                             f"PyTorch) {tuple(like.shape)} {dt}, got {type(t).__name__}")
         if tuple(t.shape) != tuple(like.shape) or dtype_name(t) != dt:
             raise ValueError(f"{who}: {name}: expected {tuple(like.shape)} {dt}, got "
                              f"{tuple(t.shape)} {dtype_name(t)}")

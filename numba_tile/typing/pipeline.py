@@ -22,12 +22,12 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
   loop-invariant on the others, the last axis' offset whole 16-byte chunks (``C`` and ``o``
   multiples of them there, else an offset visibly one: ``j * BN`` with ``BN`` a constant
   multiple); tile ``k``'s copies start at ``o + k * C`` (``StageInfo.step``);
-* if its tile (16-bit floats or FP8, no padding or a literal zero) is used once, as operand
-  ``a`` or ``b`` of an ``mma``/``matmul``/``@`` in the same block, directly or through a
-  ``reshape`` of an N-D tile to its last two axes and then a ``transpose`` (``.T``,
-  ``permute(x, (1, 0))``) as operand ``b``, the product reads the slot itself (a transposed
-  ``b``'s slot holds N rows of K: K-major, the only form FP8 ``wgmma`` reads, so an FP8 ``b``
-  is staged only that way); any other use of a 16-bit or wider tile gets it read back into
+* if its tile (16-bit floats or FP8, no padding or a literal zero) is used only as operand
+  ``a`` or ``b`` of ``mma``/``matmul``/``@`` products in the same block (one or several),
+  directly or through a ``reshape`` of an N-D tile to its two axes and then a ``transpose``
+  (``.T``, ``permute(x, (1, 0))``) as operand ``b``, the products read the slot itself (a
+  transposed ``b``'s slot holds N rows of K: K-major, the only form FP8 ``wgmma`` reads, so
+  an FP8 ``b`` is staged only that way); any other use of a 16-bit or wider tile gets it read back into
   registers from the slot (padding applied there, the same valid extents as the ordinary
   load); FP8 tiles are staged only into a product's slots.
 
@@ -348,12 +348,13 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
         found = []
         transposed = {}
         steps = {}
+        every_product = {}
         for label in sorted(every):
             for st in blocks[label].body:
                 if not isinstance(st, ir.Assign):
                     continue
                 info = _staged_load(st, label, loop, induction, typemap, calltypes, defs,
-                                    uses, blocks, transposed, steps, typingctx)
+                                    uses, blocks, transposed, steps, typingctx, every_product)
                 if isinstance(info, str):
                     why[id(st.value)] = (st.loc, "not pipelined: " + info)
                 elif info is not None:
@@ -380,7 +381,9 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
             found = []
             origin = False
         n = len(found)
-        deferred = bool(found) and defer_to_product(
+        # a tile read by several products: each product waits for it, the loads' own copies
+        several = any(len(every_product.get(id(f[0].value), ())) > 1 for f in found)
+        deferred = bool(found) and not several and defer_to_product(
             found, found[0][2] is not None and calltypes[found[0][2]].return_type)
         pending, tma, ws = 0, False, False
         # why not TMA / warp specialization, for Kernel.explain (None: taken)
@@ -464,20 +467,23 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                  + (f" ({why_not})" if why_not else ""))
             if product is None:
                 continue
-            psig = calltypes[product]
-            ops = dict(getattr(psig, "operands", None) or {})
-            ops[operand] = key
-            last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
-            before = sum(1 for q in positions if q < ppos)
-            via = transposed.get(key, ())
-            for through in via:
-                dict.__setitem__(calltypes, through.value, StagedSignature.of(
-                    calltypes[through.value], passthrough=True))
-            kmajor = any(_is_transpose(typemap, through.value) for through in via)
-            dict.__setitem__(calltypes, product, StagedSignature.of(
-                psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
-                deferred=deferred, pending=pending, tma=tma,
-                b_kmajor=getattr(psig, "b_kmajor", False) or kmajor, ws=ws))
+            for through in transposed.get(key, ()):
+                if not isinstance(calltypes[through.value], StagedSignature):
+                    dict.__setitem__(calltypes, through.value, StagedSignature.of(
+                        calltypes[through.value], passthrough=True))
+            for prod, op_index, via in every_product.get(key, [(product, operand, ())]):
+                if prod is not product:
+                    ppos = _position(blocks, ppos[0], prod)
+                psig = calltypes[prod]
+                ops = dict(getattr(psig, "operands", None) or {})
+                ops[op_index] = key
+                last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
+                before = sum(1 for q in positions if q < ppos)
+                kmajor = any(_is_transpose(typemap, through.value) for through in via)
+                dict.__setitem__(calltypes, prod, StagedSignature.of(
+                    psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
+                    deferred=deferred, pending=pending, tma=tma,
+                    b_kmajor=getattr(psig, "b_kmajor", False) or kmajor, ws=ws))
         if origin:
             _insert_origin(func_ir, typemap, calltypes, typingctx, found, kvar, start, loop_id)
     return marked
@@ -755,11 +761,11 @@ def _tma_fits(typemap, calltypes, st) -> bool:
 
 
 def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blocks,
-                 transposed=None, steps=None, typingctx=None):
+                 transposed=None, steps=None, typingctx=None, every_product=None):
     """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
     into registers); None for a statement that is no load; else why the load is not staged
     (a str, for ``Kernel.explain``). ``transposed``: where a load reaches operand b of its
-    product through ``transpose`` (``_single_product_use``), ``{id(load expr): transpose
+    product through ``transpose`` (``_product_uses``), ``{id(load expr): transpose
     statement}`` gets the entry. ``steps``: a ``load_at``'s ``{id(expr): step}``."""
     expr = st.value
     d = _op(typemap, expr)
@@ -827,17 +833,23 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
         return "its other coordinate changes in the loop"
     if at and steps is not None:
         steps[id(expr)] = (step, base)
-    product = _single_product_use(st, label, typemap, calltypes, uses)
-    if product is not None and zero and tty.dtype in PRODUCT_DTYPES \
-            and product[0].op == "binop":
-        # a bare ``x @ y``: Numba types a binop again when it lowers it, so the staging facts
-        # would not reach the product; as ``matmul(x, y)`` (the same product) they do
-        call = _as_matmul_call(product[0], blocks[label], typemap, calltypes, typingctx)
-        product = None if call is None else (call,) + tuple(product[1:])
-    if product is not None and zero and tty.dtype in PRODUCT_DTYPES:
-        prod, operand, via = product
-        if via and transposed is not None:
-            transposed[id(expr)] = via
+    products = _product_uses(st, label, typemap, calltypes, uses) \
+        if zero and tty.dtype in PRODUCT_DTYPES else None
+    for i, (prod, operand, via) in enumerate(products or ()):
+        if prod.op == "binop":
+            # a bare ``x @ y``: Numba types a binop again when it lowers it, so the staging
+            # facts would not reach the product; as ``matmul(x, y)`` (the same product) they do
+            call = _as_matmul_call(prod, blocks[label], typemap, calltypes, typingctx)
+            if call is None:
+                products = None
+                break
+            products[i] = (call, operand, via)
+    if products:
+        if transposed is not None:
+            transposed[id(expr)] = [st2 for _p, _o, via in products for st2 in via]
+        if every_product is not None:
+            every_product[id(expr)] = products
+        prod, operand, _via = products[0]
         return st, axes[0], prod, operand
     if tty.dtype not in REGISTER_DTYPES:
         return "FP8 tiles are staged only into a product's slots"
@@ -905,53 +917,61 @@ def _reshaped_to(typemap, expr):
     return lit
 
 
-def _single_product_use(st, label, typemap, calltypes, uses):
-    """``(product expr, operand index, via)`` when the load's tile is used once, as operand a
-    or b of an mma/matmul/@ in the same block, directly or through statements the slot
-    already answers, each result used once in that block: a ``reshape`` of an N-D tile with
-    leading extents 1 to its last two, then a ``transpose`` (as operand b only: the slot then
-    holds b as N rows of K). ``via``: those statements (empty: none); else None. 16-bit
-    operands either way; FP8 ones as a, or as a transposed b (FP8 ``wgmma`` reads both
+def _product_uses(st, label, typemap, calltypes, uses):
+    """``[(product expr, operand index, via), ...]`` when every use of the load's tile is as
+    operand a or b of an mma/matmul/@ in the same block, directly or through statements the
+    slot already answers, whose every use is such a use too: a ``reshape`` of an N-D tile
+    with extent 1 on all but two axes to those two, then a ``transpose`` (as operand b only:
+    the slot then holds b as N rows of K). One tile may feed several products (an attention
+    backward's query tile: ``k q^T`` and ``ds^T q``): each reads the slot, which no copy
+    overwrites before the iteration's last product (``lowering/pipeline.py``). ``via``: a
+    product's path of those statements (empty: none). None where any use is no such use.
+    16-bit operands either way; FP8 ones as a, or as a transposed b (FP8 ``wgmma`` reads both
     operands K-major)."""
-    name = st.target.name
-    users = uses.get(name, [])
-    if len(users) != 1 or users[0][0] != label:
-        return None
-    user = users[0][1]
-    via = []
-    transposed = False
-    for check in (_is_squeeze, _is_transpose):
-        if (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)
-                and user.value.op == "call" and user.value.args
-                and user.value.args[0].name == name and check(typemap, user.value)):
-            via.append(user)
-            transposed = check is _is_transpose
-            name = user.target.name
-            users = uses.get(name, [])
-            if len(users) != 1 or users[0][0] != label:
-                return None
-            user = users[0][1]
-    if not (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)):
-        return None
-    prod = user.value
-    pd = _op(typemap, prod) if prod.op == "call" else None
-    if prod.op == "binop" and prod.fn is _operator.matmul:
-        operands = [prod.lhs, prod.rhs]
-    elif pd is not None and pd.name in ("mma", "matmul") and not prod.vararg:
-        operands = list(prod.args[:2])
-    else:
-        return None
-    hits = [i for i, v in enumerate(operands) if v.name == name]
-    if len(hits) != 1 or prod not in calltypes:
-        return None
-    if transposed and hits[0] != 1:
-        return None
-    dt = calltypes[prod].args[0].dtype
-    if dt not in PRODUCT_DTYPES:
-        return None
-    if dtypes.is_float8(dt) and (hits[0] == 1) != transposed:
-        return None
-    return prod, hits[0], via
+    out = []
+
+    def walk(name, via, squeezed, transposed) -> bool:
+        users = uses.get(name, [])
+        if not users or any(lb != label for lb, _ in users):
+            return False
+        seen = set()
+        for _lb, user in users:
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if not (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)):
+                return False
+            value = user.value
+            if value.op == "call" and value.args and value.args[0].name == name:
+                if not (squeezed or transposed) and _is_squeeze(typemap, value):
+                    if not walk(user.target.name, via + [user], True, False):
+                        return False
+                    continue
+                if not transposed and _is_transpose(typemap, value):
+                    if not walk(user.target.name, via + [user], squeezed, True):
+                        return False
+                    continue
+            pd = _op(typemap, value) if value.op == "call" else None
+            if value.op == "binop" and value.fn is _operator.matmul:
+                operands = [value.lhs, value.rhs]
+            elif pd is not None and pd.name in ("mma", "matmul") and not value.vararg:
+                operands = list(value.args[:2])
+            else:
+                return False
+            hits = [i for i, v in enumerate(operands) if v.name == name]
+            if len(hits) != 1 or value not in calltypes:
+                return False
+            if transposed and hits[0] != 1:
+                return False
+            dt = calltypes[value].args[0].dtype
+            if dt not in PRODUCT_DTYPES:
+                return False
+            if dtypes.is_float8(dt) and (hits[0] == 1) != transposed:
+                return False
+            out.append((value, hits[0], via))
+        return True
+
+    return out if walk(st.target.name, [], False, False) and out else None
 
 
 def _as_matmul_call(binop, block, typemap, calltypes, typingctx):

@@ -199,6 +199,9 @@ def test_malformed_arguments_are_refused_before_any_work():
         fwd.attention(q, q, q, o, lse.astype(np.float16))     # NumPy: the interpreter
     with pytest.raises(ValueError, match=r"attention: q: expected a 4-D float16 or bfloat16"):
         fwd.attention(q.astype(np.float32), q, q, o, lse, interpret=True)
+    with pytest.raises(ValueError, match=r"attention: v: expected an array \(NumPy, CuPy, "
+                                         r"Numba or PyTorch\) .* got list"):
+        fwd.attention(q, q, q.tolist(), o, lse, interpret=True)
     assert (o == 7).all()
     cu = np.array([0, 8], np.int32)
     packed = (q[0, 0][:, None], q[0, 0][:, None], q[0, 0][:, None])

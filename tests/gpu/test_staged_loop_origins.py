@@ -103,6 +103,29 @@ def packed_products(a, v, kt, out: nt.Partition[("BM", "D")], s_out: nt.Partitio
     nt.store(s_out, s)
 
 
+@nt.jit(num_warps=4)
+def two_products_of_one_tile(kt, vt, q, do, dk: nt.Partition[("BN", "D")],
+                             dv: nt.Partition[("BN", "D")], first, BM: nt.Constant,
+                             BN: nt.Constant, D: nt.Constant):
+    """An attention backward's key-block loop without the softmax: each query tile and each
+    output-gradient tile feeds two products (``k q^T`` and ``s^T q``; ``s^T do`` and
+    ``v do^T``), all reading the tiles' slots."""
+    n = nt.bid(0)
+    kb = nt.load(kt, (n, 0), (BN, D), padding=0)
+    vb = nt.load(vt, (n, 0), (BN, D), padding=0)
+    dk_acc = nt.zeros((BN, D), nt.float32)
+    dv_acc = nt.zeros((BN, D), nt.float32)
+    for m in range(first, nt.num_tiles(q, 0, BM)):
+        qt = nt.load(q, (m, 0), (BM, D), padding=0)
+        dot = nt.reshape(nt.load(do, (0, m, 0), (1, BM, D), padding=0), (BM, D))
+        st = kb @ qt.T
+        dv_acc += nt.astype(st, nt.float16) @ dot
+        dst = st * (vb @ dot.T)
+        dk_acc += nt.astype(dst, nt.float16) @ qt
+    nt.store(dk, nt.astype(dk_acc, dk.dtype))
+    nt.store(dv, nt.astype(dv_acc, dv.dtype))
+
+
 def _rand(rng, shape, dt):
     return rng.uniform(-1, 1, shape).astype(dt)
 
@@ -266,6 +289,46 @@ def test_tiles_of_a_packed_tensor_feed_products(tile_backend, stages, o, k0, k1)
                                rtol=2e-2, atol=5e-2)
     np.testing.assert_allclose(tile_backend.to_numpy(s_out).astype(np.float64), want_s,
                                rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("impl", ["wgmma", "sync"])
+@pytest.mark.parametrize("stages,first", [(2, 0), (3, 1), (4, -1)])
+def test_a_tile_feeding_several_products_is_read_from_its_slot(tile_backend, monkeypatch,
+                                                               impl, stages, first):
+    if impl == "sync":
+        monkeypatch.setenv("NUMBA_TILE_MMA", "sync")
+    rng = np.random.default_rng()
+    S, SK, D, BM, BN = 200, 130, 64, 64, 64
+    f16 = np.float16
+    k, v = (rng.uniform(-0.5, 0.5, (SK, D)).astype(f16) for _ in range(2))
+    q, do = (rng.uniform(-0.5, 0.5, (S, D)).astype(f16) for _ in range(2))
+    dk = tile_backend.asarray(np.full((SK, D), 9, np.float32))
+    dv = tile_backend.asarray(np.full((SK, D), 9, np.float32))
+    tile_backend.run(two_products_of_one_tile.with_options(num_stages=stages),
+                     tile_backend.asarray(k), tile_backend.asarray(v), tile_backend.asarray(q),
+                     tile_backend.asarray(do[None]), nt.partition(dk, (BN, D)),
+                     nt.partition(dv, (BN, D)), first, BM, BN, D)
+    want_dk, want_dv = np.zeros((SK, D)), np.zeros((SK, D))
+    k64, v64, q64, do64 = (x.astype(np.float64) for x in (k, v, q, do))
+    for n in range(-(-SK // BN)):
+        rows = slice(n * BN, (n + 1) * BN)
+        for m in range(max(first, 0), -(-S // BM)):
+            cols = slice(m * BM, (m + 1) * BM)
+            st = k64[rows] @ q64[cols].T
+            st16 = st.astype(f16).astype(np.float64)
+            want_dv[rows] += st16 @ do64[cols]
+            dst = (st * (v64[rows] @ do64[cols].T)).astype(f16).astype(np.float64)
+            want_dk[rows] += dst @ q64[cols]
+    np.testing.assert_allclose(tile_backend.to_numpy(dv), want_dv, rtol=2e-2, atol=5e-2)
+    np.testing.assert_allclose(tile_backend.to_numpy(dk), want_dk, rtol=2e-2, atol=5e-2)
+    if tile_backend.name != "interpreter":
+        return
+    args = (k, v, q, do[None], nt.partition(np.zeros((SK, D), np.float32), (BN, D)),
+            nt.partition(np.zeros((SK, D), np.float32), (BN, D)), first, BM, BN, D)
+    text = str(two_products_of_one_tile.with_options(num_stages=stages).explain(*args,
+                                                                                cc=(9, 0)))
+    assert text.count(f"pipelined: {stages} stages of cp.async copies, read by the product") \
+        == 2, text
 
 
 def test_explain_says_these_loads_are_pipelined_and_why_not_by_tma():
