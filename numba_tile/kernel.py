@@ -502,8 +502,9 @@ class Kernel(KernelInspection, Launchable):
         impl = mma_impl()           # NUMBA_TILE_MMA, read once per lookup
         # the experiment switch of typing/pipeline.pending_products, keyed like the rest
         from .typing.pipeline import cluster_enabled, tma_enabled, ws_enabled
+        from .typing.placement import register_a_enabled
         pend = (os.environ.get("NUMBA_TILE_WGMMA_PENDING", "").strip(), tma_enabled(),
-                ws_enabled(), cluster_enabled())
+                ws_enabled(), cluster_enabled(), register_a_enabled())
         ck = self._compiled.get((key, cc, impl, pend))
         if ck is None:
             with self._lock:
@@ -512,7 +513,7 @@ class Kernel(KernelInspection, Launchable):
                     snap = self.snapshot(key)
                     options = {"num_warps": self.num_warps, "unchecked": self.unchecked,
                                "mma": impl, "wgmma_pending": pend[0], "tma": pend[1],
-                               "ws": pend[2], "cluster": pend[3],
+                               "ws": pend[2], "cluster": pend[3], "register_a": pend[4],
                                "min_blocks_per_sm": self.min_blocks_per_sm,
                                "num_stages": self.num_stages,
                                "params": tuple((p.name, p.role, p.declared) for p in self.params)}

@@ -29,6 +29,12 @@ from .pipeline import StagedSignature
 from .types import TileType
 
 
+def register_a_enabled() -> bool:
+    """``NUMBA_TILE_REGISTER_A=1``: :func:`place_register_operands` retypes loaded operands."""
+    import os
+    return os.environ.get("NUMBA_TILE_REGISTER_A", "").strip() == "1"
+
+
 def place_register_operands(func_ir, typemap, calltypes, typingctx) -> int:
     """Make a product's operand ``a`` directly in the registers ``wgmma`` reads it from.
 
@@ -42,7 +48,15 @@ def place_register_operands(func_ir, typemap, calltypes, typingctx) -> int:
     unmasked, made outside a loop of the products that read them, whose products
     accumulate over the same rows and threads, at most 64 registers of fragments a thread;
     not a pipelined load (the product reads its slots). Returns how many were retyped.
+
+    Off unless ``NUMBA_TILE_REGISTER_A=1`` (part of ``Kernel.compile``'s cache keys): on the
+    H100 (2026-12-08) kernels with such a tile of K = 64 columns (attention at head dimension
+    64, a backward's key tile) gave wrong results, and any one of this retyping, the index
+    placement, the register form or the fence's ties taken away made them right; K = 128 ones
+    were right. Not explained yet; the operand is staged through shared memory meanwhile.
     """
+    if not register_a_enabled():
+        return 0
     defs, uses = _defs_and_uses(func_ir)
 
     def product_of(st, name):

@@ -105,10 +105,12 @@ def _loop_body(ptx: str) -> str:
     return "\n".join(lines[at[0]:at[-1] + 1])
 
 
-def test_the_online_softmax_loop_touches_shared_memory_only_through_its_pipeline():
+def test_the_online_softmax_loop_touches_shared_memory_only_through_its_pipeline(monkeypatch):
     """Between its products the loop moves nothing through shared memory: the row maximum
     and sum stay in the scores' rows, the positions are made in the scores' rows and
-    columns, the probabilities and the queries are the products' register operands."""
+    columns, the probabilities and (with ``NUMBA_TILE_REGISTER_A=1``) the queries are the
+    products' register operands."""
+    monkeypatch.setenv("NUMBA_TILE_REGISTER_A", "1")
     z = np.zeros((300, 64), np.float16)
     ptx = causal_online.with_options(num_warps=4, num_stages=3).ptx(
         z, z, z, nt.partition(np.zeros((300, 64), np.float32), (64, 64)), 64, 64, 64,
@@ -118,6 +120,20 @@ def test_the_online_softmax_loop_touches_shared_memory_only_through_its_pipeline
         "shared memory between the loop's products"
     wgmma = re.findall(r"wgmma\.mma_async\S* \{[^}]*\}, (\S+)", ptx)
     assert wgmma and all(a.startswith("{") for a in wgmma), wgmma    # A from registers
+
+
+def test_loaded_operands_are_staged_unless_register_a_is_asked(monkeypatch):
+    """By default the queries (a loaded tile) reach the scores' product through shared
+    memory; the probabilities (an accumulator) stay the register operand of ``p @ v``."""
+    monkeypatch.delenv("NUMBA_TILE_REGISTER_A", raising=False)
+    z = np.zeros((300, 64), np.float16)
+    ptx = causal_online.with_options(num_warps=4, num_stages=3).ptx(
+        z, z, z, nt.partition(np.zeros((300, 64), np.float32), (64, 64)), 64, 64, 64,
+        cc=(9, 0))
+    shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\S* \{[^}]*\}, (\S+)",
+                        ptx)
+    from_regs = {a.startswith("{") for _shape, a in shapes}
+    assert from_regs == {True, False}, shapes
 
 
 def test_a_row_reduction_of_an_accumulator_moves_nothing_through_shared_memory():
