@@ -63,7 +63,7 @@ class Ring:
     def __init__(self, builder, tile, stages: int, what: str):
         from .staging import AtomStaged, align_1024, staging_layout
         from .. import dtypes
-        from ..typing.pipeline import plane_axes
+        from ..typing.operand_uses import plane_axes
         p, last = plane_axes(tile.shape)            # an N-D tile: extent 1 on the others
         self.rows, self.cols = tile.shape[p], tile.shape[last]
         self.itemsize = dtypes.itemsize(tile.dtype)
@@ -306,7 +306,7 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
     plan = None
     full_view, full_index = view, index
     if view.ty.ndim > 2:            # the plane at the other coordinates (loop-invariant)
-        from ..typing.pipeline import plane_axes
+        from ..typing.operand_uses import plane_axes
         plane = plane_axes(tile.shape)
         view, index = PlaneView(builder, view, index, plane), [index[d] for d in plane]
         axis = plane.index(info.axis)
@@ -385,7 +385,7 @@ def _read_back(context, builder, view, index, tile, ring: Ring, k, padty, pad, a
     slot = staging_layout(ring.slot(builder, k), ring.rows, ring.cols, ring.itemsize)
     storage = ir.IntType(8 * ring.itemsize)
     elems = []
-    from ..typing.pipeline import plane_axes
+    from ..typing.operand_uses import plane_axes
     p, last = plane_axes(tile.shape)
     for rep in range(layout.reps):
         coords = chunk_coords(builder, layout, rep)        # N-D: extent 1 on the others

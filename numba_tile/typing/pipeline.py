@@ -39,7 +39,6 @@ bytes are read: the same bounds, the same zero fill.
 
 from __future__ import annotations
 
-import operator as _operator
 from dataclasses import dataclass
 
 from numba.cuda import types
@@ -48,6 +47,8 @@ from numba.cuda.typing.templates import Signature
 
 from .. import dtypes
 from .._registry import op_for_key
+from .operand_uses import (PRODUCT_DTYPES, REGISTER_DTYPES, as_matmul_call, bound_args,
+                           is_transpose, plane_axes, product_uses, zero_padding)
 from .types import TensorType, TileType
 from .loop_ir import (_INT_BINOPS, _aligned, _induction_variable, _invariant, _latches,
                       _loop_linear, _op, _pair_first, _range_bound, _range_start, _single_def,
@@ -363,7 +364,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                         (label, i) for i, s2 in enumerate(blocks[label].body)
                         if isinstance(s2, ir.Assign) and s2.value is prod)
                     found.append(info + ((label, blocks[label].body.index(st)), ppos))
-        # positions again: a later load's product rewrite (_as_matmul_call) inserts a
+        # positions again: a later load's product rewrite (as_matmul_call) inserts a
         # statement, moving those recorded before it
         found = [f[:4] + (_position(blocks, f[4][0], f[0]),
                           None if f[2] is None else _position(blocks, f[5][0], f[2]))
@@ -479,7 +480,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                 ops[op_index] = key
                 last = max(order, getattr(psig, "wait", None) and psig.wait[0] or 0)
                 before = sum(1 for q in positions if q < ppos)
-                kmajor = any(_is_transpose(typemap, through.value) for through in via)
+                kmajor = any(is_transpose(typemap, through.value) for through in via)
                 dict.__setitem__(calltypes, prod, StagedSignature.of(
                     psig, operands=ops, wait=(last, wait_depth(n, last, before, num_stages)),
                     deferred=deferred, pending=pending, tma=tma,
@@ -615,7 +616,7 @@ def _persistent_tiles(cfg, loops, header, loop, found, defs, typemap, bound, blo
     ds_out = []
     for f in found:
         st, axis = f[0], f[1]
-        tup = _single_def(_bound_args(st.value)[1].name, defs)
+        tup = _single_def(bound_args(st.value)[1].name, defs)
         v = tup.items[1 - axis]
         d = _single_def(v.name, defs)
         while isinstance(d, ir.Var):
@@ -765,7 +766,7 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     """``(st, axis, product, operand)`` of a load the loop stages (``product`` None: read back
     into registers); None for a statement that is no load; else why the load is not staged
     (a str, for ``Kernel.explain``). ``transposed``: where a load reaches operand b of its
-    product through ``transpose`` (``_product_uses``), ``{id(load expr): transpose
+    product through ``transpose`` (``operand_uses.product_uses``), ``{id(load expr): transpose
     statement}`` gets the entry. ``steps``: a ``load_at``'s ``{id(expr): step}``."""
     expr = st.value
     d = _op(typemap, expr)
@@ -791,8 +792,8 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
         return "a tile row is narrower than 16 bytes"
     no_padding = isinstance(pty, types.NoneType) or (isinstance(pty, types.Omitted)
                                                       and pty.value is None)
-    zero = no_padding or _zero_padding(pty)
-    args = _bound_args(expr, "offset" if at else "index")
+    zero = no_padding or zero_padding(pty)
+    args = bound_args(expr, "offset" if at else "index")
     if args is None:
         return "its arguments are not plain variables"
     tensor, index = args
@@ -833,13 +834,13 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
         return "its other coordinate changes in the loop"
     if at and steps is not None:
         steps[id(expr)] = (step, base)
-    products = _product_uses(st, label, typemap, calltypes, uses) \
+    products = product_uses(st, label, typemap, calltypes, uses) \
         if zero and tty.dtype in PRODUCT_DTYPES else None
     for i, (prod, operand, via) in enumerate(products or ()):
         if prod.op == "binop":
             # a bare ``x @ y``: Numba types a binop again when it lowers it, so the staging
             # facts would not reach the product; as ``matmul(x, y)`` (the same product) they do
-            call = _as_matmul_call(prod, blocks[label], typemap, calltypes, typingctx)
+            call = as_matmul_call(prod, blocks[label], typemap, calltypes, typingctx)
             if call is None:
                 products = None
                 break
@@ -854,169 +855,3 @@ def _staged_load(st, label, loop, induction, typemap, calltypes, defs, uses, blo
     if tty.dtype not in REGISTER_DTYPES:
         return "FP8 tiles are staged only into a product's slots"
     return st, axes[0], None, None        # read back into registers by the load itself
-
-
-#: dtypes a staged load reads back into registers (16-byte copies of any of them)
-REGISTER_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
-                   dtypes.int8, dtypes.int32, dtypes.int64)
-#: dtypes whose staged tiles a product reads from the slots
-PRODUCT_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float8_e4m3fn, dtypes.float8_e5m2)
-
-
-def _is_transpose(typemap, expr) -> bool:
-    """``transpose(x)`` or ``permute(x, (1, 0))`` of a 2-D tile."""
-    d = _op(typemap, expr)
-    if d is None or expr.kws or expr.vararg:
-        return False
-    if d.name in ("transpose", "_attr_T") and len(expr.args) == 1:
-        return isinstance(typemap.get(expr.args[0].name), TileType)
-    if d.name == "permute" and len(expr.args) == 2:
-        dims = typemap.get(expr.args[1].name)
-        lit = getattr(dims, "literal_value", None) if dims is not None else None
-        if lit is None and isinstance(dims, types.BaseTuple):
-            lit = tuple(getattr(t, "literal_value", None) for t in dims)
-        return lit is not None and tuple(lit) == (1, 0)
-    return False
-
-
-def plane_axes(shape):
-    """The two axes a staged tile of ``shape`` spans, ``(p, last)``: every other axis has
-    extent 1 (the copies walk the plane of those axes at fixed coordinates on the others,
-    ``lowering/pipeline.PlaneView``); ``p`` the one non-unit axis before the last, or the one
-    before the last where there is none. None for a tile with two or more non-unit axes before
-    its last."""
-    n = len(shape)
-    if n < 2:
-        return None
-    lead = [d for d in range(n - 1) if shape[d] != 1]
-    if len(lead) > 1:
-        return None
-    return (lead[0] if lead else n - 2, n - 1)
-
-
-def _is_squeeze(typemap, expr) -> bool:
-    """``reshape(x, shape)`` of an N-D tile with extent 1 on all but two axes to those two."""
-    d = _op(typemap, expr)
-    if d is None or d.name != "reshape" or expr.kws or expr.vararg or len(expr.args) != 2:
-        return False
-    src = typemap.get(expr.args[0].name)
-    if not (isinstance(src, TileType) and src.ndim > 2):
-        return False
-    plane = plane_axes(src.shape)
-    return plane is not None and _reshaped_to(typemap, expr) == tuple(src.shape[a]
-                                                                      for a in plane)
-
-
-def _reshaped_to(typemap, expr):
-    shape = typemap.get(expr.args[1].name)
-    if isinstance(shape, types.BaseTuple):
-        lit = tuple(getattr(t, "literal_value", None) for t in shape)
-    else:
-        lit = getattr(shape, "literal_value", None)
-        lit = tuple(lit) if isinstance(lit, tuple) else None
-    return lit
-
-
-def _product_uses(st, label, typemap, calltypes, uses):
-    """``[(product expr, operand index, via), ...]`` when every use of the load's tile is as
-    operand a or b of an mma/matmul/@ in the same block, directly or through statements the
-    slot already answers, whose every use is such a use too: a ``reshape`` of an N-D tile
-    with extent 1 on all but two axes to those two, then a ``transpose`` (as operand b only:
-    the slot then holds b as N rows of K). One tile may feed several products (an attention
-    backward's query tile: ``k q^T`` and ``ds^T q``): each reads the slot, which no copy
-    overwrites before the iteration's last product (``lowering/pipeline.py``). ``via``: a
-    product's path of those statements (empty: none). None where any use is no such use.
-    16-bit operands either way; FP8 ones as a, or as a transposed b (FP8 ``wgmma`` reads both
-    operands K-major)."""
-    out = []
-
-    def walk(name, via, squeezed, transposed) -> bool:
-        users = uses.get(name, [])
-        if not users or any(lb != label for lb, _ in users):
-            return False
-        seen = set()
-        for _lb, user in users:
-            if id(user) in seen:
-                continue
-            seen.add(id(user))
-            if not (isinstance(user, ir.Assign) and isinstance(user.value, ir.Expr)):
-                return False
-            value = user.value
-            if value.op == "call" and value.args and value.args[0].name == name:
-                if not (squeezed or transposed) and _is_squeeze(typemap, value):
-                    if not walk(user.target.name, via + [user], True, False):
-                        return False
-                    continue
-                if not transposed and _is_transpose(typemap, value):
-                    if not walk(user.target.name, via + [user], squeezed, True):
-                        return False
-                    continue
-            pd = _op(typemap, value) if value.op == "call" else None
-            if value.op == "binop" and value.fn is _operator.matmul:
-                operands = [value.lhs, value.rhs]
-            elif pd is not None and pd.name in ("mma", "matmul") and not value.vararg:
-                operands = list(value.args[:2])
-            else:
-                return False
-            hits = [i for i, v in enumerate(operands) if v.name == name]
-            if len(hits) != 1 or value not in calltypes:
-                return False
-            if transposed and hits[0] != 1:
-                return False
-            dt = calltypes[value].args[0].dtype
-            if dt not in PRODUCT_DTYPES:
-                return False
-            if dtypes.is_float8(dt) and (hits[0] == 1) != transposed:
-                return False
-            out.append((value, hits[0], via))
-        return True
-
-    return out if walk(st.target.name, [], False, False) and out else None
-
-
-def _as_matmul_call(binop, block, typemap, calltypes, typingctx):
-    """Replace the binop ``x @ y`` (its statement in ``block``) by the call ``matmul(x, y)``,
-    typed; returns the call, or None (no typing context, or it does not type: the caller then
-    leaves the load unstaged for the product, reading it back into registers)."""
-    from .. import language
-    if typingctx is None:
-        return None
-    stmt = next((st for st in block.body if isinstance(st, ir.Assign) and st.value is binop),
-                None)
-    if stmt is None:
-        return None
-    fnty = typingctx.resolve_value_type(language.matmul)
-    sig = fnty.get_call_type(typingctx, (typemap[binop.lhs.name], typemap[binop.rhs.name]), {})
-    if sig is None or sig.return_type != typemap[stmt.target.name]:
-        return None
-    fn_var = block.scope.redefine("$matmul_fn", stmt.loc)
-    call = ir.Expr.call(fn_var, [binop.lhs, binop.rhs], (), stmt.loc)
-    typemap[fn_var.name] = fnty
-    dict.__setitem__(calltypes, call, sig)
-    i = block.body.index(stmt)
-    block.body.insert(i, ir.Assign(ir.Global("matmul", language.matmul, stmt.loc), fn_var,
-                                   stmt.loc))
-    stmt.value = call            # the same statement: the caller's use lists still find it
-    return call
-
-
-def _zero_padding(pty):
-    lit = getattr(pty, "literal_value", None) if isinstance(pty, types.Literal) else None
-    return lit is not None and not isinstance(lit, bool) and lit == 0
-
-
-def _bound_args(expr, index_name: str = "index"):
-    """``(tensor, index)`` variables of a ``load`` call (``load_at``: ``index_name`` is
-    ``"offset"``), or None (keywords other than ``padding``/``shape``/the index, or star
-    arguments, are not analysed)."""
-    if expr.vararg or expr.varkwarg:
-        return None
-    names = ["x", index_name, "shape", "padding"]
-    bound = dict(zip(names, expr.args))
-    for k, v in expr.kws:
-        if k not in names or k in bound:
-            return None
-        bound[k] = v
-    if "x" not in bound or index_name not in bound:
-        return None
-    return bound["x"], bound[index_name]
