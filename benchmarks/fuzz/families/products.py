@@ -122,7 +122,9 @@ def mma_forms(a, b, c: nt.Partition[("BM", "BN")], k0, k1, o, BM: nt.Constant,
     product: the result is ``-A @ B``); 3, the last K step's ``x @ y`` alone; 4, a loop
     ``range(k0, nk + k1)`` (starting anywhere: before the grid, inside it, past it); 5,
     ``load_at`` at ``o * AL + k * BK`` (a base of whole 16-byte chunks, any sign) over
-    ``range(k0, nk + k1)``."""
+    ``range(k0, nk + k1)``; 6, each tile read by two products (``acc += x @ y`` and
+    ``acc -= (x @ y) * 0.5``: the result is ``A @ B / 2``); 7, ``a`` of shape (M, 2, K) read as
+    ``(BM, 1, BK)`` tiles of its second row (a middle axis of extent 1) and reshaped."""
     for idx in nt.tiles(c):
         acc = nt.zeros((BM, BN), ACC)
         if FORM == 0:
@@ -150,11 +152,22 @@ def mma_forms(a, b, c: nt.Partition[("BM", "BN")], k0, k1, o, BM: nt.Constant,
                 x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
                 y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
                 acc = nt.mma(x, y, acc)
-        else:
+        elif FORM == 5:
             for k in range(k0, nt.num_tiles(a, 1, BK) + k1):
                 x = nt.load_at(a, (idx[0] * BM, o * AL + k * BK), (BM, BK), padding=0)
                 y = nt.load_at(b, (k * BK + o * AL, idx[1] * BN), (BK, BN), padding=0)
                 acc += x @ y
+        elif FORM == 6:
+            for k in range(nt.num_tiles(a, 1, BK)):
+                x = nt.load(a, (idx[0], k), (BM, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc += x @ y
+                acc -= (x @ y) * 0.5
+        else:
+            for k in range(nt.num_tiles(a, 2, BK)):
+                x = nt.load(a, (idx[0], 1, k), (BM, 1, BK), padding=0)
+                y = nt.load(b, (k, idx[1]), (BK, BN), padding=0)
+                acc = nt.mma(nt.reshape(x, (BM, BK)), y, acc)
         nt.store(c, nt.astype(acc, OUT), idx)
 
 
@@ -264,7 +277,7 @@ def sample_forms(space) -> dict:
     al = cfg["align"]
     cfg["shape"] = [_extent(space, bm, al, 3), _extent(space, bn, al, 3),
                     _extent(space, bk, al, 4)]
-    cfg["form"] = space.choice((0, 1, 2, 3, 4, 5))
+    cfg["form"] = space.choice((0, 1, 2, 3, 4, 5, 6, 7))
     cfg["k0"], cfg["k1"], cfg["o"] = (space.integer(-3, 3), space.integer(-2, 2),
                                       space.integer(-4, 4))
     if cfg["form"] != 1 and cfg["acc"] == "float16":
@@ -376,10 +389,15 @@ def run_forms(cfg, env):
     if form == 1:             # batch 1 of two: a wrong leading coordinate reads batch 0
         a_in = np.stack([values(env.rng, (m, k), dt, cfg["dist"]), a])
         b_in = np.stack([values(env.rng, (k, n), dt, cfg["dist"]), b])
+    elif form == 7:           # a's second row of two: a wrong middle coordinate reads the first
+        a_in = np.stack([values(env.rng, (m, k), dt, cfg["dist"]), a], axis=1)
+        b_in = b
     else:
         a_in, b_in = a, b
     av, bv = env.view(a_in, "plain", align=al), env.view(b_in, "plain", align=al)
     a, b = (av.host[1], bv.host[1]) if form == 1 else (av.host, bv.host)
+    if form == 7:
+        a = av.host[:, 1]
     cv = env.output((m, n), cfg["out"], "plain", align=al)
     c = env.partition(cv.dev, (bm, bn), blocks=cfg["blocks"])
     k0, k1, o = cfg.get("k0", 0), cfg.get("k1", 0), cfg.get("o", 0)
@@ -398,6 +416,8 @@ def run_forms(cfg, env):
     if form == 2:
         want = -want if np_dtype(cfg["out"]).kind not in "iu" else \
             wrap(-np.asarray(a, np.int64) @ np.asarray(b, np.int64), cfg["out"])
+    if form == 6:
+        want = want * 0.5
     env.check_view("C", cv, want, scale=np.abs(f64(a)) @ np.abs(f64(b)),
                    **_tolerance(cfg, k))
 
