@@ -1,7 +1,9 @@
 """Row kernels: softmax-style rows (softmax, layer norm, RMS norm over each (BM, BN) tile of a
 row, keepdims reductions broadcast back), looped and pipelined loads (row statistics over
 the column tiles of a ``for k in range(num_tiles(...))`` loop, ``num_stages`` 1 to 5, masked,
-zero- and -inf-padded loads of one input, several loads per iteration), and long rows as
+zero- and -inf-padded loads of one input, several loads per iteration; windows of column
+tiles over ``range(k0, nk + k1)`` read by ``load`` or by ``load_at`` at ``o + k * BN``), and
+long rows as
 block-owned strips (``strips``, a chunked softmax whose passes loop over the row, running
 sums walked forwards or backwards with ``tiles(y, row, reverse=...)``, and the visit order of
 a persistent ``tiles(y, reverse=...)`` walk)."""
@@ -57,6 +59,21 @@ def row_stats(x, y, out: nt.Partition[("BM", 4)], BM: nt.Constant, BN: nt.Consta
         c = c + nt.sum(nt.filled(nt.where(v == v, 1.0, 0.0), 0.0), 1, keepdims=True)
     nt.store(out, nt.where(nt.arange(4) == 0, s, nt.where(nt.arange(4) == 1, m, nt.where(
         nt.arange(4) == 2, d, c))))
+
+
+def window_row_sums(x, out: nt.Partition[("BM", 1)], k0, k1, o, BM: nt.Constant,
+                    BN: nt.Constant, AL: nt.Constant, AT: nt.Constant):
+    """Per row, the sum over the column tiles of ``range(k0, nk + k1)`` (a loop starting
+    anywhere), read by ``load`` at tile ``k`` or (AT) by ``load_at`` at columns
+    ``o * AL + k * BN`` (a base of whole 16-byte chunks, any sign)."""
+    s = nt.zeros((BM, 1), nt.float32)
+    for k in range(k0, nt.num_tiles(x, 1, BN) + k1):
+        if AT:
+            t = nt.load_at(x, (nt.bid(0) * BM, o * AL + k * BN), (BM, BN), padding=0)
+        else:
+            t = nt.load(x, (nt.bid(0), k), (BM, BN), padding=0)
+        s = s + nt.sum(nt.astype(t, nt.float32), 1, keepdims=True)
+    nt.store(out, s)
 
 
 def row_sums_int(x, out: nt.Partition[("BM", 2)], BM: nt.Constant, BN: nt.Constant,
@@ -144,7 +161,9 @@ def sample_looped(space) -> dict:
     return {"dtype": dtype, "tile": [bm, bn], "shape": [space.extent(bm, 4), cols],
             "num_warps": warps, "num_stages": space.stages(), "align": align,
             "views": [space.choice(("plain", "plain", "framed", "framed", "flip", "strided")),
-                      space.choice(("plain", "framed", "broadcast"))], "seed": space.seed()}
+                      space.choice(("plain", "framed", "broadcast"))], "seed": space.seed(),
+            "window": (space.integer(-3, 3), space.integer(-2, 2), space.integer(-4, 4),
+                       space.chance(0.5)) if space.chance(0.35) else None}
 
 
 def sample_strips(space) -> dict:
@@ -211,6 +230,20 @@ def run_looped(cfg, env):
     x = values(env.rng, (r, c), dtype, "wide" if integer and dtype != "int64" else "ints")
     xv = env.view(x, cfg["views"][0], align=cfg["align"])
     xs = f64(xv.host)
+    if cfg.get("window") and not integer:
+        k0, k1, o, at = cfg["window"]
+        al = cfg["align"]
+        ov = env.output((r, 1), "float32")
+        env.launch(_kernel(window_row_sums, cfg), xv.dev, env.partition(ov.dev, (bm, 1)), k0,
+                   k1, o, bm, bn, al, at)
+        nk = cdiv(c, bn)
+        base = o * al if at else 0
+        lo = max(base + k0 * bn, 0)
+        hi = max(min(base + (nk + k1) * bn, c), lo)
+        x32 = xs.astype(np.float32).astype(np.float64)[:, lo:hi]
+        env.check_view("window sums", ov, x32.sum(1, keepdims=True),
+                       scale=np.abs(x32).sum(1, keepdims=True), srtol=(c + 2) * 2.0 ** -24)
+        return
     if integer:
         ov = env.output((r, 2), "int64")
         lo = int(np.iinfo(np.int64).min)
