@@ -57,7 +57,7 @@ from .language import (abs_ as abs, arange, argmax, argmin, astype, atomic_add, 
                        rand, randint, randint4x, randn,
                        sigmoid, sin, sqrt, static_range, store, strips, tanh, tiles, where, zeros,
                        trunc, rint, erf, erfc, log1p, expm1, log10, cbrt, tan, asin, acos, atan,
-                       sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, isnan, isinf, isfinite)
+                       sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, fdiv, isnan, isinf, isfinite)
 from .runtime.capture import Graph
 from .runtime.defaults import launch_defaults
 from .runtime.driver import gpu_available
@@ -101,7 +101,7 @@ __all__ = [
     "load", "load_at", "load_like", "store", "tiles", "static_range", "where", "filled", "astype", "minimum", "maximum",
     "mulhi", "umulhi",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
-    "floor", "ceil", *("trunc", "rint", "erf", "erfc", "log1p", "expm1", "log10", "cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "copysign", "isnan", "isinf", "isfinite"), "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
+    "floor", "ceil", *("trunc", "rint", "erf", "erfc", "log1p", "expm1", "log10", "cbrt", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "hypot", "copysign", "fdiv", "isnan", "isinf", "isfinite"), "full", "zeros", "arange", "bid", "num_blocks", "num_tiles", "strips",
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "bool_",
     "uint8", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
     "mma", "matmul",

@@ -831,7 +831,7 @@ def umulhi(x, y):
 from .language_math import (  # noqa: E402,F401 - the math ops, re-exported
     MATH_FUNCTIONS, MATH_FUNCTIONS2, PREDICATES, exp, exp2, log, log2, sqrt, rsqrt, tanh,
     sigmoid, sin, cos, floor, ceil, trunc, rint, erf, erfc, log1p, expm1, log10, cbrt, tan,
-    asin, acos, atan, sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, isnan, isinf,
+    asin, acos, atan, sinh, cosh, asinh, acosh, atanh, atan2, hypot, copysign, fdiv, isnan, isinf,
     isfinite)
 
 

@@ -77,6 +77,14 @@ MATH_FUNCTIONS2 = {
               "atan2"),
     "hypot": ("sqrt(x**2 + y**2) without overflow", "hypot"),
     "copysign": ("the magnitude of x with the sign of y", "copysign"),
+    "fdiv": ("x / y without IEEE rounding: in float32 (and float16/bfloat16, computed in "
+             "float32) ``div.full.f32``, at most 2 ulp from the correctly rounded quotient for "
+             "``|y|`` in ``[2**-126, 2**126]`` (PTX ISA), branch-free; float64 is the IEEE "
+             "division. The float32 ``/`` is IEEE's ``div.rn.f32``, whose slow path ptxas "
+             "makes a call, and any call in a kernel makes ptxas serialize its ``wgmma`` "
+             "instructions (C7509): a kernel on Hopper's tensor cores that divides takes "
+             "``fdiv`` (Triton's ``/`` of float32 is this division; the interpreter computes "
+             "the correctly rounded quotient)", None),
 }
 
 #: Float predicates: name -> description; bool tiles (integer tiles: never NaN or infinite).
@@ -118,12 +126,14 @@ def _math2(name, doc):
     return _stub(name, False, (
         f"Elementwise {doc}.\n\n    Args:\n        x, y (Tile or scalar, one a tile; broadcast "
         f"as arithmetic): float, or integer computed in float32.\n\n    Returns:\n        Tile "
-        f"of the operands' promoted float dtype. Lowered to libdevice (``__nv_*``).\n"))
+        f"of the operands' promoted float dtype. Lowered to libdevice (``__nv_*``) unless said "
+        f"otherwise.\n"))
 
 
 atan2 = _math2("atan2", MATH_FUNCTIONS2["atan2"][0])
 hypot = _math2("hypot", MATH_FUNCTIONS2["hypot"][0])
 copysign = _math2("copysign", MATH_FUNCTIONS2["copysign"][0])
+fdiv = _math2("fdiv", MATH_FUNCTIONS2["fdiv"][0])
 
 
 def _predicate(name, doc):

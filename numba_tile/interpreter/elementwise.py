@@ -179,7 +179,8 @@ _NUMPY_MATH = {
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
 }
 assert set(_NUMPY_MATH) == set(MATH_FUNCTIONS)
-_NUMPY_MATH2 = {"atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign}
+_NUMPY_MATH2 = {"atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
+                "fdiv": np.divide}
 assert set(_NUMPY_MATH2) == set(MATH_FUNCTIONS2)
 
 

@@ -363,6 +363,9 @@ def _math2_lowering(name):
 
     def combine(builder, a, b, dt):
         fty = a.type
+        if base is None:           # fdiv: div.full.f32 (float64: the IEEE division)
+            return _div_full(builder, a, b) if isinstance(fty, ir.FloatType) else \
+                builder.fdiv(a, b)
         fname = f"__nv_{base}f" if isinstance(fty, ir.FloatType) else f"__nv_{base}"
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty, fty]),
                                             fname)

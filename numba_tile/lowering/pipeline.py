@@ -133,6 +133,7 @@ class ChunkPlan:
         self.cells = []
         self.general = start is not None
         self.start = start
+        self.step = step
         for rep in range(reps):
             c = builder.add(t, const_i64(rep * threads))
             r = builder.lshr(c, const_i64(per_row.bit_length() - 1))
@@ -181,12 +182,21 @@ class ChunkPlan:
         if self.general:
             t0 = builder.add(self.start, builder.mul(kk, const_i64(self.tile_k)))
             extent = view.shape[self.axis]
+            in_grid = None
+            if self.step is None:
+                # a tile index: inside the tile grid (an unsigned compare, as the ordinary
+                # load's), so that k * tile cannot wrap back into the array
+                grid = builder.udiv(builder.add(extent, const_i64(self.tile_k - 1)),
+                                    const_i64(self.tile_k))
+                in_grid = builder.icmp_unsigned("<", kk, grid)
         for dst, src0, limit, active, other in self.cells:
             if other is None:
                 ok = builder.icmp_unsigned("<", kk, limit)
             else:                  # limit: the chunk's row; other: inside along the other axis
                 ok = builder.and_(builder.icmp_unsigned("<", builder.add(t0, limit), extent),
                                   builder.icmp_unsigned("!=", other, ir.Constant(I32, 0)))
+                if in_grid is not None:
+                    ok = builder.and_(ok, in_grid)
             src = builder.select(ok, builder.add(src0, shift), self.base)
             size = builder.select(ok, ir.Constant(I32, 16), ir.Constant(I32, 0))
             args = (builder.add(slot32, dst), src, size)

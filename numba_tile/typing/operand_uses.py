@@ -120,6 +120,10 @@ def product_uses(st, label, typemap, calltypes, uses, same_block=True):
                 operands = [value.lhs, value.rhs]
             elif pd is not None and pd.name in ("mma", "matmul") and not value.vararg:
                 operands = list(value.args[:2])
+                # the accumulator (or any other argument) reads the tile's registers
+                if any(v.name == name for v in value.args[2:]) or \
+                        any(v.name == name for _k, v in value.kws):
+                    return False
             else:
                 return False
             hits = [i for i, v in enumerate(operands) if v.name == name]

@@ -445,7 +445,7 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
         positions = [pos for (_st, _axis, _prod, _operand, pos, _ppos) in found]
         # (label, statement) positions compare in program order only within one block; the
         # loads of a loop run in label order, which Numba gives in program order
-        for order, (st, axis, product, operand, _pos, ppos) in enumerate(found):
+        for order, (st, axis, product, operand, lpos, ppos) in enumerate(found):
             key = id(st.value)
             stage = StageInfo(key, loop_id, n, order, axis, num_stages,
                               "shared" if product is not None else "registers", deferred, tma,
@@ -473,8 +473,9 @@ def _mark(func_ir, typemap, calltypes, num_stages, typingctx, why, staged) -> in
                     dict.__setitem__(calltypes, through.value, StagedSignature.of(
                         calltypes[through.value], passthrough=True))
             for prod, op_index, via in every_product.get(key, [(product, operand, ())]):
-                if prod is not product:
-                    ppos = _position(blocks, ppos[0], prod)
+                # each product's own position (a product may come back: x @ x.T reads the
+                # slot as b through the transpose and as a directly)
+                ppos = _position(blocks, lpos[0], prod)
                 psig = calltypes[prod]
                 ops = dict(getattr(psig, "operands", None) or {})
                 ops[op_index] = key

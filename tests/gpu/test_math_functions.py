@@ -133,3 +133,43 @@ def test_predicates(tile_backend, dt):
     f = xh.astype(np.float64)
     want = np.isnan(f) + 2 * np.isinf(f) + 4 * np.isfinite(f)
     np.testing.assert_array_equal(tile_backend.to_numpy(out), want)
+
+
+@nt.jit
+def fdiv_tiles(x, y, z: nt.Partition["B"], B: nt.Constant):
+    nt.store(z, nt.fdiv(nt.load_like(x, z), nt.load_like(y, z)))
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_fdiv_is_within_two_ulp_of_the_quotient(tile_backend, dt):
+    rng = np.random.default_rng()
+    n = 700
+    xh = rng.uniform(-1e3, 1e3, n).astype(dt)
+    yh = (rng.uniform(1e-3, 1e3, n) * rng.choice([-1.0, 1.0], n)).astype(dt)
+    out = tile_backend.asarray(np.zeros(n, dt))
+    tile_backend.run(fdiv_tiles, tile_backend.asarray(xh), tile_backend.asarray(yh),
+                     nt.partition(out, 256), 256)
+    want = xh.astype(np.float64) / yh.astype(np.float64)
+    got = tile_backend.to_numpy(out).astype(np.float64)
+    # float32: 2 ulp of div.full.f32; 16-bit dtypes: computed in float32, rounded once more
+    ulp = {np.float32: 2.0 ** -23, np.float64: 2.0 ** -52}.get(dt, 2.0 ** -7)
+    np.testing.assert_allclose(got, want, rtol=2.5 * ulp if dt != np.float64 else ulp, atol=0)
+
+
+def test_fdiv_keeps_the_ieee_division_s_call_out_of_a_wgmma_kernel():
+    """``/`` of float32 is ``div.rn.f32`` (ptxas gives it a slow-path call, which serializes
+    a kernel's ``wgmma``s); ``fdiv`` is ``div.full.f32``."""
+    @nt.jit
+    def normalized(a, b, d, c: nt.Partition[(64, 64)], DIV: nt.Constant):
+        acc = nt.load(a, (nt.bid(0), 0), (64, 64), padding=0) @ nt.load(b, (0, 0), (64, 64),
+                                                                        padding=0)
+        den = nt.load(d, (nt.bid(0), 0), (64, 1), padding=1.0)
+        nt.store(c, nt.fdiv(acc, den) if DIV else acc / den)
+
+    x = np.zeros((64, 64), np.float16)
+    args = (x, x, np.ones((64, 1), np.float32),
+            nt.partition(np.zeros((64, 64), np.float32), (64, 64)))
+    slow = normalized.ptx(*args, False, cc=(9, 0))
+    fast = normalized.ptx(*args, True, cc=(9, 0))
+    assert "wgmma.mma_async" in fast and "div.rn.f32" in slow
+    assert "div.rn" not in fast and "div.full.f32" in fast

@@ -358,3 +358,103 @@ def test_explain_says_these_loads_are_pipelined_and_why_not_by_tma():
             nt.partition(np.zeros((96, 32), np.float32), (64, 32)), 1, 0, 0, 3, 64, 32, 64)
     text = str(packed_products.with_options(num_stages=3).explain(*args, cc=(9, 0)))
     assert text.count("pipelined: 3 stages of cp.async copies, read by the product") == 3, text
+
+
+@nt.jit(num_warps=4)
+def tile_and_its_transpose(X, Z, c: nt.Partition[(64, 64)], d: nt.Partition[(64, 64)], k0, k1):
+    """x feeds x @ x.T (as a and, through the transpose, as b) and z @ x.T."""
+    acc = nt.zeros((64, 64), nt.float32)
+    acc2 = nt.zeros((64, 64), nt.float32)
+    for k in range(k0, k1):
+        x = nt.load(X, (k, 0), (64, 64), padding=0)
+        xt = x.T
+        acc = acc + x @ xt
+        z = nt.load(Z, (k, 0), (64, 64), padding=0)
+        acc2 = acc2 + z @ xt
+    nt.store(c, acc)
+    nt.store(d, acc2)
+
+
+@nt.jit(num_warps=4)
+def tile_as_its_own_accumulator(X, Y, c: nt.Partition[(64, 64)], k0, k1):
+    """x is operand a of mma(x, y, x) and its accumulator: the accumulator reads x's
+    registers, so x is read back into them."""
+    s = nt.zeros((64, 64), nt.float32)
+    for k in range(k0, k1):
+        x = nt.load(X, (k, 0), (64, 64), padding=0)
+        y = nt.load(Y, (k, 0), (64, 64), padding=0)
+        s = s + nt.astype(nt.mma(x, y, x), nt.float32)
+    nt.store(c, s)
+
+
+@nt.jit(num_warps=4)
+def far_tiles(x, out: nt.Partition[(1, 64)], k0, k1):
+    s = nt.zeros((1, 64), nt.float32)
+    for k in range(k0, k1):
+        s = s + nt.sum(nt.load(x, (k, 0), (32, 64), padding=0), axis=0, keepdims=True)
+    nt.store(out, s)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_a_tile_read_twice_by_one_product_waits_for_its_tile(tile_backend, stages):
+    rng = np.random.default_rng()
+    X = rng.uniform(-1, 1, (200, 64)).astype(np.float16)
+    Z = rng.uniform(-1, 1, (200, 64)).astype(np.float16)
+    c = tile_backend.asarray(np.full((64, 64), 9, np.float32))
+    d = tile_backend.asarray(np.full((64, 64), 9, np.float32))
+    tile_backend.run(tile_and_its_transpose.with_options(num_stages=stages),
+                     tile_backend.asarray(X), tile_backend.asarray(Z), nt.partition(c, (64, 64)),
+                     nt.partition(d, (64, 64)), 0, 4)
+    Xp = np.zeros((256, 64))
+    Xp[:200] = X
+    Zp = np.zeros((256, 64))
+    Zp[:200] = Z
+    want_c = sum(Xp[k * 64:(k + 1) * 64] @ Xp[k * 64:(k + 1) * 64].T for k in range(4))
+    want_d = sum(Zp[k * 64:(k + 1) * 64] @ Xp[k * 64:(k + 1) * 64].T for k in range(4))
+    np.testing.assert_allclose(tile_backend.to_numpy(c), want_c, rtol=1e-2, atol=5e-2)
+    np.testing.assert_allclose(tile_backend.to_numpy(d), want_d, rtol=1e-2, atol=5e-2)
+
+
+def test_each_product_of_a_shared_tile_waits_by_its_own_position():
+    """x @ x.T comes first in its iteration (one staged load before it), z @ x.T after both
+    loads: with 3 stages they wait for 2 and 2 pending groups (``wait_depth``), the first not
+    by the second's position."""
+    import re
+    X = np.zeros((200, 64), np.float16)
+    args = (X, X, nt.partition(np.zeros((64, 64), np.float32), (64, 64)),
+            nt.partition(np.zeros((64, 64), np.float32), (64, 64)), 0, 4)
+    for cc in ((8, 0), (9, 0)):
+        ptx = tile_and_its_transpose.with_options(num_stages=3).ptx(*args, cc=cc)
+        waits = [int(w) for w in re.findall(r"cp\.async\.wait_group (\d+);", ptx)]
+        assert waits and max(waits) <= 2, (cc, waits)
+
+
+def test_a_tile_that_is_also_an_accumulator_is_read_into_registers(tile_backend):
+    rng = np.random.default_rng()
+    X = rng.uniform(-1, 1, (130, 64)).astype(np.float16)
+    Y = rng.uniform(-1, 1, (130, 64)).astype(np.float16)
+    c = tile_backend.asarray(np.full((64, 64), 9, np.float32))
+    tile_backend.run(tile_as_its_own_accumulator.with_options(num_stages=3),
+                     tile_backend.asarray(X), tile_backend.asarray(Y),
+                     nt.partition(c, (64, 64)), 0, 3)
+    Xp, Yp = np.zeros((192, 64)), np.zeros((192, 64))
+    Xp[:130], Yp[:130] = X, Y
+    want = np.zeros((64, 64))
+    for k in range(3):
+        x, y = Xp[k * 64:(k + 1) * 64], Yp[k * 64:(k + 1) * 64]
+        want += (x @ y + x).astype(np.float16)
+    np.testing.assert_allclose(tile_backend.to_numpy(c), want, rtol=1e-2, atol=5e-2)
+    if tile_backend.name == "interpreter":
+        text = str(tile_as_its_own_accumulator.with_options(num_stages=3).explain(
+            X, Y, nt.partition(np.zeros((64, 64), np.float32), (64, 64)), 0, 3, cc=(9, 0)))
+        assert "read back into registers" in text, text
+
+
+@pytest.mark.parametrize("k0", [2**59, 2**58 + 1, -(2**60)])
+def test_tile_indices_whose_offsets_wrap_read_padding(tile_backend, k0):
+    rng = np.random.default_rng()
+    x = rng.uniform(1, 2, (200, 64)).astype(np.float32)
+    out = tile_backend.asarray(np.full((1, 64), 9, np.float32))
+    tile_backend.run(far_tiles.with_options(num_stages=3), tile_backend.asarray(x),
+                     nt.partition(out, (1, 64)), k0, k0 + 2)
+    np.testing.assert_array_equal(tile_backend.to_numpy(out), np.zeros((1, 64), np.float32))
