@@ -43,6 +43,9 @@ except ImportError:
 
 #: log2(e): the scores are scaled by ``scale * log2(e)`` once, so the softmax is ``exp2``
 LOG2E = 1.4426950408889634
+#: ln(2): the natural log-sum-exp is the base-2 one times it (a product, not a division:
+#: the float32 division's slow path is a call, which serializes wgmma, C7509)
+LN2 = 0.6931471805599453
 #: the largest int32, the padding of the sequence boundaries past the last
 _BIG = 2147483647
 
@@ -50,13 +53,12 @@ _BIG = 2147483647
 @nt.jit(num_warps=4)
 def attention_rows(q, k, v, o: nt.Partition[(1, 1, "BM", "D")],
                    lse: nt.Partition[(1, 1, "BM", 1)], scale, BM: nt.Constant,
-                   BN: nt.Constant, D: nt.Constant, CAUSAL: nt.Constant):
+                   BN: nt.Constant, D: nt.Constant, CAUSAL: nt.Constant, GROUP: nt.Constant):
     """``o`` and ``lse`` of the (batch, head, query tile) strips of ``o`` this block owns."""
-    group = q.shape[1] // k.shape[1]
     n_keys = k.shape[2]
     for row in nt.strips(o):
         b, h, m = row[0], row[1], row[2]
-        kh = h // group
+        kh = h // GROUP
         qt = nt.reshape(nt.load(q, (b, h, m, 0), (1, 1, BM, D), padding=0), (BM, D))
         acc = nt.zeros((BM, D), nt.float32)
         m_i = nt.full((BM, 1), -np.inf, nt.float32)
@@ -81,10 +83,10 @@ def attention_rows(q, k, v, o: nt.Partition[(1, 1, "BM", "D")],
             acc = acc * alpha + nt.astype(p, q.dtype) @ vt
             m_i = m_new
         for idx in nt.tiles(o, row):
-            out = nt.where(l_i > 0, acc / l_i, 0.0)
+            out = nt.where(l_i > 0, nt.fdiv(acc, l_i), 0.0)
             nt.store(o, nt.reshape(nt.astype(out, o.dtype), (1, 1, BM, D)), idx)
         for idx in nt.tiles(lse, row):
-            nt.store(lse, nt.reshape((m_i + nt.log2(l_i)) / LOG2E, (1, 1, BM, 1)), idx)
+            nt.store(lse, nt.reshape((m_i + nt.log2(l_i)) * LN2, (1, 1, BM, 1)), idx)
 
 
 def sequence_bounds(cu_q, cu_k, rows, NB, n_seq):
@@ -117,12 +119,11 @@ def key_range(cu_q, cu_k, rows, NB, CAUSAL):
 def attention_varlen_rows(q, k, v, cu_q, cu_k, o: nt.Partition[("BM", 1, "D")],
                           lse: nt.Partition[("BM", 1, 1)], scale, BM: nt.Constant,
                           BN: nt.Constant, D: nt.Constant, NB: nt.Constant,
-                          CAUSAL: nt.Constant):
+                          CAUSAL: nt.Constant, GROUP: nt.Constant):
     """``o`` and ``lse`` of the (packed query tile, head) strips of ``o`` this block owns."""
-    group = q.shape[1] // k.shape[1]
     for row in nt.strips(o):
         m, h = row[0], row[1]
-        kh = h // group
+        kh = h // GROUP
         rows = m * BM + nt.arange(BM)[:, None]
         k0, hi = key_range(cu_q, cu_k, rows, NB, CAUSAL)
         first = nt.item(nt.min(k0, axis=0))          # the union of the rows' key ranges
@@ -147,10 +148,10 @@ def attention_varlen_rows(q, k, v, cu_q, cu_k, o: nt.Partition[("BM", 1, "D")],
             acc = acc * alpha + nt.astype(p, q.dtype) @ vt
             m_i = m_new
         for idx in nt.tiles(o, row):
-            out = nt.where(l_i > 0, acc / l_i, 0.0)
+            out = nt.where(l_i > 0, nt.fdiv(acc, l_i), 0.0)
             nt.store(o, nt.reshape(nt.astype(out, o.dtype), (BM, 1, D)), idx)
         for idx in nt.tiles(lse, row):
-            nt.store(lse, nt.reshape((m_i + nt.log2(l_i)) / LOG2E, (BM, 1, 1)), idx)
+            nt.store(lse, nt.reshape((m_i + nt.log2(l_i)) * LN2, (BM, 1, 1)), idx)
 
 
 # ----------------------------------------------------------------------------- host side
@@ -289,6 +290,7 @@ def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpr
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     _, _, d, _ = check_attention("attention", q, k, v, o, lse, packed=False)
+    group = q.shape[1] // k.shape[1]     # query heads per key head
     interpret = launch_mode(q, interpret)
     c = cfg or config(d, causal, bool(interpret))
     bsz, hq, sq, _ = q.shape
@@ -297,7 +299,7 @@ def attention(q, k, v, o, lse, *, causal=False, scale=None, stream=None, interpr
     return kern(q, k, v, nt.partition(o, (1, 1, c["BM"], d), blocks=max(blocks, 1)),
                 nt.partition(_column(lse), (1, 1, c["BM"], 1), blocks=max(blocks, 1)),
                 float(d ** -0.5 if scale is None else scale), c["BM"], c["BN"], d,
-                bool(causal), stream=stream, interpret=interpret)
+                bool(causal), group, stream=stream, interpret=interpret)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=False,
@@ -320,6 +322,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=Fals
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     _, _, d, _ = check_attention("attention_varlen", q, k, v, o, lse, packed=True)
+    group = q.shape[1] // k.shape[1]     # query heads per key head
     n = check_boundaries("attention_varlen", q, k, cu_seqlens_q, cu_seqlens_k)
     interpret = launch_mode(q, interpret)
     c = cfg or config(d, causal, bool(interpret))
@@ -330,7 +333,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, *, causal=Fals
                 nt.partition(o, (c["BM"], 1, d), blocks=blocks),
                 nt.partition(_column(lse), (c["BM"], 1, 1), blocks=blocks),
                 float(d ** -0.5 if scale is None else scale), c["BM"], c["BN"], d,
-                1 << (n - 1).bit_length(), bool(causal), stream=stream,
+                1 << (n - 1).bit_length(), bool(causal), group, stream=stream,
                 interpret=interpret)
 
 

@@ -63,14 +63,13 @@ def row_dots_packed(o, do, delta: nt.Partition[("BM", 1, 1)], BM: nt.Constant,
 @nt.jit(num_warps=4)
 def key_grads(q, k, v, do, lse, delta, dk: nt.Partition[(1, 1, "BN", "D")],
               dv: nt.Partition[(1, 1, "BN", "D")], scale, BM: nt.Constant, BN: nt.Constant,
-              D: nt.Constant, CAUSAL: nt.Constant):
+              D: nt.Constant, CAUSAL: nt.Constant, GROUP: nt.Constant):
     """``dk`` and ``dv`` of the (batch, key head, key tile) strips of ``dk`` this block owns.
     The scores are computed transposed, ``s^T = k q^T`` (BN, BM), as FlashAttention-2 does:
     then ``p^T`` and ``ds^T`` come out of a product in its accumulator layout and feed
     ``dv += p^T do`` and ``dk += ds^T q`` as register operands (on Hopper), and the key
     and value tiles, fixed for the block, are register operands of the other two products.
     ``lse`` and ``delta`` are read as rows ``(1, BM)`` of their ``(B, H, 1, S)`` views."""
-    group = q.shape[1] // k.shape[1]
     n_q, n_k = q.shape[2], k.shape[2]
     for row in nt.strips(dk):
         b, kh, n = row[0], row[1], row[2]
@@ -82,8 +81,8 @@ def key_grads(q, k, v, do, lse, delta, dk: nt.Partition[(1, 1, "BN", "D")],
         first = 0
         if CAUSAL:                       # the query tiles at or below the diagonal
             first = (n * BN) // BM
-        for g in range(group):
-            h = kh * group + g
+        for g in range(GROUP):
+            h = kh * GROUP + g
             for m in range(first, nt.num_tiles(q, 2, BM)):
                 qt = nt.reshape(nt.load(q, (b, h, m, 0), (1, 1, BM, D), padding=0), (BM, D))
                 dot = nt.reshape(nt.load(do, (b, h, m, 0), (1, 1, BM, D), padding=0),
@@ -109,13 +108,13 @@ def key_grads(q, k, v, do, lse, delta, dk: nt.Partition[(1, 1, "BN", "D")],
 
 @nt.jit(num_warps=4)
 def query_grads(q, k, v, do, lse, delta, dq: nt.Partition[(1, 1, "BM", "D")], scale,
-                BM: nt.Constant, BN: nt.Constant, D: nt.Constant, CAUSAL: nt.Constant):
+                BM: nt.Constant, BN: nt.Constant, D: nt.Constant, CAUSAL: nt.Constant,
+                GROUP: nt.Constant):
     """``dq`` of the (batch, head, query tile) tiles of ``dq`` this block owns."""
-    group = q.shape[1] // k.shape[1]
     n_k = k.shape[2]
     for idx in nt.tiles(dq):
         b, h, m = idx[0], idx[1], idx[2]
-        kh = h // group
+        kh = h // GROUP
         qt = nt.reshape(nt.load(q, idx, (1, 1, BM, D), padding=0), (BM, D))
         dot = nt.reshape(nt.load(do, idx, (1, 1, BM, D), padding=0), (BM, D))
         lse_t = nt.reshape(nt.load(lse, (b, h, m, 0), (1, 1, BM, 1), padding=0), (BM, 1))
@@ -143,11 +142,10 @@ def query_grads(q, k, v, do, lse, delta, dq: nt.Partition[(1, 1, "BM", "D")], sc
 def key_grads_packed(q, k, v, do, lse, delta, cu_q, cu_k,
                      dk: nt.Partition[("BN", 1, "D")], dv: nt.Partition[("BN", 1, "D")],
                      scale, BM: nt.Constant, BN: nt.Constant, D: nt.Constant,
-                     NB: nt.Constant, CAUSAL: nt.Constant):
+                     NB: nt.Constant, CAUSAL: nt.Constant, GROUP: nt.Constant):
     """``dk`` and ``dv`` of the (packed key tile, key head) strips of ``dk`` this block owns:
     each key row is read by the queries of its own sequence (from the bottom-right diagonal
     on, when causal)."""
-    group = q.shape[1] // k.shape[1]
     for row in nt.strips(dk):
         n, kh = row[0], row[1]
         keys = n * BN + nt.arange(BN)[:, None]
@@ -163,8 +161,8 @@ def key_grads_packed(q, k, v, do, lse, delta, cu_q, cu_k,
         vt = nt.reshape(nt.load(v, (n, kh, 0), (BN, 1, D), padding=0), (BN, D))
         dk_acc = nt.zeros((BN, D), nt.float32)
         dv_acc = nt.zeros((BN, D), nt.float32)
-        for g in range(group):
-            h = kh * group + g
+        for g in range(GROUP):
+            h = kh * GROUP + g
             for t in range((last - first + BM - 1) // BM):
                 start = first + t * BM
                 qt = nt.reshape(nt.load_at(q, (start, h, 0), (BM, 1, D), padding=0), (BM, D))
@@ -190,12 +188,11 @@ def key_grads_packed(q, k, v, do, lse, delta, cu_q, cu_k,
 @nt.jit(num_warps=4)
 def query_grads_packed(q, k, v, do, lse, delta, cu_q, cu_k, dq: nt.Partition[("BM", 1, "D")],
                        scale, BM: nt.Constant, BN: nt.Constant, D: nt.Constant,
-                       NB: nt.Constant, CAUSAL: nt.Constant):
+                       NB: nt.Constant, CAUSAL: nt.Constant, GROUP: nt.Constant):
     """``dq`` of the (packed query tile, head) tiles of ``dq`` this block owns."""
-    group = q.shape[1] // k.shape[1]
     for idx in nt.tiles(dq):
         m, h = idx[0], idx[1]
-        kh = h // group
+        kh = h // GROUP
         rows = m * BM + nt.arange(BM)[:, None]
         k0, hi = key_range(cu_q, cu_k, rows, NB, CAUSAL)
         first = nt.item(nt.min(k0, axis=0))
@@ -247,6 +244,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
         ValueError: shapes or dtypes that do not match (before any GPU work).
     """
     d = _check_grads("attention_backward", q, k, v, o, lse, do, dq, dk, dv, packed=False)
+    group = q.shape[1] // k.shape[1]     # query heads per key head
     interpret = launch_mode(q, interpret)
     c = cfg or config(d, causal, bool(interpret))
     bm, bn = c["BM"], c["BN"]
@@ -263,11 +261,11 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal=False, scale=N
     lse_rows, delta_rows = (x.reshape(bsz, hq, 1, sq) for x in (lse4, delta))
     _kernel(key_grads, c["num_warps"], c["num_stages"])(
         q, k, v, do, lse_rows, delta_rows, nt.partition(dk, (1, 1, bn, d), blocks=kv_blocks),
-        nt.partition(dv, (1, 1, bn, d), blocks=kv_blocks), scale, bm, bn, d, bool(causal),
+        nt.partition(dv, (1, 1, bn, d), blocks=kv_blocks), scale, bm, bn, d, bool(causal), group,
         **run)
     return _kernel(query_grads, c["num_warps"], c["num_stages"])(
         q, k, v, do, lse4, delta, nt.partition(dq, (1, 1, bm, d)), scale, bm, bn, d,
-        bool(causal), **run)
+        bool(causal), group, **run)
 
 
 def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, dq, dk, dv, *,
@@ -282,6 +280,7 @@ def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, d
         ValueError: shapes, dtypes or boundaries that do not match (before any GPU work).
     """
     d = _check_grads("attention_varlen_backward", q, k, v, o, lse, do, dq, dk, dv, packed=True)
+    group = q.shape[1] // k.shape[1]     # query heads per key head
     n = check_boundaries("attention_varlen_backward", q, k, cu_seqlens_q, cu_seqlens_k)
     interpret = launch_mode(q, interpret)
     c = cfg or config(d, causal, bool(interpret))
@@ -297,11 +296,11 @@ def attention_varlen_backward(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, do, d
     _kernel(key_grads_packed, c["num_warps"], c["num_stages"])(
         q, k, v, do, lse3, delta, cu_seqlens_q, cu_seqlens_k,
         nt.partition(dk, (bn, 1, d), blocks=kv_blocks),
-        nt.partition(dv, (bn, 1, d), blocks=kv_blocks), scale, bm, bn, d, nb, bool(causal),
+        nt.partition(dv, (bn, 1, d), blocks=kv_blocks), scale, bm, bn, d, nb, bool(causal), group,
         **run)
     return _kernel(query_grads_packed, c["num_warps"], c["num_stages"])(
         q, k, v, do, lse3, delta, cu_seqlens_q, cu_seqlens_k, nt.partition(dq, (bm, 1, d)),
-        scale, bm, bn, d, nb, bool(causal), **run)
+        scale, bm, bn, d, nb, bool(causal), group, **run)
 
 
 # ------------------------------------------------------------------------- references

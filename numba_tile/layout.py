@@ -43,11 +43,13 @@ CHUNK_BYTES = 16
 #: A mapped partition's ``tiles()`` walk numbers tiles of at least this many elements with
 #: 32-bit divisions (``lowering/tile_order.py``: a 64-bit division is a call to ptxas' emulation
 #: routine, and any call makes ptxas serialize a kernel's ``wgmma`` instructions, C7509).
-#: Full tiles of that size number fewer than 2**32 in any array below 1 TiB, but ragged ones
-#: need not (an int8 array of shape (2**32 + 16, 1) in (1, 256) tiles has 2**32 + 16), so
-#: the launch refuses a mapped partition of such tiles with :data:`MAX_TILES_32` or more
-#: tiles (``runtime/launch_checks.py``), on the GPU and in the interpreter alike.
-SMALL_TILE_ELEMS = 256
+#: Full tiles of that size number fewer than 2**32 in any array below 256 GiB (more than a
+#: GPU holds), but ragged ones need not (an int8 array of shape (2**32 + 16, 1) in (1, 64)
+#: tiles has 2**32 + 16), so the launch refuses a mapped partition of such tiles with
+#: :data:`MAX_TILES_32` or more tiles (``runtime/launch_checks.py``), on the GPU and in the
+#: interpreter alike. 64, not more: attention's row statistics are partitions of
+#: ``(1, 1, BM, 1)`` tiles (BM = 64 or 128) walked beside its products.
+SMALL_TILE_ELEMS = 64
 #: the tile count from which such a partition's walk would not fit 32-bit tile numbers
 MAX_TILES_32 = 2**32
 

@@ -109,10 +109,13 @@ def _next_block_strided(context, builder, sig, args, result, index_type, coords_
 @iternext_impl(RefType.UNTRACKED)
 def iternext_strips(context, builder, sig, args, result):
     ptype = sig.args[0].ptype
+    # a strip number is below the tile count, below 2**32 for tiles of SMALL_TILE_ELEMS or
+    # more (the launch checks it): 32-bit divisions, no call to ptxas' 64-bit emulation (C7509)
+    small = math.prod(ptype.tile_shape) >= SMALL_TILE_ELEMS
     _next_block_strided(
         context, builder, sig, args, result, StripIndexType(ptype.param, ptype.ndim - 1),
         lambda view, cur: _row_major(builder, tile_grid(builder, view, ptype.tile_shape)[:-1],
-                                     cur))
+                                     cur, small))
 
 
 @registry.lower("getiter", StripTilesIterable)
