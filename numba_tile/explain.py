@@ -100,6 +100,9 @@ class Explanation:
         bound_us: the roofline estimate of the run time, in microseconds: the larger of the
             memory time (``bytes_moved`` once at the device's bandwidth) and the compute time
             (``flops`` at its 16-bit tensor-core peak).
+        ptxas_warnings: ptxas' "Potential Performance Loss" notes (``"C7509: wgmma.mma_async
+            instructions are serialized due to the presence of Extern calls"``: every ``wgmma``
+            waits for the previous one), empty without nvJitLink or without such notes.
     """
 
     kernel: str
@@ -117,6 +120,7 @@ class Explanation:
     bytes_moved: int = 0
     flops: float | None = None
     bound_us: float = 0.0
+    ptxas_warnings: tuple = field(default_factory=tuple)
 
     def __str__(self) -> str:
         cc = f"sm_{self.cc[0]}{self.cc[1]}"
@@ -137,6 +141,11 @@ class Explanation:
             lines.append(f"  occupancy: {self.blocks_per_sm} block(s) an SM "
                          f"({self.blocks_per_sm * self.threads // 32} warps), limited by "
                          f"{self.limited_by}")
+        for w in self.ptxas_warnings:
+            hint = (" (a call: a float32 `/` of tiles, whose IEEE slow path is a call, takes "
+                    "nt.fdiv; a 64-bit integer division, a constant divisor or 32-bit values)"
+                    if w.startswith("C7509") else "")
+            lines.append(f"  ptxas: {w}{hint}")
         for d in self.decisions:
             lines.append(f"  line {d.line}: {d.source}")
             lines.append(f"      {d.kind}: {d.text}")
@@ -209,6 +218,7 @@ def explain(kernel, args, kwargs, *, cc, device, flops) -> Explanation:
                             num_stages=kernel.num_stages, mma=mma_impl(),
                             grid_param=spec.grid_param, cc=cc, unchecked=kernel.unchecked)
     registers = spilled = None
+    warnings = ()
     try:
         out = linker.assemble(ck.ptx, tuple(cc[:2]))
     except Exception:  # noqa: BLE001 - the report says what ptxas said below
@@ -217,6 +227,7 @@ def explain(kernel, args, kwargs, *, cc, device, flops) -> Explanation:
         report = linker.spill_report(out[1])
         if report is not None:
             registers, spilled = report
+        warnings = linker.performance_warnings(out[1])
     consumers = None
     if ck.num_threads == 32 * kernel.num_warps + 128:        # a producer warpgroup joined
         from .lowering.ws import consumer_registers
@@ -233,4 +244,4 @@ def explain(kernel, args, kwargs, *, cc, device, flops) -> Explanation:
                        spilled_bytes=spilled, blocks_per_sm=blocks, limited_by=limiter,
                        consumer_registers=consumers,
                        decisions=_decisions(notes), bytes_moved=moved, flops=flops,
-                       bound_us=bound)
+                       bound_us=bound, ptxas_warnings=warnings)

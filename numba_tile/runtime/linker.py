@@ -51,6 +51,19 @@ def spill_report(log: str) -> tuple[int, int] | None:
     return int(m.group(1)), max(stores + [int(m.group(2))])
 
 
+def performance_warnings(log: str) -> tuple[str, ...]:
+    """ptxas' "Potential Performance Loss" notes of an nvJitLink ``-verbose`` log, each as
+    ``"C7509: wgmma.mma_async instructions are serialized due to ..."`` (the function name
+    left out): a serialized ``wgmma`` waits for the previous one to finish."""
+    out = []
+    for m in re.finditer(r"\((C\d{4})\) Potential Performance Loss: ([^\n]*?)"
+                         r"(?: in the function '[^']*')?(?: in line \d+)?\s*$", log, re.M):
+        text = f"{m.group(1)}: {m.group(2).strip()}"
+        if text not in out:
+            out.append(text)
+    return tuple(out)
+
+
 def assemble(ptx: str, cc: tuple) -> tuple[bytes, str] | None:
     """``(cubin, ptxas report)`` of ``ptx`` for ``sm_{major}{minor}``, or None without a
     usable nvJitLink.
