@@ -175,17 +175,8 @@ def test_explain_reports_wgmma_serialized_by_a_call():
     """ptxas serializes every ``wgmma`` of a kernel that makes a call (C7509): an IEEE float32
     division of a tile is one (its slow path), ``nt.fdiv`` is not."""
     from numba_tile.runtime import linker
-
-    @nt.jit
-    def normalized(a, b, d, c: nt.Partition[(64, 64)], DIV: nt.Constant):
-        acc = nt.load(a, (nt.bid(0), 0), (64, 64), padding=0) @ nt.load(b, (0, 0), (64, 64),
-                                                                        padding=0)
-        den = nt.load(d, (nt.bid(0), 0), (64, 1), padding=1.0)
-        nt.store(c, nt.fdiv(acc, den) if DIV else acc / den)
-
-    x = np.zeros((64, 64), np.float16)
-    args = (x, x, np.ones((64, 1), np.float32),
-            nt.partition(np.zeros((64, 64), np.float32), (64, 64)))
+    from tests.gpu.test_math_functions import normalized, normalized_args
+    args = normalized_args()
     slow = normalized.explain(*args, False, cc=(9, 0))
     if slow.registers is None:
         pytest.skip("nvJitLink is not installed: no ptxas report")

@@ -156,19 +156,25 @@ def test_fdiv_is_within_two_ulp_of_the_quotient(tile_backend, dt):
     np.testing.assert_allclose(got, want, rtol=2.5 * ulp if dt != np.float64 else ulp, atol=0)
 
 
+@nt.jit
+def normalized(a, b, d, c: nt.Partition[(64, 64)], DIV: nt.Constant):
+    """A product's tile divided by a column: by ``nt.fdiv`` (DIV) or by ``/``."""
+    acc = nt.load(a, (nt.bid(0), 0), (64, 64), padding=0) @ nt.load(b, (0, 0), (64, 64),
+                                                                    padding=0)
+    den = nt.load(d, (nt.bid(0), 0), (64, 1), padding=1.0)
+    nt.store(c, nt.fdiv(acc, den) if DIV else acc / den)
+
+
+def normalized_args():
+    x = np.zeros((64, 64), np.float16)
+    return (x, x, np.ones((64, 1), np.float32),
+            nt.partition(np.zeros((64, 64), np.float32), (64, 64)))
+
+
 def test_fdiv_keeps_the_ieee_division_s_call_out_of_a_wgmma_kernel():
     """``/`` of float32 is ``div.rn.f32`` (ptxas gives it a slow-path call, which serializes
     a kernel's ``wgmma``s); ``fdiv`` is ``div.full.f32``."""
-    @nt.jit
-    def normalized(a, b, d, c: nt.Partition[(64, 64)], DIV: nt.Constant):
-        acc = nt.load(a, (nt.bid(0), 0), (64, 64), padding=0) @ nt.load(b, (0, 0), (64, 64),
-                                                                        padding=0)
-        den = nt.load(d, (nt.bid(0), 0), (64, 1), padding=1.0)
-        nt.store(c, nt.fdiv(acc, den) if DIV else acc / den)
-
-    x = np.zeros((64, 64), np.float16)
-    args = (x, x, np.ones((64, 1), np.float32),
-            nt.partition(np.zeros((64, 64), np.float32), (64, 64)))
+    args = normalized_args()
     slow = normalized.ptx(*args, False, cc=(9, 0))
     fast = normalized.ptx(*args, True, cc=(9, 0))
     assert "wgmma.mma_async" in fast and "div.rn.f32" in slow
