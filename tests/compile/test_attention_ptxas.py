@@ -3,18 +3,13 @@ asynchronous: no "(C7509) ... serialized due to the presence of Extern calls" in
 (a float32 ``/`` of tiles or a 64-bit integer division by a runtime value would bring one).
 Needs nvJitLink (ptxas), not a GPU."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import numba_tile as nt
+from examples import attention as fwd
+from examples import attention_backward as bwd
 from numba_tile.runtime import linker
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-import attention as fwd  # noqa: E402
-import attention_backward as bwd  # noqa: E402
 
 
 class _Device:
