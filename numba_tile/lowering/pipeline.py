@@ -231,7 +231,7 @@ class ChunkPlan:
 
 
 class PlaneView:
-    """Axes ``(p, last)`` of an N-D tensor (``typing/pipeline.plane_axes``) at a staged load's
+    """Axes ``(p, last)`` of an N-D tensor (``typing/operand_uses.plane_axes``) at a staged load's
     coordinates on the others (its tile has extent 1 there: a coordinate is the index
     itself), as the 2-D view the copies walk: data at ``sum(index[d] * stride[d])`` over the
     other axes, the two axes' extents and strides. Where one of those coordinates lies outside
@@ -285,10 +285,8 @@ def lower_staged_load(context, builder, sig, view, index, tile, padty=None, pad=
         k_abs, a = ctx.__dict__["stage_origin"][info.loop]
         k = builder.sub(k_abs, a)
         shift = a
-        start = None if step is None else builder.sub(index[info.axis],
-                                                      builder.mul(k_abs, const_i64(step)))
-        if start is None:
-            start = const_i64(0)
+        start = const_i64(0) if step is None else builder.sub(
+            index[info.axis], builder.mul(k_abs, const_i64(step)))
     else:
         # load_at: the offset is k * step (typing/loop_ir._loop_step), k >= 0
         k = index[info.axis] if step is None else builder.udiv(index[info.axis],

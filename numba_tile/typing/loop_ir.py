@@ -23,16 +23,22 @@ def _op(typemap, expr):
     return op_for_key(getattr(typemap.get(expr.func.name), "typing_key", None))
 
 
-def _range_call(blocks, loop, defs, inner=frozenset()):
-    """The ``range(...)`` call the loop iterates, or None."""
+def _own_expr(blocks, loop, op, inner=frozenset()):
+    """The first ``target = <op expr>`` statement of the loop's own blocks (not of an inner
+    loop), in label order, or None."""
     for lb in sorted(loop.body):
         if lb in inner:
             continue
         for st in blocks[lb].body:
-            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
-                    st.value.op == "iternext":
-                return _iterated_call(st.value.value.name, defs)
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and st.value.op == op:
+                return st
     return None
+
+
+def _range_call(blocks, loop, defs, inner=frozenset()):
+    """The ``range(...)`` call the loop iterates, or None."""
+    st = _own_expr(blocks, loop, "iternext", inner)
+    return None if st is None else _iterated_call(st.value.value.name, defs)
 
 
 def _range_bound(blocks, loop, defs, inner=frozenset()):
@@ -57,14 +63,8 @@ def _range_start(blocks, loop, defs, inner=frozenset()):
 def _pair_first(blocks, loop, inner=frozenset()):
     """The variable the loop's ``iternext`` binds (``k`` itself, defined where the iteration
     is tested: it dominates the loop's body), or None."""
-    for lb in sorted(loop.body):
-        if lb in inner:
-            continue
-        for st in blocks[lb].body:
-            if isinstance(st, ir.Assign) and isinstance(st.value, ir.Expr) and \
-                    st.value.op == "pair_first":
-                return st.target
-    return None
+    st = _own_expr(blocks, loop, "pair_first", inner)
+    return None if st is None else st.target
 
 
 def _latches(cfg, loop):

@@ -27,9 +27,10 @@ A load is *staged* when all of these hold (anything else is lowered as an ordina
   directly or through a ``reshape`` of an N-D tile to its two axes and then a ``transpose``
   (``.T``, ``permute(x, (1, 0))``) as operand ``b``, the products read the slot itself (a
   transposed ``b``'s slot holds N rows of K: K-major, the only form FP8 ``wgmma`` reads, so
-  an FP8 ``b`` is staged only that way); any other use of a 16-bit or wider tile gets it read back into
-  registers from the slot (padding applied there, the same valid extents as the ordinary
-  load); FP8 tiles are staged only into a product's slots.
+  an FP8 ``b`` is staged only that way); any other use of a 16-bit or wider tile (the
+  accumulator of a product included) gets it read back into registers from the slot
+  (padding applied there, the same valid extents as the ordinary load); FP8 tiles are staged
+  only into a product's slots.
 
 The load's and the product's call signatures are replaced by :class:`StagedSignature`
 copies carrying the facts the lowering needs (``lowering/pipeline.py``). Staging changes
@@ -499,7 +500,7 @@ def _insert_origin(func_ir, typemap, calltypes, typingctx, found, kvar, start, l
     offset less ``k * C``). That block runs on every iteration and dominates the loop's
     other staged loads (each in a block that dominates the back edges)."""
     from .. import language
-    label, i = min(_position(func_ir.blocks, _label_of(func_ir, f[0]), f[0]) for f in found)
+    label, i = min(_position(func_ir.blocks, f[4][0], f[0]) for f in found)
     blk = func_ir.blocks[label]
     scope, loc = blk.scope, blk.body[i].loc
     stmts = []
@@ -519,10 +520,6 @@ def _insert_origin(func_ir, typemap, calltypes, typingctx, found, kvar, start, l
     stmts += [ir.Assign(ir.Global("_stage_origin", language._stage_origin, loc), fn_var, loc),
               ir.Assign(call, out_var, loc)]
     blk.body[i:i] = stmts
-
-
-def _label_of(func_ir, st):
-    return next(lb for lb, blk in func_ir.blocks.items() if any(x is st for x in blk.body))
 
 
 def _position(blocks, label, item):
